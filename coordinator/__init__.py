@@ -1,0 +1,1 @@
+"""Session orchestration, aggregation, solving, reports and the ``securelp`` CLI."""

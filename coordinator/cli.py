@@ -1,0 +1,97 @@
+"""The ``securelp`` console script: one parser, one module per subcommand.
+
+Subcommand modules live in ``coordinator.commands`` and are imported lazily, so
+``securelp census ...`` does not pay for importing gRPC and ``securelp --help`` stays
+fast. Typed errors (``solvers.errors.SecureLPError``) become a one-line message on
+stderr and their exit code; only an unexpected exception prints a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from typing import Sequence
+
+from solvers.errors import ExitCode, SecureLPError
+
+#: subcommand name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("coordinator.commands.demo", "run Mangasarian's example end to end over gRPC with mTLS"),
+    "solve": ("coordinator.commands.solve", "solve an MPS file securely with N simulated parties"),
+    "split": ("coordinator.commands.split", "split an MPS file into one private block per party"),
+    "party": ("coordinator.commands.party", "run one data-owner process (gRPC server)"),
+    "coordinator": ("coordinator.commands.coordinate", "run the coordinator against party processes"),
+    "certs": ("coordinator.commands.certs", "make a session CA, a coordinator and party certificates"),
+    "mdp": ("coordinator.commands.mdp", "optimal metric-DP perturbation (direct LP or Benders)"),
+    "ldp": ("coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
+    "census": ("coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
+    "bench": ("coordinator.commands.bench", "run the reproducible benchmarks"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with our exit code for usage errors."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Build the parser; with ``only`` set, import just that subcommand's module."""
+    parser = _Parser(prog="securelp", description="Multi-party privacy-preserving optimization.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text)
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            sub.add_parser(name, help=f"{help_text} (not available in this build)")
+            continue
+        module.register(sub)
+    return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    env_level = os.environ.get("SECURELP_LOG_LEVEL")
+    if env_level:
+        level = getattr(logging, env_level.upper(), level)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(only=command if command in COMMANDS else None)
+    args = parser.parse_args(args_list)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return int(ExitCode.USAGE)
+    if not hasattr(args, "func"):
+        print(f"securelp {args.command}: not available in this build", file=sys.stderr)
+        return int(ExitCode.CONFIG)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.func(args))
+    except SecureLPError as exc:
+        print(f"securelp {args.command}: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print(f"securelp {args.command}: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

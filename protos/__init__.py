@@ -1,0 +1,1 @@
+"""Protocol buffer definitions (package ``securelp.v1``) and their committed generated code."""
