@@ -1,0 +1,119 @@
+"""Conversions between numpy/scipy arrays and the wire messages, and chunk framing.
+
+Arrays travel as little-endian float64 (and int64 for sparse indices). Every
+payload-bearing message is serialized, split into chunks of at most
+``CHUNK_BYTES`` (1 MiB), and the SHA-256 of the whole payload rides on the last chunk;
+``join_chunks`` refuses gaps, overlaps, size mismatches and checksum mismatches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+from protos import securelp_pb2 as pb
+from solvers.errors import ProtocolError
+
+CHUNK_BYTES = 1 << 20
+#: refuse payloads above this size (bytes) before allocating for them
+MAX_PAYLOAD_BYTES = 2 << 30
+
+
+def vector_to_pb(values: np.ndarray) -> pb.Vector:
+    """float64 vector -> ``Vector``."""
+    return pb.Vector(values=np.ascontiguousarray(values, dtype="<f8").tobytes())
+
+
+def vector_from_pb(msg: pb.Vector, *, expected: int | None = None, what: str = "vector") -> np.ndarray:
+    """``Vector`` -> float64 array, checking the length when ``expected`` is given."""
+    if len(msg.values) % 8:
+        raise ProtocolError(f"{what}: payload length {len(msg.values)} is not a multiple of 8")
+    out = np.frombuffer(msg.values, dtype="<f8").astype(np.float64)
+    if expected is not None and out.size != expected:
+        raise ProtocolError(f"{what}: expected {expected} values, got {out.size}")
+    return out
+
+
+def matrix_to_pb(mat: np.ndarray | sp.spmatrix | sp.sparray) -> pb.Matrix:
+    """Dense array or scipy sparse matrix -> ``Matrix`` (sparse ones as CSC)."""
+    if sp.issparse(mat):
+        csc = sp.csc_matrix(mat)
+        csc.sort_indices()
+        return pb.Matrix(
+            rows=csc.shape[0],
+            cols=csc.shape[1],
+            sparse=True,
+            values=np.ascontiguousarray(csc.data, dtype="<f8").tobytes(),
+            indices=np.ascontiguousarray(csc.indices, dtype="<i8").tobytes(),
+            indptr=np.ascontiguousarray(csc.indptr, dtype="<i8").tobytes(),
+        )
+    arr = np.asarray(mat, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError("matrix_to_pb needs a 2-D array")
+    return pb.Matrix(rows=arr.shape[0], cols=arr.shape[1], sparse=False,
+                     values=np.ascontiguousarray(arr, dtype="<f8").tobytes())
+
+
+def matrix_from_pb(msg: pb.Matrix, *, what: str = "matrix") -> np.ndarray | sp.csc_matrix:
+    """``Matrix`` -> dense float64 array or ``scipy.sparse.csc_matrix``; shapes checked."""
+    rows, cols = int(msg.rows), int(msg.cols)
+    if msg.sparse:
+        data = np.frombuffer(msg.values, dtype="<f8").astype(np.float64)
+        indices = np.frombuffer(msg.indices, dtype="<i8").astype(np.int64)
+        indptr = np.frombuffer(msg.indptr, dtype="<i8").astype(np.int64)
+        if indptr.size != cols + 1 or data.size != indices.size or (indptr.size and indptr[-1] != data.size):
+            raise ProtocolError(f"{what}: inconsistent sparse layout for a {rows} x {cols} matrix")
+        if indices.size and (indices.min() < 0 or indices.max() >= rows):
+            raise ProtocolError(f"{what}: row index out of range for {rows} rows")
+        return sp.csc_matrix((data, indices, indptr), shape=(rows, cols))
+    if len(msg.values) != 8 * rows * cols:
+        raise ProtocolError(f"{what}: expected {rows} x {cols} doubles, got {len(msg.values)} bytes")
+    return np.frombuffer(msg.values, dtype="<f8").astype(np.float64).reshape(rows, cols)
+
+
+def split_payload(payload: bytes, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.Chunk]:
+    """Frame ``payload`` as chunks; the last carries the SHA-256 of the whole."""
+    total = len(payload)
+    digest = hashlib.sha256(payload).digest()
+    if total == 0:
+        yield pb.Chunk(total_size=0, offset=0, data=b"", sha256=digest)
+        return
+    view = memoryview(payload)
+    for offset in range(0, total, chunk_bytes):
+        end = min(total, offset + chunk_bytes)
+        yield pb.Chunk(total_size=total, offset=offset, data=bytes(view[offset:end]),
+                       sha256=digest if end == total else b"")
+
+
+def join_chunks(chunks: Iterable[pb.Chunk], *, peer: str = "peer") -> bytes:
+    """Reassemble chunks from ``split_payload``; raise ``ProtocolError`` naming ``peer``."""
+    buffer: bytearray | None = None
+    total = -1
+    expected_offset = 0
+    digest = b""
+    for chunk in chunks:
+        if buffer is None:
+            total = int(chunk.total_size)
+            if total > MAX_PAYLOAD_BYTES:
+                raise ProtocolError(f"{peer}: payload of {total} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte limit")
+            buffer = bytearray()
+        elif int(chunk.total_size) != total:
+            raise ProtocolError(f"{peer}: chunk total size changed mid-stream")
+        if int(chunk.offset) != expected_offset:
+            raise ProtocolError(f"{peer}: chunk at offset {chunk.offset}, expected {expected_offset}")
+        buffer += chunk.data
+        expected_offset += len(chunk.data)
+        if expected_offset > total:
+            raise ProtocolError(f"{peer}: chunks exceed the announced {total} bytes")
+        if chunk.sha256:
+            digest = chunk.sha256
+    if buffer is None:
+        raise ProtocolError(f"{peer}: empty chunk stream")
+    if expected_offset != total:
+        raise ProtocolError(f"{peer}: stream ended after {expected_offset} of {total} bytes")
+    if hashlib.sha256(bytes(buffer)).digest() != digest:
+        raise ProtocolError(f"{peer}: payload checksum mismatch")
+    return bytes(buffer)

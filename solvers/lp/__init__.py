@@ -1,0 +1,13 @@
+"""Linear programs in general form, MPS input, the HiGHS backend and solve results.
+
+Solving is build -> backend -> result: a frozen ``LinearProgram`` goes to a backend
+(``HighsBackend``, importing ``highspy`` lazily) which returns a frozen ``LPResult``.
+Infeasible or unbounded is a status, never an exception.
+"""
+
+from solvers.lp.model import LinearProgram, Sense
+from solvers.lp.result import LPResult, SolveStatus
+from solvers.lp.highs import HighsBackend, solve
+from solvers.lp.mps import read_mps
+
+__all__ = ["LinearProgram", "Sense", "LPResult", "SolveStatus", "HighsBackend", "solve", "read_mps"]

@@ -1,0 +1,141 @@
+"""The HiGHS backend (``highspy``, imported lazily).
+
+``Highs.run()`` says whether the call worked; ``getModelStatus()`` says what happened to
+the model; the two are kept apart. Model statuses map through ``_STATUS_TABLE``; unknown
+codes map to ``SolveStatus.ERROR`` with HiGHS's own status text kept in the result.
+When presolve can only say "infeasible or unbounded", the model is solved once more
+without presolve so the parties learn which.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from solvers.errors import SolverError
+from solvers.lp.model import LinearProgram, Sense
+from solvers.lp.result import LPResult, SolveStatus
+
+log = logging.getLogger(__name__)
+
+_STATUS_TABLE = {
+    "kOptimal": SolveStatus.OPTIMAL,
+    "kInfeasible": SolveStatus.INFEASIBLE,
+    "kUnbounded": SolveStatus.UNBOUNDED,
+    "kUnboundedOrInfeasible": SolveStatus.INFEASIBLE_OR_UNBOUNDED,
+    "kTimeLimit": SolveStatus.LIMIT,
+    "kIterationLimit": SolveStatus.LIMIT,
+    "kSolutionLimit": SolveStatus.LIMIT,
+    "kObjectiveBound": SolveStatus.LIMIT,
+    "kObjectiveTarget": SolveStatus.LIMIT,
+    "kInterrupt": SolveStatus.LIMIT,
+    "kHighsInterrupt": SolveStatus.LIMIT,
+}
+
+
+def _new_highs(options: dict[str, object]) -> "object":
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for key, value in options.items():
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise SolverError(f"HiGHS rejected option {key}={value!r}")
+    return h
+
+
+def to_highs_lp(lp: LinearProgram) -> "object":
+    """Build a ``highspy.HighsLp`` from a ``LinearProgram``."""
+    import highspy
+
+    hl = highspy.HighsLp()
+    hl.num_col_ = lp.n_cols
+    hl.num_row_ = lp.n_rows
+    hl.col_cost_ = np.asarray(lp.c, dtype=np.float64)
+    hl.col_lower_ = np.asarray(lp.col_lower, dtype=np.float64)
+    hl.col_upper_ = np.asarray(lp.col_upper, dtype=np.float64)
+    hl.row_lower_ = np.asarray(lp.row_lower, dtype=np.float64)
+    hl.row_upper_ = np.asarray(lp.row_upper, dtype=np.float64)
+    hl.offset_ = float(lp.offset)
+    hl.sense_ = highspy.ObjSense.kMaximize if lp.sense is Sense.MAXIMIZE else highspy.ObjSense.kMinimize
+    hl.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    hl.a_matrix_.start_ = lp.A.indptr.astype(np.int32)
+    hl.a_matrix_.index_ = lp.A.indices.astype(np.int32)
+    hl.a_matrix_.value_ = np.asarray(lp.A.data, dtype=np.float64)
+    hl.a_matrix_.num_col_ = lp.n_cols
+    hl.a_matrix_.num_row_ = lp.n_rows
+    return hl
+
+
+class HighsBackend:
+    """Solve ``LinearProgram`` instances with HiGHS.
+
+    Parameters
+    ----------
+    time_limit : seconds, or None for no limit.
+    options : further HiGHS options (name -> value).
+    """
+
+    name = "highs"
+
+    def __init__(self, time_limit: float | None = None, options: dict[str, object] | None = None) -> None:
+        self.options: dict[str, object] = dict(options or {})
+        if time_limit is not None:
+            self.options["time_limit"] = float(time_limit)
+
+    def solve(self, lp: LinearProgram) -> LPResult:
+        """Solve ``lp``; infeasible/unbounded come back as statuses."""
+        result = self._solve_once(lp, self.options)
+        if result.status is SolveStatus.INFEASIBLE_OR_UNBOUNDED and self.options.get("presolve") != "off":
+            log.info("presolve could not tell infeasible from unbounded; re-solving without presolve")
+            again = self._solve_once(lp, {**self.options, "presolve": "off"})
+            if again.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
+                return again
+        return result
+
+    def _solve_once(self, lp: LinearProgram, options: dict[str, object]) -> LPResult:
+        import highspy
+
+        h = _new_highs(options)
+        if h.passModel(to_highs_lp(lp)) == highspy.HighsStatus.kError:
+            raise SolverError(f"HiGHS refused the model {lp.name or ''} ({lp.n_rows} rows, {lp.n_cols} columns)")
+        start = time.perf_counter()
+        run_status = h.run()
+        elapsed = time.perf_counter() - start
+        model_status = h.getModelStatus()
+        text = h.modelStatusToString(model_status)
+        status = _STATUS_TABLE.get(model_status.name, SolveStatus.ERROR)
+        if run_status == highspy.HighsStatus.kError and status is SolveStatus.OPTIMAL:
+            status = SolveStatus.ERROR
+        info = h.getInfo()
+        iterations = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
+        x = row_duals = col_duals = dual_ray = None
+        objective = float("nan")
+        if status is SolveStatus.OPTIMAL:
+            sol = h.getSolution()
+            x = np.array(sol.col_value, dtype=np.float64)
+            row_duals = np.array(sol.row_dual, dtype=np.float64)
+            col_duals = np.array(sol.col_dual, dtype=np.float64)
+            objective = float(h.getInfo().objective_function_value)
+        elif status is SolveStatus.INFEASIBLE:
+            has_ray, ray = h.getDualRay()
+            if has_ray:
+                dual_ray = np.array(ray, dtype=np.float64)
+        return LPResult(
+            status=status,
+            objective=objective,
+            x=x,
+            row_duals=row_duals,
+            col_duals=col_duals,
+            dual_ray=dual_ray,
+            iterations=iterations,
+            solve_time_s=elapsed,
+            backend_status=text,
+        )
+
+
+def solve(lp: LinearProgram, time_limit: float | None = None) -> LPResult:
+    """Solve ``lp`` with a default ``HighsBackend``."""
+    return HighsBackend(time_limit=time_limit).solve(lp)
