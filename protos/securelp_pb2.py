@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esecurelp.proto\x12\x0bsecurelp.v1\"e\n\x06Matrix\x12\x0c\n\x04rows\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x04\x12\x0e\n\x06sparse\x18\x03 \x01(\x08\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12\x0f\n\x07indices\x18\x05 \x01(\x0c\x12\x0e\n\x06indptr\x18\x06 \x01(\x0c\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x01(\x0c\"L\n\x0cHelloRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\"{\n\nHelloReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\x12\x0e\n\x06n_cols\x18\x04 \x01(\x04\x12\x0e\n\x06n_free\x18\x05 \x01(\x04\x12\x11\n\tn_bounded\x18\x06 \x01(\x04\"j\n\x0bMaskRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12,\n\x0b\x62ounds_mode\x18\x02 \x01(\x0e\x32\x17.securelp.v1.BoundsMode\x12\t\n\x01k\x18\x03 \x01(\x04\x12\x0e\n\x06reveal\x18\x04 \x01(\x08\"\xa4\x03\n\x0bMaskedBlock\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12%\n\x08masked_a\x18\x02 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08masked_c\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12%\n\x08scaled_a\x18\x04 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08scaled_c\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_lower\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_upper\x18\x07 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\'\n\nbound_rows\x18\x08 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12(\n\x0b\x62ound_lower\x18\t \x01(\x0b\x32\x13.securelp.v1.Vector\x12(\n\x0b\x62ound_upper\x18\n \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x14\n\x0creproducible\x18\x0b \x01(\x08\"\xb6\x01\n\x0eSolutionNotice\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.securelp.v1.SolveStatus\x12\x13\n\x0bstatus_text\x18\x03 \x01(\t\x12\x11\n\tobjective\x18\x04 \x01(\x01\x12\x1e\n\x01u\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x1e\n\x01y\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\"d\n\x0b\x44\x65\x63odeReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08revealed\x18\x02 \x01(\x08\x12\x1e\n\x01x\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x11\n\tn_decoded\x18\x04 \x01(\x04\"2\n\x0c\x43loseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x1e\n\nCloseReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\"I\n\x05\x43hunk\x12\x12\n\ntotal_size\x18\x01 \x01(\x04\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*Y\n\nBoundsMode\x12\x1b\n\x17\x42OUNDS_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42OUNDS_MODE_MONOMIAL\x10\x01\x12\x14\n\x10\x42OUNDS_MODE_ROWS\x10\x02*\xf2\x01\n\x0bSolveStatus\x12\x1c\n\x18SOLVE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SOLVE_STATUS_OPTIMAL\x10\x01\x12\x1b\n\x17SOLVE_STATUS_INFEASIBLE\x10\x02\x12\x1a\n\x16SOLVE_STATUS_UNBOUNDED\x10\x03\x12(\n$SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED\x10\x04\x12\x16\n\x12SOLVE_STATUS_LIMIT\x10\x05\x12\x16\n\x12SOLVE_STATUS_ERROR\x10\x06\x12\x18\n\x14SOLVE_STATUS_ABORTED\x10\x07\x32\xf6\x01\n\x0cPartyService\x12;\n\x05Hello\x12\x19.securelp.v1.HelloRequest\x1a\x17.securelp.v1.HelloReply\x12\x36\n\x04Mask\x12\x18.securelp.v1.MaskRequest\x1a\x12.securelp.v1.Chunk0\x01\x12\x34\n\x06\x44\x65\x63ode\x12\x12.securelp.v1.Chunk\x1a\x12.securelp.v1.Chunk(\x01\x30\x01\x12;\n\x05\x43lose\x12\x19.securelp.v1.CloseRequest\x1a\x17.securelp.v1.CloseReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esecurelp.proto\x12\x0bsecurelp.v1\"e\n\x06Matrix\x12\x0c\n\x04rows\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x04\x12\x0e\n\x06sparse\x18\x03 \x01(\x08\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12\x0f\n\x07indices\x18\x05 \x01(\x0c\x12\x0e\n\x06indptr\x18\x06 \x01(\x0c\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x01(\x0c\"L\n\x0cHelloRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\"{\n\nHelloReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\x12\x0e\n\x06n_cols\x18\x04 \x01(\x04\x12\x0e\n\x06n_free\x18\x05 \x01(\x04\x12\x11\n\tn_bounded\x18\x06 \x01(\x04\"j\n\x0bMaskRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12,\n\x0b\x62ounds_mode\x18\x02 \x01(\x0e\x32\x17.securelp.v1.BoundsMode\x12\t\n\x01k\x18\x03 \x01(\x04\x12\x0e\n\x06reveal\x18\x04 \x01(\x08\"\xbd\x03\n\x0bMaskedBlock\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12%\n\x08masked_a\x18\x02 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08masked_c\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12%\n\x08scaled_a\x18\x04 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08scaled_c\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_lower\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_upper\x18\x07 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\'\n\nbound_rows\x18\x08 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12(\n\x0b\x62ound_lower\x18\t \x01(\x0b\x32\x13.securelp.v1.Vector\x12(\n\x0b\x62ound_upper\x18\n \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x14\n\x0creproducible\x18\x0b \x01(\x08\x12\x17\n\x0f\x63ompute_seconds\x18\x0c \x01(\x01\"\xb6\x01\n\x0eSolutionNotice\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.securelp.v1.SolveStatus\x12\x13\n\x0bstatus_text\x18\x03 \x01(\t\x12\x11\n\tobjective\x18\x04 \x01(\x01\x12\x1e\n\x01u\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x1e\n\x01y\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\"}\n\x0b\x44\x65\x63odeReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08revealed\x18\x02 \x01(\x08\x12\x1e\n\x01x\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x11\n\tn_decoded\x18\x04 \x01(\x04\x12\x17\n\x0f\x63ompute_seconds\x18\x05 \x01(\x01\"2\n\x0c\x43loseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x1e\n\nCloseReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\"I\n\x05\x43hunk\x12\x12\n\ntotal_size\x18\x01 \x01(\x04\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*Y\n\nBoundsMode\x12\x1b\n\x17\x42OUNDS_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42OUNDS_MODE_MONOMIAL\x10\x01\x12\x14\n\x10\x42OUNDS_MODE_ROWS\x10\x02*\xf2\x01\n\x0bSolveStatus\x12\x1c\n\x18SOLVE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SOLVE_STATUS_OPTIMAL\x10\x01\x12\x1b\n\x17SOLVE_STATUS_INFEASIBLE\x10\x02\x12\x1a\n\x16SOLVE_STATUS_UNBOUNDED\x10\x03\x12(\n$SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED\x10\x04\x12\x16\n\x12SOLVE_STATUS_LIMIT\x10\x05\x12\x16\n\x12SOLVE_STATUS_ERROR\x10\x06\x12\x18\n\x14SOLVE_STATUS_ABORTED\x10\x07\x32\xf6\x01\n\x0cPartyService\x12;\n\x05Hello\x12\x19.securelp.v1.HelloRequest\x1a\x17.securelp.v1.HelloReply\x12\x36\n\x04Mask\x12\x18.securelp.v1.MaskRequest\x1a\x12.securelp.v1.Chunk0\x01\x12\x34\n\x06\x44\x65\x63ode\x12\x12.securelp.v1.Chunk\x1a\x12.securelp.v1.Chunk(\x01\x30\x01\x12;\n\x05\x43lose\x12\x19.securelp.v1.CloseRequest\x1a\x17.securelp.v1.CloseReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'securelp_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BOUNDSMODE']._serialized_start=1340
-  _globals['_BOUNDSMODE']._serialized_end=1429
-  _globals['_SOLVESTATUS']._serialized_start=1432
-  _globals['_SOLVESTATUS']._serialized_end=1674
+  _globals['_BOUNDSMODE']._serialized_start=1390
+  _globals['_BOUNDSMODE']._serialized_end=1479
+  _globals['_SOLVESTATUS']._serialized_start=1482
+  _globals['_SOLVESTATUS']._serialized_end=1724
   _globals['_MATRIX']._serialized_start=31
   _globals['_MATRIX']._serialized_end=132
   _globals['_VECTOR']._serialized_start=134
@@ -46,17 +46,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MASKREQUEST']._serialized_start=363
   _globals['_MASKREQUEST']._serialized_end=469
   _globals['_MASKEDBLOCK']._serialized_start=472
-  _globals['_MASKEDBLOCK']._serialized_end=892
-  _globals['_SOLUTIONNOTICE']._serialized_start=895
-  _globals['_SOLUTIONNOTICE']._serialized_end=1077
-  _globals['_DECODEREPLY']._serialized_start=1079
-  _globals['_DECODEREPLY']._serialized_end=1179
-  _globals['_CLOSEREQUEST']._serialized_start=1181
-  _globals['_CLOSEREQUEST']._serialized_end=1231
-  _globals['_CLOSEREPLY']._serialized_start=1233
-  _globals['_CLOSEREPLY']._serialized_end=1263
-  _globals['_CHUNK']._serialized_start=1265
-  _globals['_CHUNK']._serialized_end=1338
-  _globals['_PARTYSERVICE']._serialized_start=1677
-  _globals['_PARTYSERVICE']._serialized_end=1923
+  _globals['_MASKEDBLOCK']._serialized_end=917
+  _globals['_SOLUTIONNOTICE']._serialized_start=920
+  _globals['_SOLUTIONNOTICE']._serialized_end=1102
+  _globals['_DECODEREPLY']._serialized_start=1104
+  _globals['_DECODEREPLY']._serialized_end=1229
+  _globals['_CLOSEREQUEST']._serialized_start=1231
+  _globals['_CLOSEREQUEST']._serialized_end=1281
+  _globals['_CLOSEREPLY']._serialized_start=1283
+  _globals['_CLOSEREPLY']._serialized_end=1313
+  _globals['_CHUNK']._serialized_start=1315
+  _globals['_CHUNK']._serialized_end=1388
+  _globals['_PARTYSERVICE']._serialized_start=1727
+  _globals['_PARTYSERVICE']._serialized_end=1973
 # @@protoc_insertion_point(module_scope)

@@ -95,7 +95,7 @@ class MaskRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., bounds_mode: _Optional[_Union[BoundsMode, str]] = ..., k: _Optional[int] = ..., reveal: _Optional[bool] = ...) -> None: ...
 
 class MaskedBlock(_message.Message):
-    __slots__ = ("party_id", "masked_a", "masked_c", "scaled_a", "scaled_c", "scaled_lower", "scaled_upper", "bound_rows", "bound_lower", "bound_upper", "reproducible")
+    __slots__ = ("party_id", "masked_a", "masked_c", "scaled_a", "scaled_c", "scaled_lower", "scaled_upper", "bound_rows", "bound_lower", "bound_upper", "reproducible", "compute_seconds")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     MASKED_A_FIELD_NUMBER: _ClassVar[int]
     MASKED_C_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +107,7 @@ class MaskedBlock(_message.Message):
     BOUND_LOWER_FIELD_NUMBER: _ClassVar[int]
     BOUND_UPPER_FIELD_NUMBER: _ClassVar[int]
     REPRODUCIBLE_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     masked_a: Matrix
     masked_c: Vector
@@ -118,7 +119,8 @@ class MaskedBlock(_message.Message):
     bound_lower: Vector
     bound_upper: Vector
     reproducible: bool
-    def __init__(self, party_id: _Optional[str] = ..., masked_a: _Optional[_Union[Matrix, _Mapping]] = ..., masked_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_a: _Optional[_Union[Matrix, _Mapping]] = ..., scaled_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_lower: _Optional[_Union[Vector, _Mapping]] = ..., scaled_upper: _Optional[_Union[Vector, _Mapping]] = ..., bound_rows: _Optional[_Union[Matrix, _Mapping]] = ..., bound_lower: _Optional[_Union[Vector, _Mapping]] = ..., bound_upper: _Optional[_Union[Vector, _Mapping]] = ..., reproducible: _Optional[bool] = ...) -> None: ...
+    compute_seconds: float
+    def __init__(self, party_id: _Optional[str] = ..., masked_a: _Optional[_Union[Matrix, _Mapping]] = ..., masked_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_a: _Optional[_Union[Matrix, _Mapping]] = ..., scaled_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_lower: _Optional[_Union[Vector, _Mapping]] = ..., scaled_upper: _Optional[_Union[Vector, _Mapping]] = ..., bound_rows: _Optional[_Union[Matrix, _Mapping]] = ..., bound_lower: _Optional[_Union[Vector, _Mapping]] = ..., bound_upper: _Optional[_Union[Vector, _Mapping]] = ..., reproducible: _Optional[bool] = ..., compute_seconds: _Optional[float] = ...) -> None: ...
 
 class SolutionNotice(_message.Message):
     __slots__ = ("session_id", "status", "status_text", "objective", "u", "y")
@@ -137,16 +139,18 @@ class SolutionNotice(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., status: _Optional[_Union[SolveStatus, str]] = ..., status_text: _Optional[str] = ..., objective: _Optional[float] = ..., u: _Optional[_Union[Vector, _Mapping]] = ..., y: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
 
 class DecodeReply(_message.Message):
-    __slots__ = ("party_id", "revealed", "x", "n_decoded")
+    __slots__ = ("party_id", "revealed", "x", "n_decoded", "compute_seconds")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     REVEALED_FIELD_NUMBER: _ClassVar[int]
     X_FIELD_NUMBER: _ClassVar[int]
     N_DECODED_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     revealed: bool
     x: Vector
     n_decoded: int
-    def __init__(self, party_id: _Optional[str] = ..., revealed: _Optional[bool] = ..., x: _Optional[_Union[Vector, _Mapping]] = ..., n_decoded: _Optional[int] = ...) -> None: ...
+    compute_seconds: float
+    def __init__(self, party_id: _Optional[str] = ..., revealed: _Optional[bool] = ..., x: _Optional[_Union[Vector, _Mapping]] = ..., n_decoded: _Optional[int] = ..., compute_seconds: _Optional[float] = ...) -> None: ...
 
 class CloseRequest(_message.Message):
     __slots__ = ("session_id", "reason")
