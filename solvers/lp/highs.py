@@ -80,19 +80,53 @@ class HighsBackend:
 
     name = "highs"
 
-    def __init__(self, time_limit: float | None = None, options: dict[str, object] | None = None) -> None:
+    def __init__(self, time_limit: float | None = None, options: dict[str, object] | None = None,
+                 strategy: str = "auto") -> None:
+        if strategy not in ("auto", "default"):
+            raise SolverError(f"unknown HiGHS strategy {strategy!r} (auto or default)")
         self.options: dict[str, object] = dict(options or {})
+        self.strategy = strategy
         if time_limit is not None:
             self.options["time_limit"] = float(time_limit)
 
+    def _options_for(self, lp: LinearProgram) -> dict[str, object]:
+        """``auto``: primal simplex when free columns outnumber rows (dense masked LPs).
+
+        With more free columns than rows, a basis can consist of free columns only, and
+        then a reduced cost of rounding size (1e-9) on a nonbasic free column makes dual
+        simplex report a spurious unbounded ray; primal simplex does not start there.
+        """
+        opts = dict(self.options)
+        if self.strategy == "auto" and "solver" not in opts and "simplex_strategy" not in opts:
+            n_free = int(np.count_nonzero(~np.isfinite(lp.col_lower) & ~np.isfinite(lp.col_upper)))
+            if n_free > lp.n_rows:
+                opts["simplex_strategy"] = 4
+        return opts
+
     def solve(self, lp: LinearProgram) -> LPResult:
-        """Solve ``lp``; infeasible/unbounded come back as statuses."""
-        result = self._solve_once(lp, self.options)
-        if result.status is SolveStatus.INFEASIBLE_OR_UNBOUNDED and self.options.get("presolve") != "off":
+        """Solve ``lp``; infeasible/unbounded come back as statuses.
+
+        A status other than optimal is confirmed before it is returned: "infeasible or
+        unbounded" from presolve is resolved without presolve, and an infeasible or
+        unbounded verdict of simplex is checked once by the interior-point solver (with
+        crossover), whose answer wins when it finds an optimum (simplex verdicts on
+        dense, masked LPs can be artefacts of rounding).
+        """
+        opts = self._options_for(lp)
+        result = self._solve_once(lp, opts)
+        if result.status is SolveStatus.INFEASIBLE_OR_UNBOUNDED and opts.get("presolve") != "off":
             log.info("presolve could not tell infeasible from unbounded; re-solving without presolve")
-            again = self._solve_once(lp, {**self.options, "presolve": "off"})
+            again = self._solve_once(lp, {**opts, "presolve": "off"})
             if again.status in (SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED):
-                return again
+                result = again
+        if self.strategy == "auto" and result.status in (
+                SolveStatus.INFEASIBLE, SolveStatus.UNBOUNDED, SolveStatus.INFEASIBLE_OR_UNBOUNDED) \
+                and opts.get("solver") != "ipm":
+            check = self._solve_once(lp, {**self.options, "solver": "ipm"})
+            if check.is_optimal:
+                log.warning("simplex reported %s but the interior-point check found an optimum; using it",
+                            result.status.value)
+                return check
         return result
 
     def _solve_once(self, lp: LinearProgram, options: dict[str, object]) -> LPResult:

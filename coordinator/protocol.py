@@ -1,0 +1,396 @@
+"""The coordinator's side of PPLP (Mangasarian 2011), free of any transport.
+
+Steps (DESIGN.md): (1) hello: parties report n_j only; k is fixed (default: the number
+of dense-masked columns, i.e. n when every column is free; ``k < n`` is refused).
+(2) mask: each party sends A_.j B_.j' and B_.j c_j (plus its monomial or bound-row
+parts). (3) the coordinator sums the products, AB' = sum_j A_.j B_.j' and
+Bc = sum_j B_.j c_j, and solves
+
+    min (Bc)'u + sum_j (c~_j)'y_j   s.t.  lo <= AB'u + sum_j A~_j y_j <= hi,
+                                          l~_j <= y_j <= u~_j,  [rows mode: l_b <= B_b'u <= u_b]
+
+with u free; (4) it sends each party the status, the optimal value, u and only that
+party's own y_j; each party decodes x_j and reveals it only if the session agreed.
+Every party learns the status, also when the LP is infeasible or unbounded.
+
+All of it runs over ``PartyLink`` objects, so the same code drives in-process
+simulations and gRPC deployments. What the coordinator saw is kept in a ``Transcript``
+for the leakage auditor (``coordinator.leakage``); it never leaves the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from coordinator.transport import PartyLink
+from party.session import PROTOCOL_VERSION
+from protos import securelp_pb2 as pb
+from protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
+from solvers.errors import ConfigError, ProtocolError, SecureLPError
+from solvers.lp import HighsBackend, LinearProgram, SolveStatus
+from solvers.lp.partition import PublicRows
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BOUNDS_MODES = {"monomial": pb.BOUNDS_MODE_MONOMIAL, "rows": pb.BOUNDS_MODE_ROWS}
+_STATUS_TO_PB = {
+    SolveStatus.OPTIMAL: pb.SOLVE_STATUS_OPTIMAL,
+    SolveStatus.INFEASIBLE: pb.SOLVE_STATUS_INFEASIBLE,
+    SolveStatus.UNBOUNDED: pb.SOLVE_STATUS_UNBOUNDED,
+    SolveStatus.INFEASIBLE_OR_UNBOUNDED: pb.SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED,
+    SolveStatus.LIMIT: pb.SOLVE_STATUS_LIMIT,
+    SolveStatus.ERROR: pb.SOLVE_STATUS_ERROR,
+}
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What the parties agree on for one session.
+
+    Parameters
+    ----------
+    k : dimension of the dense mask; None means the number of dense-masked columns.
+    bounds_mode : "monomial" (default) or "rows".
+    reveal : whether parties reveal their decoded x_j to the coordinator.
+    session_id : an id for the session; empty means a fresh random one.
+    deadline_s : per-call deadline (used by transports that honour it).
+    time_limit_s : solver time limit, or None.
+    """
+
+    k: int | None = None
+    bounds_mode: str = "monomial"
+    reveal: bool = True
+    session_id: str = ""
+    deadline_s: float = 120.0
+    time_limit_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.bounds_mode not in BOUNDS_MODES:
+            raise ConfigError(f"bounds mode {self.bounds_mode!r} is not one of {', '.join(BOUNDS_MODES)}")
+        if self.k is not None and self.k < 1:
+            raise ConfigError(f"k must be a positive integer, got {self.k}")
+        if self.deadline_s <= 0:
+            raise ConfigError(f"deadline must be positive, got {self.deadline_s}")
+
+
+@dataclass(frozen=True, eq=False)
+class TranscriptEntry:
+    """Everything the coordinator received from one party (for the leakage auditor)."""
+
+    party_id: str
+    hello: pb.HelloReply
+    masked_a: np.ndarray
+    masked_c: np.ndarray
+    scaled_a: sp.csc_matrix
+    scaled_c: np.ndarray
+    scaled_lower: np.ndarray
+    scaled_upper: np.ndarray
+    bound_rows: np.ndarray
+    bound_lower: np.ndarray
+    bound_upper: np.ndarray
+    x: np.ndarray | None
+
+
+@dataclass(frozen=True, eq=False)
+class PartyReport:
+    """Per-party figures of one session (no private data)."""
+
+    party_id: str
+    n_cols: int
+    n_free: int
+    n_bounded: int
+    n_dense_masked: int
+    n_monomial: int
+    n_bound_rows: int
+    bytes_sent: int
+    bytes_received: int
+    mask_seconds: float
+    decode_seconds: float
+    revealed: bool
+    reproducible: bool
+    x_summary: dict[str, float] | None
+
+
+@dataclass(frozen=True, eq=False)
+class SessionOutcome:
+    """The result of one secure session, as the coordinator knows it."""
+
+    session_id: str
+    status: SolveStatus
+    backend_status: str
+    objective: float
+    x: np.ndarray | None
+    k: int
+    transport: str
+    bounds_mode: str
+    reproducible: bool
+    n_rows: int
+    n_cols: int
+    iterations: int
+    parties: tuple[PartyReport, ...]
+    timings_s: dict[str, float]
+    transcript: tuple[TranscriptEntry, ...] = field(repr=False)
+    central_objective: float | None = None
+    central_status: SolveStatus | None = None
+    central_time_s: float | None = None
+    feasibility_violation: float | None = None
+
+    @property
+    def objective_rel_diff(self) -> float | None:
+        if self.central_objective is None or not np.isfinite(self.objective) or not np.isfinite(self.central_objective):
+            return None
+        return abs(self.objective - self.central_objective) / max(1.0, abs(self.central_objective))
+
+
+def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str) -> list[T]:
+    """Run ``call`` on every link concurrently; typed errors name the party."""
+
+    def guarded(link: PartyLink) -> T:
+        try:
+            return call(link)
+        except SecureLPError as exc:
+            text = str(exc)
+            if link.party_id not in text:
+                text = f"party {link.party_id}: {text}"
+            raise type(exc)(f"{what}: {text}") from None
+
+    if len(links) == 1:
+        return [guarded(links[0])]
+    with ThreadPoolExecutor(max_workers=min(32, len(links))) as pool:
+        futures = [pool.submit(guarded, link) for link in links]
+        errors: list[BaseException] = []
+        results: list[T] = []
+        for fut in futures:
+            try:
+                results.append(fut.result())
+            except BaseException as exc:  # collect, raise the first after all finished
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+        return results
+
+
+def _close_all(links: Sequence[PartyLink], session_id: str, reason: str) -> None:
+    for link in links:
+        try:
+            link.close(pb.CloseRequest(session_id=session_id, reason=reason))
+        except Exception as exc:  # best effort: a dead party cannot be told
+            log.info("could not close party %s: %s", link.party_id, exc)
+
+
+def _finite(arr: np.ndarray | sp.spmatrix, party: str, what: str) -> None:
+    data = arr.data if sp.issparse(arr) else arr
+    if not np.all(np.isfinite(data)):
+        raise ProtocolError(f"party {party} sent NaN or Inf in {what}")
+
+
+def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: int, k: int, mode: int) -> TranscriptEntry:
+    pid = link.party_id
+    if blk.party_id != pid:
+        raise ProtocolError(f"party {pid} answered as {blk.party_id!r}")
+    masked_a = np.asarray(matrix_from_pb(blk.masked_a, what=f"party {pid} masked_a"))
+    n_dense = hello.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else hello.n_cols
+    n_mono = hello.n_bounded if mode == pb.BOUNDS_MODE_MONOMIAL else 0
+    n_rows_b = hello.n_bounded if mode == pb.BOUNDS_MODE_ROWS else 0
+    exp_cols = k if n_dense else 0
+    if masked_a.shape != (m, exp_cols):
+        raise ProtocolError(f"party {pid}: masked block is {masked_a.shape[0]} x {masked_a.shape[1]}, expected {m} x {exp_cols}")
+    masked_c = vector_from_pb(blk.masked_c, expected=exp_cols, what=f"party {pid} masked_c")
+    scaled_a = matrix_from_pb(blk.scaled_a, what=f"party {pid} scaled_a")
+    scaled_a = sp.csc_matrix(scaled_a)
+    if scaled_a.shape != (m, n_mono):
+        raise ProtocolError(f"party {pid}: monomial block is {scaled_a.shape}, expected {(m, n_mono)}")
+    scaled_c = vector_from_pb(blk.scaled_c, expected=n_mono, what=f"party {pid} scaled_c")
+    scaled_lower = vector_from_pb(blk.scaled_lower, expected=n_mono, what=f"party {pid} scaled_lower")
+    scaled_upper = vector_from_pb(blk.scaled_upper, expected=n_mono, what=f"party {pid} scaled_upper")
+    bound_rows = np.asarray(matrix_from_pb(blk.bound_rows, what=f"party {pid} bound_rows"))
+    if bound_rows.shape[0] != n_rows_b or (n_rows_b and bound_rows.shape[1] != k):
+        raise ProtocolError(f"party {pid}: bound rows are {bound_rows.shape}, expected ({n_rows_b}, {k})")
+    bound_lower = vector_from_pb(blk.bound_lower, expected=n_rows_b, what=f"party {pid} bound_lower")
+    bound_upper = vector_from_pb(blk.bound_upper, expected=n_rows_b, what=f"party {pid} bound_upper")
+    for arr, what in ((masked_a, "masked_a"), (masked_c, "masked_c"), (scaled_a, "scaled_a"), (scaled_c, "scaled_c"),
+                      (bound_rows, "bound_rows")):
+        _finite(arr, pid, what)
+    for lo, hi, what in ((scaled_lower, scaled_upper, "monomial bounds"), (bound_lower, bound_upper, "bound rows")):
+        if np.isnan(lo).any() or np.isnan(hi).any() or np.any(lo > hi):
+            raise ProtocolError(f"party {pid} sent invalid {what}")
+    return TranscriptEntry(pid, hello, masked_a, masked_c, scaled_a, scaled_c, scaled_lower, scaled_upper,
+                           bound_rows, bound_lower, bound_upper, None)
+
+
+def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: int) -> tuple[LinearProgram, list[slice]]:
+    """The coordinator's LP over [u, y_1, ..., y_p]; returns it and each party's y slice."""
+    m = public.n_rows
+    dense = [e for e in entries if e.masked_a.shape[1]]
+    k_used = k if dense else 0
+    AB = np.zeros((m, k_used))
+    cB = np.zeros(k_used)
+    for e in dense:
+        AB += e.masked_a
+        cB += e.masked_c
+    blocks = [sp.csc_matrix(AB)]
+    costs = [cB]
+    lower = [np.full(k_used, -np.inf)]
+    upper = [np.full(k_used, np.inf)]
+    slices: list[slice] = []
+    col = k_used
+    for e in entries:
+        n_b = e.scaled_a.shape[1]
+        blocks.append(e.scaled_a)
+        costs.append(e.scaled_c)
+        lower.append(e.scaled_lower)
+        upper.append(e.scaled_upper)
+        slices.append(slice(col, col + n_b))
+        col += n_b
+    A = sp.hstack(blocks, format="csc") if len(blocks) > 1 else blocks[0]
+    row_lo = [public.row_lower]
+    row_hi = [public.row_upper]
+    extra = [e for e in entries if e.bound_rows.shape[0]]
+    if extra:
+        rows = np.vstack([e.bound_rows for e in extra])
+        pad = sp.csc_matrix((rows.shape[0], col - k_used))
+        A = sp.vstack([A, sp.hstack([sp.csc_matrix(rows), pad], format="csc")], format="csc")
+        row_lo += [e.bound_lower for e in extra]
+        row_hi += [e.bound_upper for e in extra]
+    lp = LinearProgram(
+        c=np.concatenate(costs), A=A, row_lower=np.concatenate(row_lo), row_upper=np.concatenate(row_hi),
+        col_lower=np.concatenate(lower), col_upper=np.concatenate(upper), sense=public.sense,
+        offset=public.offset, name=f"{public.name or 'lp'}-transformed")
+    return lp, slices
+
+
+def _x_summary(x: np.ndarray) -> dict[str, float]:
+    return {"min": float(x.min()) if x.size else 0.0, "max": float(x.max()) if x.size else 0.0,
+            "l2_norm": float(np.linalg.norm(x)), "nonzeros": int(np.count_nonzero(np.abs(x) > 1e-9))}
+
+
+def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: SessionConfig, *,
+                  central: LinearProgram | None = None) -> SessionOutcome:
+    """Run one PPLP session over ``links`` and return its outcome.
+
+    Parameters
+    ----------
+    public : the public row data (m, row bounds, sense, objective constant).
+    links : one ``PartyLink`` per party (any transport).
+    config : the session's agreed parameters.
+    central : the whole LP, when the caller has it (simulation): then the outcome also
+        carries the centralized optimum and the feasibility violation of the decoded x.
+    """
+    if not links:
+        raise ConfigError("a session needs at least one party")
+    ids = [link.party_id for link in links]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError(f"duplicate party ids: {', '.join(dupes)}")
+    session_id = config.session_id or secrets.token_hex(8)
+    mode = BOUNDS_MODES[config.bounds_mode]
+    m = public.n_rows
+    t0 = time.perf_counter()
+    try:
+        hellos = _each(links, lambda l: l.hello(pb.HelloRequest(session_id=session_id, protocol_version=PROTOCOL_VERSION,
+                                                               n_rows=m)), "hello")
+        for link, h in zip(links, hellos):
+            if h.party_id != link.party_id:
+                raise ProtocolError(f"party {link.party_id} introduced itself as {h.party_id!r}")
+            if h.n_rows != m:
+                raise ProtocolError(f"party {link.party_id}: block has {h.n_rows} rows, the public row data has {m}")
+            if h.n_free + h.n_bounded != h.n_cols:
+                raise ProtocolError(f"party {link.party_id}: inconsistent column counts")
+        n = int(sum(h.n_cols for h in hellos))
+        n_dense = int(sum((h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos))
+        k = n_dense if config.k is None else int(config.k)
+        if n_dense and k < n_dense:
+            raise ConfigError(f"k = {k} is smaller than n = {n_dense} masked columns; the transformed LP would not be "
+                              f"equivalent (choose k >= {n_dense})")
+        t_hello = time.perf_counter()
+        blocks = _each(links, lambda l: l.mask(pb.MaskRequest(session_id=session_id, bounds_mode=mode, k=k,
+                                                              reveal=config.reveal)), "mask")
+        t_mask = time.perf_counter()
+        entries = [_parse_block(l, b, h, m, k, mode) for l, b, h in zip(links, blocks, hellos)]
+        lp, slices = transformed_lp(public, entries, k)
+        t_build = time.perf_counter()
+        result = HighsBackend(time_limit=config.time_limit_s).solve(lp)
+        t_solve = time.perf_counter()
+        log.info("transformed LP %d x %d solved: %s in %.3f s", lp.n_rows, lp.n_cols, result.status.value,
+                 result.solve_time_s)
+        status_pb = _STATUS_TO_PB[result.status]
+        k_used = k if any(e.masked_a.shape[1] for e in entries) else 0
+
+        def notify(link: PartyLink, entry: TranscriptEntry, sl: slice) -> pb.DecodeReply:
+            notice = pb.SolutionNotice(session_id=session_id, status=status_pb, status_text=result.backend_status,
+                                       objective=result.objective if result.is_optimal else float("nan"))
+            if result.is_optimal:
+                assert result.x is not None
+                if entry.masked_a.shape[1]:
+                    notice.u.CopyFrom(vector_to_pb(result.x[:k_used]))
+                notice.y.CopyFrom(vector_to_pb(result.x[sl]))
+            return link.decode(notice)
+
+        replies = _each(list(links), lambda l: notify(l, entries[ids.index(l.party_id)], slices[ids.index(l.party_id)]),
+                        "decode")
+        t_decode = time.perf_counter()
+    except BaseException as exc:
+        _close_all(links, session_id, f"aborted: {exc.__class__.__name__}")
+        raise
+    _close_all(links, session_id, "done")
+    t_end = time.perf_counter()
+
+    xs: list[np.ndarray] = []
+    revealed_all = True
+    final_entries = []
+    for link, h, reply, entry in zip(links, hellos, replies, entries):
+        x_j = None
+        if reply.revealed:
+            x_j = vector_from_pb(reply.x, expected=int(h.n_cols), what=f"party {link.party_id} x")
+            xs.append(x_j)
+        else:
+            revealed_all = False
+        final_entries.append(TranscriptEntry(**{**entry.__dict__, "x": x_j}))
+    x = np.concatenate(xs) if (revealed_all and result.is_optimal and xs) else None
+
+    mask_seconds = max((b.compute_seconds for b in blocks), default=0.0)
+    decode_seconds = max((r.compute_seconds for r in replies), default=0.0)
+    timings = {
+        "mask": mask_seconds,
+        "transfer": max(0.0, (t_hello - t0) + (t_mask - t_hello - mask_seconds) + (t_decode - t_solve - decode_seconds)
+                        + (t_end - t_decode)),
+        "solve": t_solve - t_mask,
+        "decode": decode_seconds,
+        "total": t_end - t0,
+    }
+    reports = []
+    for link, h, b, r, e in zip(links, hellos, blocks, replies, final_entries):
+        reports.append(PartyReport(
+            party_id=link.party_id, n_cols=int(h.n_cols), n_free=int(h.n_free), n_bounded=int(h.n_bounded),
+            n_dense_masked=int(h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols),
+            n_monomial=int(e.scaled_a.shape[1]), n_bound_rows=int(e.bound_rows.shape[0]),
+            bytes_sent=link.bytes_sent, bytes_received=link.bytes_received,
+            mask_seconds=float(b.compute_seconds), decode_seconds=float(r.compute_seconds),
+            revealed=bool(r.revealed), reproducible=bool(b.reproducible),
+            x_summary=_x_summary(e.x) if e.x is not None else None))
+
+    central_obj = central_status = central_time = violation = None
+    if central is not None:
+        c_res = HighsBackend(time_limit=config.time_limit_s).solve(central)
+        central_status = c_res.status
+        central_obj = c_res.objective if c_res.is_optimal else None
+        central_time = c_res.solve_time_s
+        if x is not None and x.size == central.n_cols:
+            violation = central.max_violation(x)
+    return SessionOutcome(
+        session_id=session_id, status=result.status, backend_status=result.backend_status,
+        objective=result.objective, x=x, k=k_used if n_dense else 0, transport=links[0].transport,
+        bounds_mode=config.bounds_mode, reproducible=any(b.reproducible for b in blocks), n_rows=m, n_cols=n,
+        iterations=result.iterations, parties=tuple(reports), timings_s=timings, transcript=tuple(final_entries),
+        central_objective=central_obj, central_status=central_status, central_time_s=central_time,
+        feasibility_violation=violation)
