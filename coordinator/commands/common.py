@@ -1,0 +1,50 @@
+"""Argument helpers shared by the LP subcommands (solve, demo, coordinator)."""
+
+from __future__ import annotations
+
+import argparse
+
+from solvers.errors import ExitCode
+from solvers.lp import SolveStatus
+
+STATUS_EXIT = {
+    SolveStatus.OPTIMAL: ExitCode.OK,
+    SolveStatus.INFEASIBLE: ExitCode.INFEASIBLE,
+    SolveStatus.UNBOUNDED: ExitCode.UNBOUNDED,
+    SolveStatus.INFEASIBLE_OR_UNBOUNDED: ExitCode.INFEASIBLE,
+    SolveStatus.LIMIT: ExitCode.SOLVER,
+    SolveStatus.ERROR: ExitCode.SOLVER,
+}
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+    return value
+
+
+def add_session_arguments(p: argparse.ArgumentParser) -> None:
+    """--bounds, --k, --no-reveal, --deadline, --json."""
+    p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial",
+                   help="how column bounds are protected (default: monomial; rows reveals the masks)")
+    p.add_argument("--k", type=positive_int, default=None,
+                   help="dimension of the dense mask (default: the number of dense-masked columns n; must be >= n)")
+    p.add_argument("--no-reveal", dest="reveal", action="store_false",
+                   help="parties keep their decoded x_j (no assembled solution, no feasibility check)")
+    p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S",
+                   help="deadline in seconds for every call to a party (default 120)")
+    p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
