@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from coordinator.protocol import PartyReport, TranscriptEntry
+from party.session import SCALE_SPREAD
 from solvers.lp.partition import ColumnBlock
 
 
@@ -54,6 +56,9 @@ def leakage_statement(mode: str, party: PartyReport) -> dict[str, Any]:
             can.append("the part of A_.j that the known mask rows span; the rest stays masked")
     if party.revealed:
         can.append("x_j (revealed by agreement)")
+        if party.n_monomial:
+            can.append("for bounded columns with a nonzero solution value: candidate scales x/y, narrowed by "
+                       f"matching x_j to y (scalings lie in the public range [1/{SCALE_SPREAD:g}, {SCALE_SPREAD:g}])")
     else:
         cannot.append("x_j (kept by the party)")
     return {"mode": mode, "dense_masked_columns": party.n_dense_masked, "monomial_columns": party.n_monomial,
@@ -84,10 +89,10 @@ def audit_entry(entry: TranscriptEntry, rng: np.random.Generator | None = None) 
     exact_block = exact_cost = signature = guess = None
     n_j = int(entry.hello.n_cols)
     if entry.bound_rows.shape[0] == n_j and n_j and entry.masked_a.shape[1]:
-        Bt = entry.bound_rows  # B' (n_j x k), full row rank with probability 1
-        pinv = np.linalg.pinv(Bt)  # k x n_j
-        exact_block = entry.masked_a @ pinv
-        exact_cost = np.linalg.lstsq(Bt.T, entry.masked_c, rcond=None)[0]
+        B = entry.bound_rows.T  # k x n_j, full column rank with probability 1
+        # A B' = M  <=>  B A' = M'
+        exact_block = scipy.linalg.lstsq(B, entry.masked_a.T, lapack_driver="gelsy")[0].T
+        exact_cost = scipy.linalg.lstsq(B, entry.masked_c, lapack_driver="gelsy")[0]
     if entry.scaled_a.shape[1]:
         signature = _normalize_columns(entry.scaled_a.toarray())
     if entry.masked_a.shape[1] and exact_block is None:
@@ -95,7 +100,7 @@ def audit_entry(entry: TranscriptEntry, rng: np.random.Generator | None = None) 
         k = entry.masked_a.shape[1]
         n_d = int(entry.hello.n_free) if entry.bound_rows.shape[0] == 0 else n_j
         B_guess = rng.standard_normal((k, n_d))
-        guess = entry.masked_a @ np.linalg.pinv(B_guess.T)
+        guess = scipy.linalg.lstsq(B_guess, entry.masked_a.T, lapack_driver="gelsy")[0].T
     return AuditResult(entry.party_id, exact_block, exact_cost, signature, guess)
 
 

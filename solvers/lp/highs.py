@@ -154,7 +154,8 @@ class HighsBackend:
             col_duals = np.array(sol.col_dual, dtype=np.float64)
             objective = float(h.getInfo().objective_function_value)
         elif status is SolveStatus.INFEASIBLE:
-            has_ray, ray = h.getDualRay()
+            ray_out = h.getDualRay()
+            has_ray, ray = ray_out[-2], ray_out[-1]
             if has_ray:
                 dual_ray = np.array(ray, dtype=np.float64)
         return LPResult(

@@ -17,6 +17,39 @@ from solvers.errors import InputError
 from solvers.lp.model import LinearProgram, Sense
 
 
+_NUMERIC_FIELDS = {"COLUMNS": (2, 4), "RHS": (2, 4), "RANGES": (2, 4)}
+_SECTIONS = {"NAME", "OBJSENSE", "OBJSENSE MAX", "OBJSENSE MIN", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS",
+             "ENDATA", "OBJSENSE MAXIMIZE", "OBJSENSE MINIMIZE", "SOS", "QUADOBJ", "QMATRIX", "OBJSENSE"}
+
+
+def _check_numbers(path: Path) -> None:
+    """Reject numeric fields HiGHS's lenient reader would silently read as 0."""
+    section = ""
+    with path.open("r", encoding="latin-1") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            line = raw.rstrip("\n")
+            if not line.strip() or line.startswith("*"):
+                continue
+            if not line[0].isspace():
+                section = line.split()[0].upper()
+                continue
+            fields = line.split()
+            if section in _NUMERIC_FIELDS:
+                if "'MARKER'" in line:
+                    continue
+                positions = [i for i in _NUMERIC_FIELDS[section] if i < len(fields)]
+            elif section == "BOUNDS":
+                positions = [3] if len(fields) > 3 else []
+            else:
+                continue
+            for i in positions:
+                try:
+                    float(fields[i].replace("D", "E").replace("d", "e"))
+                except ValueError:
+                    raise InputError(f"MPS file {path}, line {lineno}: {section} value {fields[i]!r} is not a "
+                                     "number") from None
+
+
 def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
     """Read an MPS file into a ``LinearProgram``.
 
@@ -37,6 +70,7 @@ def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
         raise InputError(f"MPS file {p} cannot be read: {exc.strerror}") from None
     if b"\0" in head:
         raise InputError(f"MPS file {p} is not a text file")
+    _check_numbers(p)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     status = h.readModel(str(p))

@@ -1,0 +1,80 @@
+"""`securelp solve` and `securelp demo --transport inprocess`: reports, exit codes, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solvers.errors import ExitCode
+from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS
+
+REPO = Path(__file__).resolve().parents[2]
+REPORT_KEYS = {"status", "objective", "central_objective", "objective_rel_diff", "feasibility_violation", "k",
+               "transport", "bounds_mode", "parties", "timings_s"}
+
+
+def securelp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coordinator.cli", *args], cwd=cwd or REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _write(tmp_path: Path, text: str, name: str = "lp.mps") -> Path:
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_solve_writes_the_documented_report(tmp_path):
+    out = tmp_path / "r.json"
+    r = securelp("solve", str(_write(tmp_path, TINY_MPS)), "--parties", "2", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert REPORT_KEYS <= set(report)
+    assert report["status"] == "optimal" and report["objective_rel_diff"] <= 1e-9
+    assert set(report["timings_s"]) == {"mask", "transfer", "solve", "decode", "total"}
+    for p in report["parties"]:
+        assert {"id", "n_cols", "bytes_sent", "bytes_received", "leakage"} <= set(p)
+        assert p["leakage"]["audit"]["statement_confirmed"]
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text, code", [(INFEASIBLE_MPS, ExitCode.INFEASIBLE), (UNBOUNDED_MPS, ExitCode.UNBOUNDED)])
+def test_infeasible_and_unbounded_exit_codes(tmp_path, text, code):
+    out = tmp_path / "r.json"
+    r = securelp("solve", str(_write(tmp_path, text)), "--parties", "2", "--json", str(out))
+    assert r.returncode == code
+    assert json.loads(out.read_text())["status"] in ("infeasible", "unbounded")
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["solve", "missing.mps"], ExitCode.INPUT, "missing.mps does not exist"),
+    (["solve", "{tiny}", "--parties", "5"], ExitCode.INPUT, "5 parties but only 3 columns"),
+    (["solve", "{tiny}", "--parties", "2", "--split", "1,1"], ExitCode.INPUT, "sums to 2, but the LP has 3"),
+    (["solve", "{tiny}", "--parties", "2", "--split", "a,b"], ExitCode.INPUT, "expected comma-separated"),
+    (["solve", "{tiny}", "--parties", "0"], ExitCode.USAGE, "positive integer"),
+    (["solve", "{free}", "--parties", "2", "--k", "1"], ExitCode.CONFIG, "k = 1 is smaller than n = 2"),
+    (["solve", "{tiny}", "--json", "/nonexistent-dir/r.json"], ExitCode.INPUT, "does not exist"),
+    (["demo", "--example", "3"], ExitCode.USAGE, "invalid choice"),
+])
+def test_bad_input_is_a_clear_error(tmp_path, args, code, fragment):
+    tiny = _write(tmp_path, TINY_MPS, "tiny.mps")
+    free = _write(tmp_path, INFEASIBLE_MPS.replace("RHS\n", "BOUNDS\n FR BND X1\n FR BND X2\nRHS\n"), "free.mps")
+    args = [a.format(tiny=tiny, free=free) for a in args]
+    r = securelp(*args, cwd=tmp_path)
+    assert r.returncode == code, (r.stdout, r.stderr)
+    assert fragment in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_demo_inprocess_example_2(tmp_path):
+    out = tmp_path / "d.json"
+    r = securelp("demo", "--example", "2", "--transport", "inprocess", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(out.read_text())
+    assert report["objective_rel_diff"] <= 1e-9
+    assert report["k"] == 100 and len(report["parties"]) == 3
+    assert "known optimal value" in r.stdout

@@ -1,0 +1,96 @@
+"""solvers.lp: model validation, MPS reading, HiGHS statuses."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from solvers.errors import InputError
+from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
+from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS
+
+
+def _lp(**over):
+    base = dict(c=[1.0, 1.0], A=np.array([[1.0, 1.0]]), row_lower=[1.0], row_upper=[np.inf],
+                col_lower=[0.0, 0.0], col_upper=[np.inf, np.inf])
+    base.update(over)
+    return LinearProgram(**base)
+
+
+def test_model_is_frozen_and_read_only():
+    lp = _lp()
+    with pytest.raises(Exception):
+        lp.c[0] = 5.0
+    with pytest.raises(Exception):
+        lp.offset = 2.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("over, fragment", [
+    (dict(c=[1.0, np.nan]), "NaN"),
+    (dict(c=[1.0]), "expected 2"),
+    (dict(A=np.array([[1.0, np.inf]])), "non-finite entry at row 0, column 1"),
+    (dict(col_lower=[0.0, 3.0], col_upper=[1.0, 2.0]), "column 1 has lower bound"),
+    (dict(row_lower=[np.inf]), "+inf below"),
+])
+def test_model_rejects_bad_data(over, fragment):
+    with pytest.raises(InputError, match=fragment.replace("+", r"\+")):
+        _lp(**over)
+
+
+def test_max_violation_measures_rows_and_columns():
+    lp = _lp()
+    assert lp.max_violation(np.array([0.5, 0.5])) == 0.0
+    assert lp.max_violation(np.array([0.2, 0.3])) == pytest.approx(0.5)
+    assert lp.max_violation(np.array([-0.25, 2.0])) == pytest.approx(0.25)
+
+
+def test_tiny_mps_keeps_offset_and_bounds(tmp_path):
+    f = tmp_path / "tiny.mps"
+    f.write_text(TINY_MPS)
+    lp = read_mps(f)
+    assert (lp.n_rows, lp.n_cols) == (2, 3)
+    assert lp.offset == pytest.approx(2.5)  # MPS: constant = -RHS of the cost row
+    assert np.isneginf(lp.col_lower[0]) and lp.col_upper[2] == 2.0
+    res = HighsBackend().solve(lp)
+    assert res.status is SolveStatus.OPTIMAL
+    assert res.objective == pytest.approx(lp.objective_value(res.x))
+
+
+@pytest.mark.parametrize("text, status", [(INFEASIBLE_MPS, SolveStatus.INFEASIBLE),
+                                          (UNBOUNDED_MPS, SolveStatus.UNBOUNDED)])
+def test_infeasible_and_unbounded_are_statuses(tmp_path, text, status):
+    f = tmp_path / "m.mps"
+    f.write_text(text)
+    res = HighsBackend().solve(read_mps(f))
+    assert res.status is status
+    assert res.x is None and np.isnan(res.objective)
+
+
+def test_missing_and_malformed_mps(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        read_mps(tmp_path / "nope.mps")
+    bad = tmp_path / "bad.mps"
+    bad.write_text("NAME X\nROWS\n N COST\nCOLUMNS\n    X1 COST notanumber\nENDATA\n")
+    with pytest.raises(InputError, match=r"bad.mps, line 5: COLUMNS value 'notanumber'"):
+        read_mps(bad)
+    binary = tmp_path / "bin.mps"
+    binary.write_bytes(b"\x00\x01\x02garbage")
+    with pytest.raises(InputError, match="not a text file"):
+        read_mps(binary)
+
+
+def test_netlib_objectives_match_published_values(netlib_dir):
+    published = {r["name"]: float(r["optimal_objective"]) for r in csv.DictReader(open(netlib_dir / "optimal_values.csv"))}
+    for name in ("afiro", "sc50a", "e226", "adlittle"):
+        lp = read_mps(netlib_dir / f"{name}.mps")
+        res = HighsBackend().solve(lp)
+        assert res.status is SolveStatus.OPTIMAL
+        value = res.objective
+        if name == "e226":
+            # we follow the MPS convention (constant = -RHS of the cost row = +7.113), as
+            # HiGHS does; netlib's table (MINOS) reports c'x without the constant
+            assert lp.offset == pytest.approx(7.113)
+            value -= lp.offset
+        assert value == pytest.approx(published[name], rel=1e-8)
