@@ -148,7 +148,10 @@ class PartySession:
             if dense_cols.size:
                 B = self._rng.standard_normal((k, dense_cols.size))
                 A_d = block.A[:, dense_cols]
-                masked_a = np.asarray((B @ A_d.T).T) if sp.issparse(A_d) else A_d @ B.T
+                if A_d.nnz > 0.05 * A_d.shape[0] * A_d.shape[1]:
+                    masked_a = A_d.toarray() @ B.T  # BLAS
+                else:
+                    masked_a = np.asarray((B @ A_d.T).T)  # sparse A: O(nnz k)
                 reply.masked_a.CopyFrom(matrix_to_pb(np.ascontiguousarray(masked_a)))
                 reply.masked_c.CopyFrom(vector_to_pb(B @ block.c[dense_cols]))
                 self._mask = B

@@ -1,0 +1,1 @@
+"""Reproducible benchmark scripts; results are recorded in docs/BENCHMARKS.md."""

@@ -1,0 +1,102 @@
+"""PPLP benchmark: Mangasarian's Examples 1 and 2, side by side in one run.
+
+For each example and repetition: the centralized HiGHS solve (wall time of
+``HighsBackend.solve`` on the whole LP, same backend and options as the coordinator),
+the secure protocol in-process (hello to close), and the secure protocol over gRPC with
+mutual TLS and three real party processes (hello to close; process start excluded and
+reported separately). Reports medians over ``--repeat`` runs and the ratios
+secure / central. Usage::
+
+    python -m benchmarks.bench_pplp --repeat 5 [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from coordinator.examples import mangasarian_example
+from coordinator.protocol import SessionConfig, run_secure_lp
+from coordinator.simulation import simulated_links
+from solvers.lp import HighsBackend
+from solvers.lp.partition import split_columns
+
+
+def _central(lp) -> tuple[float, float]:
+    start = time.perf_counter()
+    res = HighsBackend().solve(lp)
+    return time.perf_counter() - start, res.objective
+
+
+def _inprocess(public, blocks) -> tuple[float, float, dict]:
+    with simulated_links(blocks, "inprocess") as links:
+        out = run_secure_lp(public, links, SessionConfig())
+    return out.timings_s["total"], out.objective, out.timings_s
+
+
+def _grpc_processes(public, blocks) -> tuple[float, float, dict, float]:
+    from coordinator.launcher import LocalParties
+
+    with tempfile.TemporaryDirectory(prefix="securelp-bench-") as tmp:
+        t0 = time.perf_counter()
+        with LocalParties(blocks, Path(tmp)) as cluster:
+            startup = time.perf_counter() - t0
+            links = cluster.links()
+            out = run_secure_lp(public, links, SessionConfig())
+    return out.timings_s["total"], out.objective, out.timings_s, startup
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--examples", default="1,2")
+    ap.add_argument("--no-grpc", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    rows = []
+    for ex in [int(e) for e in args.examples.split(",")]:
+        lp, split, known = mangasarian_example(ex)
+        public, blocks = split_columns(lp, split)
+        res: dict[str, list] = {"central": [], "inprocess": [], "grpc": [], "grpc_start": [], "rel": []}
+        phases: dict[str, list[dict]] = {"inprocess": [], "grpc": []}
+        for _ in range(args.repeat):
+            tc, obj_c = _central(lp)
+            ti, obj_i, ph_i = _inprocess(public, blocks)
+            res["central"].append(tc)
+            res["inprocess"].append(ti)
+            phases["inprocess"].append(ph_i)
+            res["rel"].append(abs(obj_i - obj_c) / abs(obj_c))
+            if not args.no_grpc:
+                tg, obj_g, ph_g, st = _grpc_processes(public, blocks)
+                res["grpc"].append(tg)
+                res["grpc_start"].append(st)
+                phases["grpc"].append(ph_g)
+                res["rel"].append(abs(obj_g - obj_c) / abs(obj_c))
+        med = {k: statistics.median(v) for k, v in res.items() if v and k != "rel"}
+        row = {"example": ex, "m": lp.n_rows, "n": lp.n_cols, "repeat": args.repeat, "median_s": med,
+               "max_objective_rel_diff": max(res["rel"]),
+               "ratio_inprocess": med["inprocess"] / med["central"],
+               "ratio_grpc": med.get("grpc", float("nan")) / med["central"],
+               "median_phases_s": {t: {k: statistics.median(p[k] for p in ps) for k in ps[0]}
+                                   for t, ps in phases.items() if ps}}
+        rows.append(row)
+        print(f"example {ex} (m={lp.n_rows}, n={lp.n_cols}), medians of {args.repeat}: central {med['central']:.4f} s, "
+              f"secure in-process {med['inprocess']:.4f} s (x{row['ratio_inprocess']:.2f}), "
+              + (f"secure gRPC+mTLS 3 processes {med['grpc']:.4f} s (x{row['ratio_grpc']:.2f}; process start "
+                 f"{med['grpc_start']:.2f} s excluded), " if "grpc" in med else "")
+              + f"max objective rel diff {row['max_objective_rel_diff']:.2e}")
+        for t, ph in row["median_phases_s"].items():
+            print(f"    {t} phases (median s): " + ", ".join(f"{k} {v:.4f}" for k, v in ph.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": platform.processor() or platform.machine(),
+                                               "python": platform.python_version(), "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
