@@ -212,3 +212,16 @@ def test_many_parties_inprocess():
     central = HighsBackend().solve(lp)
     assert len(outcome.parties) == 64
     assert outcome.objective == pytest.approx(central.objective, rel=1e-8)
+
+
+def test_64_parties_4096_columns_inprocess():
+    """The issue's scale check: 64 simulated parties on an LP with n = 4,096 columns."""
+    rng = np.random.default_rng(64)
+    lp = random_feasible_lp(rng, 60, 4096, free_fraction=0.25, sparse_density=0.05)
+    outcome, sessions = _run(lp, parties=64)
+    central = HighsBackend().solve(lp)
+    assert len(outcome.parties) == 64 and outcome.n_cols == 4096
+    assert outcome.k == int((~lp.bounded_columns()).sum())
+    assert outcome.status is SolveStatus.OPTIMAL
+    assert abs(outcome.objective - central.objective) <= 1e-8 * max(1.0, abs(central.objective))
+    assert all(s.outcome.objective == pytest.approx(outcome.objective) for s in sessions)
