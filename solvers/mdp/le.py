@@ -451,10 +451,13 @@ class KernelMechanism:
         return self.a * self.kernel.matvec(self.b)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:
-        """Inversion estimator ``(P^T)^{-1} y = diag(1/b) K^{-1} (y / a)`` (solves only)."""
-        if np.any(self.b <= 0):
+        """Inversion estimator ``(P^T)^{-1} y = diag(1/a) K^{-1} (y / b)`` (solves only).
+
+        ``P^T = diag(b) K diag(a)`` because ``K`` is symmetric.
+        """
+        if np.any(self.b <= 0) or np.any(self.a <= 0):
             raise InputError(f"{self.name}: P is singular (a zero diagonal entry); the inversion estimator is undefined")
-        return self.kernel.solve(np.asarray(y, float) / self.a) / self.b
+        return self.kernel.solve(np.asarray(y, float) / self.b) / self.a
 
     def output_distribution(self, prior: np.ndarray) -> np.ndarray:
         """``q = P^T pi``."""
