@@ -17,37 +17,48 @@ from solvers.errors import InputError
 from solvers.lp.model import LinearProgram, Sense
 
 
-_NUMERIC_FIELDS = {"COLUMNS": (2, 4), "RHS": (2, 4), "RANGES": (2, 4)}
-_SECTIONS = {"NAME", "OBJSENSE", "OBJSENSE MAX", "OBJSENSE MIN", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS",
-             "ENDATA", "OBJSENSE MAXIMIZE", "OBJSENSE MINIMIZE", "SOS", "QUADOBJ", "QMATRIX", "OBJSENSE"}
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("D", "E").replace("d", "e"))
+    except ValueError:
+        return False
+    return True
+
+
+# fixed-format MPS: numeric fields 4 (columns 25-36) and 6 (columns 50-61), 1-based
+_FIXED_NUMBER_SLICES = {"COLUMNS": (slice(24, 36), slice(49, 61)), "RHS": (slice(24, 36), slice(49, 61)),
+                        "RANGES": (slice(24, 36), slice(49, 61)), "BOUNDS": (slice(24, 36),)}
 
 
 def _check_numbers(path: Path) -> None:
-    """Reject numeric fields HiGHS's lenient reader would silently read as 0."""
+    """Reject numeric fields HiGHS's lenient reader would silently read as 0.
+
+    A line passes when its numeric fields parse either in free format (white-space
+    separated) or in fixed format (by column), since fixed-format names may hold spaces.
+    """
     section = ""
     with path.open("r", encoding="latin-1") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\n")
+            line = raw.rstrip("\r\n")
             if not line.strip() or line.startswith("*"):
                 continue
             if not line[0].isspace():
                 section = line.split()[0].upper()
                 continue
-            fields = line.split()
-            if section in _NUMERIC_FIELDS:
-                if "'MARKER'" in line:
-                    continue
-                positions = [i for i in _NUMERIC_FIELDS[section] if i < len(fields)]
-            elif section == "BOUNDS":
-                positions = [3] if len(fields) > 3 else []
-            else:
+            if section not in _FIXED_NUMBER_SLICES or "'MARKER'" in line:
                 continue
-            for i in positions:
-                try:
-                    float(fields[i].replace("D", "E").replace("d", "e"))
-                except ValueError:
-                    raise InputError(f"MPS file {path}, line {lineno}: {section} value {fields[i]!r} is not a "
-                                     "number") from None
+            fields = line.split()
+            if section == "BOUNDS":
+                positions = [3] if len(fields) > 3 and fields[0].upper() not in ("FR", "MI", "PL", "BV") else []
+            else:
+                positions = [i for i in (2, 4) if i < len(fields)]
+            bad = [fields[i] for i in positions if not _is_number(fields[i])]
+            if not bad:
+                continue
+            fixed = [line[sl].strip() for sl in _FIXED_NUMBER_SLICES[section] if line[sl].strip()]
+            if fixed and all(_is_number(v) for v in fixed):
+                continue
+            raise InputError(f"MPS file {path}, line {lineno}: {section} value {bad[0]!r} is not a number")
 
 
 def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
