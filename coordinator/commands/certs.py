@@ -1,0 +1,29 @@
+"""``securelp certs --out DIR --parties NAME,NAME,...``: session CA, coordinator and party certificates."""
+
+from __future__ import annotations
+
+import argparse
+
+from coordinator.certs import DEFAULT_VALID_DAYS, write_session_certs
+from coordinator.commands.common import positive_int
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("certs", help="make a session CA, a coordinator and party certificates",
+                       description="Write ca.pem, coordinator.pem/.key and <party>.pem/.key (EC P-256, keys 0600) "
+                                   "into DIR. The CA key is not kept: rerun for a new session. Give each host only "
+                                   "ca.pem and its own pair.")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to create (must be empty unless --force)")
+    p.add_argument("--parties", required=True, metavar="NAME,NAME,...",
+                   help="party ids: letters, digits, inner hyphens (each becomes its certificate's DNS name)")
+    p.add_argument("--days", type=positive_int, default=DEFAULT_VALID_DAYS,
+                   help=f"validity of every certificate in days (default {DEFAULT_VALID_DAYS})")
+    p.add_argument("--force", action="store_true", help="overwrite certificates in a non-empty DIR")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    written = write_session_certs(args.out, args.parties.split(","), force=args.force, days=args.days)
+    print(f"wrote {written.ca} (session CA), {written.coordinator[0].name} and "
+          f"{len(written.parties)} party certificates ({', '.join(written.parties)}) to {written.directory}")
+    return 0

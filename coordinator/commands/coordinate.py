@@ -1,0 +1,86 @@
+"""``securelp coordinator``: run one PPLP session against party processes over gRPC.
+
+It dials every ``--party NAME=HOST:PORT`` with mutual TLS (certificates from
+``--certs DIR``: ca.pem and coordinator.pem/.key), waits until each party's health
+service reports SERVING, runs the protocol (``coordinator.protocol.run_secure_lp``),
+prints the readable report and writes the JSON one. Exit codes: the LP status
+(0 optimal, 10 infeasible, 11 unbounded) or the typed error's code (6 unreachable or
+timed-out party, 7 certificate refused, 5 protocol violation, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
+from solvers.errors import ConfigError, InputError
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("coordinator", help="run the coordinator against party processes",
+                       description="Dial each party (NAME=HOST:PORT) with mutual TLS and run one secure LP session.")
+    p.add_argument("--public", required=True, metavar="ROWS.npz", help="public row data (securelp split)")
+    p.add_argument("--party", action="append", required=True, metavar="NAME=HOST:PORT", dest="parties",
+                   help="a party and its address; repeat once per party")
+    p.add_argument("--certs", metavar="DIR", default=None, help="directory with ca.pem and coordinator.pem/.key")
+    p.add_argument("--insecure", action="store_true", help="plaintext gRPC (warned; for debugging only)")
+    p.add_argument("--wait", type=positive_float, default=30.0, metavar="S",
+                   help="seconds to wait for every party to report SERVING (default 30)")
+    add_session_arguments(p)
+    p.set_defaults(func=run)
+
+
+def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
+    """``NAME=HOST:PORT`` items -> [(name, address)]; duplicate names are refused."""
+    from coordinator.grpc_link import parse_address
+
+    out: list[tuple[str, str]] = []
+    for spec in specs:
+        name, sep, address = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not address:
+            raise InputError(f"--party {spec!r}: expected NAME=HOST:PORT, e.g. owner1=10.0.0.5:50051")
+        parse_address(address)
+        out.append((name, address.strip()))
+    names = [n for n, _ in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"duplicate party ids in --party: {', '.join(dupes)}; every party needs its own id")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from coordinator.grpc_link import ChannelTls, GrpcPartyLink
+    from coordinator.protocol import SessionConfig, run_secure_lp
+    from coordinator.report import build_report, format_report
+    from coordinator.reporting import write_json_report
+    from solvers.lp.partition import load_public
+
+    if args.certs and args.insecure:
+        raise ConfigError("--certs and --insecure were both given; choose one")
+    if not args.certs and not args.insecure:
+        raise ConfigError("--certs DIR is required (or --insecure, for debugging only)")
+    parties = parse_parties(args.parties)
+    public = load_public(args.public)
+    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
+    tls = ChannelTls.from_dir(args.certs) if args.certs else None
+    links: list[GrpcPartyLink] = []
+    try:
+        for name, address in parties:
+            links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
+        with ThreadPoolExecutor(max_workers=min(16, len(links))) as pool:
+            for fut in [pool.submit(link.wait_ready, args.wait) for link in links]:
+                fut.result()
+        outcome = run_secure_lp(public, links, config)
+    finally:
+        for link in links:
+            link.shutdown()
+    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip()))
+    if args.json:
+        write_json_report(args.json, build_report(outcome, None, extra={
+            "problem": public.name, "endpoints": {name: address for name, address in parties}}))
+    return int(STATUS_EXIT[outcome.status])

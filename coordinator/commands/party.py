@@ -1,0 +1,98 @@
+"""``securelp party``: one data-owner process, a gRPC server for one session.
+
+It reads only its own block file (whose stored party id must equal ``--id``), serves
+``securelp.v1.PartyService`` with mutual TLS, prints ``LISTENING host:port`` on stdout
+once it is SERVING (so a launcher can ask for port 0), and exits when the coordinator
+closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds without a
+call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
+11 unbounded, ...), 5 when the coordinator aborted the session, 6 on idle timeout,
+130 on a signal. It never logs or prints its block, its mask or its decoded x_j.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from coordinator.commands.common import positive_float
+from solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("party", help="run one data-owner process (gRPC server)",
+                       description="Serve one PPLP session for the data owner --id, reading only --data.")
+    p.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to bind (port 0: any free port)")
+    p.add_argument("--data", required=True, metavar="BLOCK.npz", help="this party's private block (securelp split)")
+    p.add_argument("--id", required=True, metavar="NAME", help="this party's id (must match the block and cert)")
+    p.add_argument("--certs", metavar="DIR", default=None,
+                   help="certificate directory with ca.pem, NAME.pem and NAME.key (securelp certs)")
+    p.add_argument("--insecure", action="store_true", help="serve without TLS (warned; for debugging only)")
+    p.add_argument("--seed", default=None,
+                   help="reproducible-simulation mode: derive the mask from this seed (flagged in the report)")
+    p.add_argument("--idle-timeout", type=positive_float, default=600.0, metavar="S",
+                   help="exit after S seconds without a call from the coordinator (default 600)")
+    p.add_argument("--grace", type=positive_float, default=5.0, metavar="S",
+                   help="seconds in-flight calls get on shutdown (default 5)")
+    p.set_defaults(func=run)
+
+
+def _status_exit(status: int) -> int:
+    from protos import securelp_pb2 as pb
+
+    return int({
+        pb.SOLVE_STATUS_OPTIMAL: ExitCode.OK,
+        pb.SOLVE_STATUS_INFEASIBLE: ExitCode.INFEASIBLE,
+        pb.SOLVE_STATUS_UNBOUNDED: ExitCode.UNBOUNDED,
+        pb.SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED: ExitCode.INFEASIBLE,
+        pb.SOLVE_STATUS_ABORTED: ExitCode.PROTOCOL,
+    }.get(status, ExitCode.SOLVER))
+
+
+def run(args: argparse.Namespace) -> int:
+    from coordinator.launcher import die_with_parent
+
+    die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9
+    from coordinator.certs import load_identity, validate_party_ids
+    from coordinator.grpc_link import parse_address
+    from party.server import ServerTls, serve
+    from party.session import PartySession
+    from protos import securelp_pb2 as pb
+    from solvers.lp.partition import load_block
+
+    if args.certs and args.insecure:
+        raise ConfigError("--certs and --insecure were both given; choose one")
+    if not args.certs and not args.insecure:
+        raise ConfigError("--certs DIR is required (or --insecure, for debugging only)")
+    if not args.insecure:
+        validate_party_ids([args.id])
+    parse_address(args.listen)
+    block = load_block(args.data, party_id=args.id)
+    tls = None
+    if args.certs:
+        ident = load_identity(args.certs, args.id)
+        tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+    if args.seed is not None:
+        log.warning("party %s: reproducible-simulation mode: the mask derives from --seed (not for real data)",
+                    args.id)
+    session = PartySession(block, seed=args.seed)
+
+    def listening(host: str, port: int) -> None:
+        print(f"LISTENING {host}:{port}", flush=True)
+
+    result = serve(args.listen, session, tls=tls, insecure=args.insecure, idle_timeout_s=args.idle_timeout,
+                   grace_s=args.grace, on_listening=listening)
+    if result.reason == "signal":
+        print(f"securelp party: {args.id}: stopped by {result.detail}", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    if result.reason == "idle":
+        raise TransportError(f"party {args.id}: {result.detail}; exiting (raise --idle-timeout for long solves)")
+    outcome = session.outcome
+    if outcome is None:
+        raise ProtocolError(f"party {args.id}: the coordinator ended the session before a solution "
+                            f"({result.detail or 'no reason given'})")
+    name = pb.SolveStatus.Name(outcome.status).removeprefix("SOLVE_STATUS_").lower()
+    print(f"party {args.id}: session ended: status {name}, objective {outcome.objective:.15g}", flush=True)
+    return _status_exit(outcome.status)

@@ -1,0 +1,61 @@
+"""``securelp split FILE.mps --parties N [--split a,b,c] --out DIR``: one private block per party.
+
+Writes ``DIR/public.npz`` (row bounds, sense, objective constant: what every participant
+may know) and ``DIR/<party>.npz`` (A_.j, c_j and the column bounds of party j's
+contiguous column block), each atomically. Hand each party only its own file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from coordinator.certs import validate_party_ids
+from coordinator.commands.common import positive_int
+from solvers.errors import InputError
+from solvers.lp import read_mps
+from solvers.lp.partition import parse_split, save_block, save_public, split_columns
+
+PUBLIC_FILE = "public.npz"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("split", help="split an MPS file into one private block per party",
+                       description="Split FILE.mps by columns into DIR/public.npz (public row data) and one "
+                                   "DIR/<party>.npz per party (contiguous columns, or --split).")
+    p.add_argument("file", metavar="FILE.mps")
+    p.add_argument("--parties", type=positive_int, required=True, help="number of parties")
+    p.add_argument("--split", default=None, metavar="a,b,c", help="columns per party (default: near-equal parts)")
+    p.add_argument("--ids", default=None, metavar="NAME,NAME,...",
+                   help="party ids (default party1, party2, ...); the same ids go to `securelp certs`")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--force", action="store_true", help="overwrite block files already in DIR")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    lp = read_mps(args.file)
+    sizes = parse_split(args.split, lp.n_cols, args.parties)
+    ids = None
+    if args.ids is not None:
+        ids = validate_party_ids(args.ids.split(","))
+        if len(ids) != args.parties:
+            raise InputError(f"--ids names {len(ids)} parties but --parties is {args.parties}")
+    public, blocks = split_columns(lp, sizes, ids=ids)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a directory")
+    targets = [out / PUBLIC_FILE] + [out / f"{b.party_id}.npz" for b in blocks]
+    existing = [t.name for t in targets if t.exists()]
+    if existing and not args.force:
+        raise InputError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")
+    if not out.exists():
+        if not out.parent.is_dir():
+            raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
+        out.mkdir()
+    save_public(public, out / PUBLIC_FILE)
+    for block in blocks:
+        save_block(block, out / f"{block.party_id}.npz")
+    print(f"{lp.name or args.file}: {lp.n_rows} rows, {lp.n_cols} columns -> {out / PUBLIC_FILE} and "
+          + ", ".join(f"{b.party_id}.npz ({b.n_cols} columns)" for b in blocks))
+    return 0
