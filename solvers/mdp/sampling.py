@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -203,3 +204,118 @@ def sample_from_rows(
         out[positions] = sampler.sample(c, rng)
         start += c
     return out
+
+
+# --------------------------------------------------------------------------- statistical checks
+@dataclass(frozen=True)
+class ChiSquareResult:
+    """Pearson chi-square goodness of fit against an exact pmf (bins fixed in advance)."""
+
+    statistic: float
+    dof: int
+    critical: float
+    alpha: float
+    n: int
+    n_bins: int
+
+    @property
+    def rejected(self) -> bool:
+        return self.statistic > self.critical
+
+
+def fixed_bins(pmf: np.ndarray, n: int, min_expected: float = 5.0) -> np.ndarray:
+    """Bin map ``value -> bin`` from the pmf and the sample size alone (before sampling).
+
+    Values with expected count ``>= min_expected`` get their own bin; the rest are lumped
+    into one tail bin (dropped if its expected count is still below ``min_expected``, in
+    which case it is merged into the smallest regular bin).
+    """
+    pmf = np.asarray(pmf, dtype=float)
+    big = pmf * n >= min_expected
+    bins = np.full(pmf.size, -1, dtype=np.int64)
+    bins[big] = np.arange(int(big.sum()))
+    tail = ~big
+    if np.any(tail):
+        if pmf[tail].sum() * n >= min_expected or not np.any(big):
+            bins[tail] = int(big.sum())
+        else:
+            smallest = int(np.flatnonzero(big)[np.argmin(pmf[big])])
+            bins[tail] = bins[smallest]
+    return bins
+
+
+def chi_square_test(samples: np.ndarray, pmf: np.ndarray, alpha: float = 1e-6) -> ChiSquareResult:
+    """Pearson chi-square of ``samples`` (values ``0..m-1``) against ``pmf``.
+
+    Critical value ``scipy.stats.chi2.isf(alpha, dof)`` (exact quantile, no approximation);
+    ``alpha`` is the false-positive rate (default 1e-6, per PRIVACY_TESTING.md).
+    """
+    from scipy.stats import chi2
+
+    samples = np.asarray(samples, dtype=np.int64)
+    n = samples.size
+    pmf = np.asarray(pmf, dtype=float)
+    pmf = pmf / pmf.sum()
+    bins = fixed_bins(pmf, n)
+    k = int(bins.max()) + 1
+    observed = np.bincount(bins[samples], minlength=k).astype(float)
+    expected = np.bincount(bins, weights=pmf, minlength=k) * n
+    ok = expected > 0
+    if np.any(observed[~ok] > 0):
+        return ChiSquareResult(float("inf"), max(k - 1, 1), 0.0, alpha, n, k)
+    stat = float(np.sum((observed[ok] - expected[ok]) ** 2 / expected[ok]))
+    dof = max(int(ok.sum()) - 1, 1)
+    return ChiSquareResult(stat, dof, float(chi2.isf(alpha, dof)), alpha, n, k)
+
+
+def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
+    """Two-sided exact (Clopper-Pearson) confidence interval, each tail ``alpha/2``."""
+    from scipy.stats import beta
+
+    lo = 0.0 if successes == 0 else float(beta.ppf(alpha / 2, successes, trials - successes + 1))
+    hi = 1.0 if successes == trials else float(beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Distinguishing audit of one pair: a high-confidence lower bound on the privacy loss."""
+
+    j: int
+    l: int
+    event_size: int
+    eps_lower: float
+    claimed: float
+    n: int
+
+    @property
+    def violated(self) -> bool:
+        return self.eps_lower > self.claimed
+
+
+def distinguishing_audit(
+    row_j: np.ndarray, row_l: np.ndarray, claimed_loss: float, n: int, rng: SecureRandom,
+    *, alpha: float = 1e-6, j: int = 0, l: int = 1,
+) -> AuditResult:
+    """Black-box audit (LDP-Audit / DP-Sniper style) of one pair of inputs.
+
+    The event ``S`` (outputs whose likelihood ratio row_j/row_l is largest) is chosen
+    from the *claimed* rows before sampling; ``n`` reports are drawn from each row with
+    the exact sampler, and ``log(CP_lower(Pr_j[S]) / CP_upper(Pr_l[S]))`` is a lower bound
+    on the true privacy loss holding with probability ``>= 1 - alpha``. A mechanism
+    satisfying its claim exceeds ``claimed_loss`` with probability ``<= alpha``.
+    """
+    rj = np.asarray(row_j, float) / np.sum(row_j)
+    rl = np.asarray(row_l, float) / np.sum(row_l)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(rl > 0, rj / rl, np.inf)
+    best = np.max(ratio)
+    event = ratio >= best * (1 - 1e-9)
+    xs = RowSampler(row_j).sample(n, rng)
+    ys = RowSampler(row_l).sample(n, rng)
+    sj = int(np.sum(event[xs]))
+    sl = int(np.sum(event[ys]))
+    lo_j, _ = clopper_pearson(sj, n, alpha)
+    _, hi_l = clopper_pearson(sl, n, alpha)
+    eps_lower = math.log(lo_j / hi_l) if lo_j > 0 else float("-inf")
+    return AuditResult(j, l, int(event.sum()), eps_lower, float(claimed_loss), n)
