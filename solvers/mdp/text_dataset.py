@@ -21,7 +21,7 @@ The 2,000 embeddings computed by this code are cached in
 from the weights and compare (skipped when the model package is absent).
 
 Records: the first ``n_records`` *distinct* words of the list (case-insensitive, since
-the tokenizer lower-cases; 117 entries of the list are repeats). Distinct records at
+the tokenizer lower-cases; 117 words of the list occur more than once, leaving 1,037 distinct). Distinct records at
 distance 0 would make d-privacy meaningless, and are refused.
 """
 
@@ -162,7 +162,7 @@ def load_text_dataset(n_records: int = 500, seed: int | str | None = None):
     Parameters
     ----------
     n_records:
-        Number of records (1..number of distinct words, 1,883).
+        Number of records (1..number of distinct words: 1,037; 117 words of the list repeat).
     seed:
         Unused (the record set is deterministic); accepted for a uniform loader signature.
 

@@ -1,0 +1,73 @@
+"""``securelp ldp``: JSON keys, exit codes for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import main
+from solvers.errors import ExitCode
+
+KEYS = {"error_range", "error_range_theory", "mse_freq", "mse_freq_theory", "time_s", "mechanism", "eps", "m",
+        "users", "range", "verification", "reproducible", "mse_freq_theory_stderr", "mse_freq_theory_method"}
+
+
+@pytest.mark.parametrize("mech", ["le", "grr", "oue", "em", "pl"])
+def test_cli_json_report(tmp_path: Path, mech: str) -> None:
+    out = tmp_path / "r.json"
+    rc = main(["ldp", "--domain", "grid", "--rows", "5", "--cols", "4", "--eps", "1.5", "--mechanism", mech,
+               "--users", "2000", "--range", "1", "--seed", "7", "--json", str(out)])
+    assert rc == 0
+    rep = json.loads(out.read_text())
+    assert KEYS <= set(rep)
+    assert rep["mechanism"] == mech and rep["m"] == 20 and rep["reproducible"] is True
+    assert rep["verification"]["max_mdp_violation"] <= 1e-9
+    assert rep["mse_freq"] > 0 and rep["mse_freq_theory"] > 0
+    if mech == "oue":
+        assert rep["error_range"] is None
+    else:
+        assert 0 <= rep["error_range"] <= 1
+
+
+def test_cli_seeded_runs_are_reproducible(tmp_path: Path) -> None:
+    reps = []
+    for name in ("a", "b"):
+        out = tmp_path / f"{name}.json"
+        assert main(["ldp", "--rows", "4", "--cols", "4", "--eps", "2", "--users", "500", "--seed", "3",
+                     "--json", str(out)]) == 0
+        reps.append(json.loads(out.read_text()))
+    assert reps[0]["mse_freq"] == reps[1]["mse_freq"]
+
+
+def test_cli_prior_file(tmp_path: Path) -> None:
+    prior = tmp_path / "p.csv"
+    prior.write_text(",".join(["0.25"] * 4) + "\n")
+    out = tmp_path / "r.json"
+    assert main(["ldp", "--rows", "2", "--cols", "2", "--eps", "2", "--prior", str(prior), "--json", str(out)]) == 0
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--eps", "0"], "eps"),
+        (["--eps", "-1"], "eps"),
+        (["--eps", "1", "--users", "0"], "users"),
+        (["--eps", "0.3", "--rows", "30", "--cols", "30"], "no non-negative solution"),
+    ],
+)
+def test_cli_bad_input_is_one_line_error(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:
+    rc = main(["ldp", "--rows", "4", "--cols", "4", *args])
+    assert rc == int(ExitCode.INPUT)
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content, needle", [("0.5,0.5", "entries"), (",".join(["0.3"] * 4), "sums to")])
+def test_cli_bad_prior(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str) -> None:
+    prior = tmp_path / "p.csv"
+    prior.write_text(content)
+    rc = main(["ldp", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", str(prior)])
+    assert rc == int(ExitCode.INPUT)
+    assert needle in capsys.readouterr().err
