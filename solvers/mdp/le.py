@@ -63,7 +63,9 @@ logger = logging.getLogger(__name__)
 
 #: largest domain handled with dense matrices (Cholesky, explicit P for verification)
 DENSE_MAX = 2500
-#: largest domain verified with the full all-pairs ``verify_mechanism`` (O(m^3))
+#: largest *grid* verified with the full all-pairs ``verify_mechanism`` (O(m^3)); larger
+#: grids are verified structurally (p >= 0, every row sum, Euclidean triangle inequality).
+#: Dense (dataset) metrics are always verified in full.
 FULL_VERIFY_MAX = 400
 #: PCG stopping tolerance (relative 2-norm residual)
 PCG_TOL = 1e-13
@@ -480,7 +482,10 @@ class KernelMechanism:
         """Verify before use: full ``verify_mechanism`` when small, else structural + sampled."""
         if np.any(self.b < 0) or np.any(self.a < 0):
             raise VerificationError(f"{self.name}: negative entries")
-        if self.m <= FULL_VERIFY_MAX and not self.kernel.structured:
+        dense_metric = isinstance(self.kernel.domain, DenseDomain)
+        if dense_metric or (self.m <= FULL_VERIFY_MAX and not self.kernel.structured):
+            # a user-supplied metric may violate the triangle inequality, so the structural
+            # argument is only used on grids (Euclidean by construction): check every triple
             rep = verify_dense(self.matrix(), self.kernel.domain.distance_matrix(), self.eps, tol)
         else:
             sums = self.row_sums()

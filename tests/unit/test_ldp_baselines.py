@@ -17,7 +17,7 @@ from solvers.mdp.ldp import (
     planar_laplace_mechanism,
     simulate,
 )
-from solvers.mdp.le import GridDomain, exponential_mechanism, linear_equations_mechanism
+from solvers.mdp.le import GridDomain, exponential_mechanism
 from solvers.mdp.planar_laplace import planar_laplace_matrix, rectangle_masses
 from solvers.mdp.sampling import RowSampler, chi_square_test, distinguishing_audit
 from solvers.mdp.verify import verify_mechanism
@@ -133,7 +133,7 @@ def test_planar_laplace_row_sampling_chi_square() -> None:
 
 def test_planar_laplace_limits() -> None:
     with pytest.raises(ResourceError):
-        planar_laplace_mechanism(GridDomain(60, 60), 1.0)
+        planar_laplace_mechanism(GridDomain(31, 30), 1.0)
     with pytest.raises(InputError):
         build_mechanism("nope", GridDomain(2, 2), 1.0)
 
