@@ -163,8 +163,9 @@ def dyadic_ceil(q: float, bits: int = DEFAULT_PRECISION_BITS) -> Fraction:
 def bernoulli_dyadic(prob: Fraction, size: int | tuple[int, ...], rng: SecureRandom) -> np.ndarray:
     """Exact Bernoulli bits: ``Pr[1] = prob`` where ``prob = Q / 2^b`` with ``b <= 61``.
 
-    Each bit compares ``b`` fresh keystream bits (an exactly uniform integer in
-    ``[0, 2^b)``) with ``Q``.
+    Each bit compares an exactly uniform integer ``U`` in ``[0, 2^b)`` with ``Q``: its top
+    byte first, and only on a tie (probability 1/256) its remaining ``b - 8`` bits, so
+    ``Pr[1] = Pr[U < Q] = Q / 2^b`` exactly at about one keystream byte per bit.
     """
     den = prob.denominator
     bits = den.bit_length() - 1
@@ -174,8 +175,19 @@ def bernoulli_dyadic(prob: Fraction, size: int | tuple[int, ...], rng: SecureRan
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if bits == 0:
         return np.full(shape, int(prob), dtype=np.uint8)
-    raw = np.frombuffer(rng.bytes(8 * count), dtype="<u8") >> np.uint64(64 - bits)  # top b of 64 bits
-    return (raw < np.uint64(prob.numerator)).astype(np.uint8).reshape(shape)
+    if bits <= 8:
+        raw = np.frombuffer(rng.bytes(count), dtype=np.uint8) >> np.uint8(8 - bits)
+        return (raw < prob.numerator).astype(np.uint8).reshape(shape)
+    # U = T 2^(b-8) + L with T the top byte: U < Q iff T < Q_top, or T == Q_top and L < Q_low.
+    # Only ties (probability 1/256) need the remaining b - 8 bits: about one byte per bit.
+    q_top, q_low = prob.numerator >> (bits - 8), prob.numerator & ((1 << (bits - 8)) - 1)
+    top = np.frombuffer(rng.bytes(count), dtype=np.uint8)
+    out = (top < q_top).astype(np.uint8)
+    ties = np.flatnonzero(top == q_top)
+    if ties.size:
+        low = np.frombuffer(rng.bytes(8 * ties.size), dtype="<u8") >> np.uint64(64 - (bits - 8))
+        out[ties] = (low < np.uint64(q_low)).astype(np.uint8)
+    return out.reshape(shape)
 
 
 def sample_from_rows(

@@ -118,3 +118,12 @@ def test_chi_square_one_million() -> None:
     x = RowSampler(row).sample(1_000_000, SecureRandom())
     assert not chi_square_test(x, row).rejected
     assert chi_square_test(x, le_row(0.7 * 1.02, j=0)).rejected
+
+
+def test_bernoulli_tie_path_exact() -> None:
+    """q = 1/2 + 2^-9: the top byte ties with probability 1/256 and the low bits decide."""
+    q = Fraction((128 << 53) + (1 << 52), 1 << 61)
+    assert float(q) == 0.5 + 2**-9
+    x = bernoulli_dyadic(q, 4_000_000, SecureRandom(8)).astype(np.int64)
+    assert not chi_square_test(x, [1 - float(q), float(q)]).rejected
+    assert chi_square_test(x, [0.5, 0.5]).rejected  # ignoring the tie bits is caught
