@@ -1,0 +1,161 @@
+"""The same PPLP tests over both transports: in-process links and real gRPC servers (threads of
+this process, port 0, mutual TLS with fresh session certificates).
+
+Contract: the transport changes nothing the protocol computes -- the secure optimum equals the
+central one, statuses reach every party, errors name the party, and (with the same seeds) both
+transports carry exactly the same payload bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from coordinator.grpc_link import GrpcPartyLink, local_grpc_links
+from coordinator.protocol import SessionConfig, run_secure_lp
+from coordinator.transport import InProcessLink
+from party.session import PartySession
+from protos import securelp_pb2 as pb
+from solvers.errors import ConfigError, ProtocolError
+from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
+from solvers.lp.partition import ColumnBlock, parse_split, split_columns
+from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
+
+TRANSPORTS = ["inprocess", "grpc"]
+
+
+@contextlib.contextmanager
+def links_for(transport, sessions, tmp_path, deadline_s=60.0):
+    if transport == "inprocess":
+        yield [InProcessLink(s) for s in sessions]
+    else:
+        with local_grpc_links(sessions, tmp_path, deadline_s=deadline_s) as links:
+            assert all(isinstance(link, GrpcPartyLink) for link in links)
+            yield links
+
+
+def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, **cfg):
+    public, blocks = split_columns(lp, parse_split(None, lp.n_cols, parties), ids=ids)
+    sessions = [PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}") for b in blocks]
+    with links_for(transport, sessions, tmp_path) as links:
+        outcome = run_secure_lp(public, links, SessionConfig(**cfg), central=lp)
+    return outcome, sessions
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", ["monomial", "rows"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_feasible_lp_matches_central(transport, mode, seed, tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(seed), 12, 20)
+    outcome, sessions = run(transport, lp, tmp_path, bounds_mode=mode)
+    assert outcome.transport == transport
+    assert outcome.status is SolveStatus.OPTIMAL
+    assert outcome.objective_rel_diff is not None and outcome.objective_rel_diff <= 1e-8
+    assert outcome.feasibility_violation is not None and outcome.feasibility_violation <= 1e-6
+    for s in sessions:  # every party learned the optimal value and holds its own x_j
+        assert s.outcome.status == pb.SOLVE_STATUS_OPTIMAL
+        assert s.outcome.objective == pytest.approx(outcome.objective, rel=1e-12)
+        assert s.closed.is_set()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_payload_over_one_chunk_is_exact(transport, tmp_path):
+    # 150 x 1000 free columns: each masked block is 150 x 1000 doubles (1.2 MB > one 1 MiB chunk)
+    rng = np.random.default_rng(5)
+    m, n = 150, 1000
+    A = rng.uniform(-50, 50, (m, n))
+    x_star = rng.uniform(-5, 5, n)
+    active = rng.random(m) < 0.5
+    y = np.where(active, rng.uniform(0, 10, m), 0.0)
+    b = A @ x_star - np.where(active, 0.0, rng.uniform(0, 1, m))
+    lp = LinearProgram(c=A.T @ y, A=A, row_lower=b, row_upper=np.full(m, np.inf),
+                       col_lower=np.full(n, -np.inf), col_upper=np.full(n, np.inf))
+    outcome, _ = run(transport, lp, tmp_path, parties=1)
+    assert outcome.parties[0].bytes_sent > (1 << 20)
+    assert outcome.objective_rel_diff <= 1e-9
+
+
+def test_both_transports_carry_the_same_bytes(tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(3), 10, 15)
+    a, _ = run("inprocess", lp, tmp_path / "a", seed="s")
+    (tmp_path / "b").mkdir()
+    b, _ = run("grpc", lp, tmp_path / "b", seed="s")
+    assert [(p.bytes_sent, p.bytes_received) for p in a.parties] == [(p.bytes_sent, p.bytes_received) for p in b.parties]
+    assert all(p.bytes_sent > 0 and p.bytes_received > 0 for p in b.parties)
+    assert a.objective == pytest.approx(b.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("text, status, pbstatus", [
+    (INFEASIBLE_MPS, SolveStatus.INFEASIBLE, pb.SOLVE_STATUS_INFEASIBLE),
+    (UNBOUNDED_MPS, SolveStatus.UNBOUNDED, pb.SOLVE_STATUS_UNBOUNDED)])
+def test_status_reaches_every_party(transport, text, status, pbstatus, tmp_path):
+    f = tmp_path / "lp.mps"
+    f.write_text(text)
+    outcome, sessions = run(transport, read_mps(f), tmp_path, parties=2)
+    assert outcome.status is status
+    assert [s.outcome.status for s in sessions] == [pbstatus, pbstatus]
+    assert all(s.outcome.x is None and s.closed.is_set() for s in sessions)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_row_count_mismatch_names_the_party_and_closes_everyone(transport, tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(2), 6, 6)
+    public, blocks = split_columns(lp, [3, 3], ids=["alpha", "beta"])
+    bad = ColumnBlock("beta", blocks[1].A[:5, :], blocks[1].c, blocks[1].col_lower, blocks[1].col_upper)
+    sessions = [PartySession(blocks[0]), PartySession(bad)]
+    with links_for(transport, sessions, tmp_path) as links:
+        with pytest.raises(ProtocolError, match="beta"):
+            run_secure_lp(public, links, SessionConfig())
+    assert all(s.closed.is_set() for s in sessions)  # the abort reached both parties
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_k_smaller_than_n_is_refused(transport, tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
+    with pytest.raises(ConfigError, match="k = 3"):
+        run(transport, lp, tmp_path, parties=2, k=3)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_party_refuses_a_second_hello(transport, tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(6), 4, 4)
+    _, blocks = split_columns(lp, [4], ids=["solo"])
+    session = PartySession(blocks[0])
+    with links_for(transport, [session], tmp_path) as (link,):
+        hello = pb.HelloRequest(session_id="s1", protocol_version=1, n_rows=4)
+        assert link.hello(hello).n_cols == 4
+        with pytest.raises(ProtocolError, match="solo.*second hello"):
+            link.hello(hello)
+
+
+def test_grpc_deadline_names_the_party(tmp_path):
+    import threading
+    import time
+
+    from solvers.errors import TransportError
+
+    lp = random_feasible_lp(np.random.default_rng(7), 4, 4)
+    _, blocks = split_columns(lp, [4], ids=["slowpoke"])
+    session = PartySession(blocks[0])
+    gate = threading.Event()
+    original = session.hello
+
+    def stuck(request):
+        gate.wait(10)
+        return original(request)
+
+    session.hello = stuck  # type: ignore[method-assign]
+    with local_grpc_links([session], tmp_path, deadline_s=1.0) as (link,):
+        start = time.monotonic()
+        with pytest.raises(TransportError, match="party slowpoke at 127.0.0.1:[0-9]+ did not answer hello within 1 s"):
+            link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=4))
+        assert time.monotonic() - start < 5
+        gate.set()
+
+
+def test_central_solver_agrees_on_the_fixture():  # guards the fixture the contract rests on
+    lp = random_feasible_lp(np.random.default_rng(0), 12, 20)
+    assert HighsBackend().solve(lp).status is SolveStatus.OPTIMAL

@@ -1,0 +1,97 @@
+"""Session certificates: layout, permissions, validation, chain of trust, identities."""
+
+from __future__ import annotations
+
+import stat
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from coordinator.certs import load_identity, validate_party_ids, write_session_certs
+from coordinator.cli import main
+from solvers.errors import ExitCode, InputError
+
+
+def _cert(path):
+    return x509.load_pem_x509_certificate(path.read_bytes())
+
+
+def _signed_by(cert, ca) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+        return True
+    except (ValueError, TypeError, Exception):
+        return False
+
+
+def test_layout_permissions_and_identities(tmp_path):
+    out = tmp_path / "certs"
+    written = write_session_certs(out, ["owner1", "owner2"])
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted(["ca.pem", "coordinator.pem", "coordinator.key", "owner1.pem", "owner1.key",
+                            "owner2.pem", "owner2.key"])  # the CA key is never written
+    for key in out.glob("*.key"):
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    ca = _cert(written.ca)
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    for name, server in (("coordinator", False), ("owner1", True), ("owner2", True)):
+        cert = _cert(out / f"{name}.pem")
+        assert _signed_by(cert, ca)
+        assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == name
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert san.get_values_for_type(x509.DNSName) == [name]
+        eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        assert (ExtendedKeyUsageOID.SERVER_AUTH in eku) is server
+        assert (ExtendedKeyUsageOID.CLIENT_AUTH in eku) is (not server)
+        assert isinstance(cert.public_key().curve, ec.SECP256R1)
+    ident = load_identity(out, "owner2")
+    assert b"PRIVATE KEY" in ident.private_key and ident.ca_certificate == written.ca.read_bytes()
+
+
+def test_two_sessions_do_not_trust_each_other(tmp_path):
+    a = write_session_certs(tmp_path / "a", ["p1"])
+    b = write_session_certs(tmp_path / "b", ["p1"])
+    assert not _signed_by(_cert(b.parties["p1"][0]), _cert(a.ca))  # negative control of the check above
+    assert _signed_by(_cert(a.parties["p1"][0]), _cert(a.ca))
+
+
+@pytest.mark.parametrize("ids, fragment", [
+    (["a", "a"], "duplicate"),
+    (["Owner", "owner"], "duplicate"),
+    (["coordinator"], "reserved"),
+    (["../x"], "not allowed"),
+    (["a b"], "not allowed"),
+    (["-a"], "not allowed"),
+    ([""], "no party ids"),
+])
+def test_bad_party_ids_are_refused(ids, fragment):
+    with pytest.raises(InputError, match=fragment):
+        validate_party_ids(ids)
+
+
+def test_refuses_non_empty_dir_unless_forced(tmp_path):
+    out = tmp_path / "c"
+    write_session_certs(out, ["p1"])
+    before = (out / "ca.pem").read_bytes()
+    with pytest.raises(InputError, match="not empty"):
+        write_session_certs(out, ["p1"])
+    assert (out / "ca.pem").read_bytes() == before
+    write_session_certs(out, ["p1"], force=True)
+    assert (out / "ca.pem").read_bytes() != before
+
+
+def test_missing_identity_names_the_file(tmp_path):
+    write_session_certs(tmp_path / "c", ["p1"])
+    with pytest.raises(InputError, match="p2.key"):
+        load_identity(tmp_path / "c", "p2")
+
+
+def test_certs_command(tmp_path, capsys):
+    assert main(["certs", "--out", str(tmp_path / "c"), "--parties", "x1,x2,x3"]) == 0
+    assert (tmp_path / "c" / "x3.key").is_file()
+    assert "3 party certificates" in capsys.readouterr().out
+    assert main(["certs", "--out", str(tmp_path / "c"), "--parties", "x1"]) == ExitCode.INPUT
+    assert main(["certs", "--out", str(tmp_path / "d"), "--parties", "x1,x1"]) == ExitCode.INPUT
+    assert "duplicate party id 'x1'" in capsys.readouterr().err
