@@ -90,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     if result.reason == "idle":
         raise TransportError(f"party {args.id}: {result.detail}; exiting (raise --idle-timeout for long solves)")
     outcome = session.outcome
+    if result.detail.startswith("aborted"):
+        raise ProtocolError(f"party {args.id}: the coordinator aborted the session ({result.detail}); "
+                            "any decoded values are not a session result")
     if outcome is None:
         raise ProtocolError(f"party {args.id}: the coordinator ended the session before a solution "
                             f"({result.detail or 'no reason given'})")
