@@ -21,7 +21,7 @@ objective is a laminar convex function of the leaf variables (the sets "leaves o
 s" and the whole set form a laminar family), hence M-natural-convex, and with H2 it is
 M-convex (Murota, *Discrete Convex Analysis*, SIAM 2003, Sec. 6.3 and Thm 6.26): a
 feasible point that no single exchange x - e_u + e_v improves is a global minimum. We run
-the DP on windows [lo, hi] per node (centred on the least-squares consistent estimate) and
+the DP on windows [lo, hi] per node (centred on a feasible point) and
 obtain the exact optimum of the windowed problem. If no node's value sits on an
 artificial window bound (a lower bound > 0, or an upper bound < G), every exchange move
 stays inside the windows, so the windowed optimum is exchange-optimal for the unrestricted
@@ -255,7 +255,7 @@ def solve_model1(
     total:
         G, the public number of groups.
     initial_halfwidth:
-        Starting window half-width around the least-squares estimate (widened x4 as needed).
+        Starting window half-width around the TopDown point (then re-centred and widened x4 as needed).
     memory_bytes:
         Memory budget for one batch of merge arrays (sizes are processed in batches).
     verify:
@@ -275,11 +275,19 @@ def solve_model1(
     total = int(total)
     n_sizes = y.shape[1]
     yf = y.astype(np.float64)
-    center = least_squares_consistent(hier, yf, total)
+    # a feasible integer point as the first window centre (TopDown); windows around a feasible
+    # point always contain it, so the windowed problem is feasible in every round
+    from solvers.hierarchy.baselines import topdown
+
+    center = topdown(hier, yf, total).astype(np.float64)
     half = np.full(n_sizes, max(1, int(initial_halfwidth)), dtype=np.int64)
     max_children = max((len(c) for c in hier.children), default=1)
     batches: list[tuple[np.ndarray, _Windows]] = []
     stale = np.ones(n_sizes, dtype=bool)
+    x = np.zeros((hier.size, n_sizes), dtype=np.int64)
+    cached_root = np.full(n_sizes, -1, dtype=np.int64)
+    cached_flags = np.zeros(n_sizes, dtype=bool)
+    stale_td = np.ones(n_sizes, dtype=bool)
     rounds = 0
     x_final: np.ndarray | None = None
     while True:
@@ -320,12 +328,24 @@ def solve_model1(
             owners.append(np.broadcast_to(idx[:, None], d.shape))
         root, widen = _select_root(lows, slopes, owners, total, n_sizes)
         if root is not None:
-            x = np.zeros((hier.size, n_sizes), dtype=np.int64)
             widen = np.zeros(n_sizes, dtype=bool)
             for idx, w in batches:
-                xb = w.top_down(root[idx])
-                x[:, idx] = xb
-                widen[idx] = w.flags(xb)
+                changed = (cached_root[idx] != root[idx]) | stale_td[idx]
+                if changed.all():
+                    xb = w.top_down(root[idx])
+                    x[:, idx] = xb
+                    widen[idx] = w.flags(xb)
+                elif changed.any():
+                    sub = w.subset(changed)
+                    xb = sub.top_down(root[idx[changed]])
+                    x[:, idx[changed]] = xb
+                    widen[idx[changed]] = sub.flags(xb)
+                    widen[idx[~changed]] = cached_flags[idx[~changed]]
+                else:
+                    widen[idx] = cached_flags[idx]
+            cached_root = root.copy()
+            cached_flags = widen.copy()
+            stale_td = np.zeros(n_sizes, dtype=bool)
             if not widen.any():
                 x_final = x
                 break
@@ -333,8 +353,13 @@ def solve_model1(
         if not widen.any():  # pragma: no cover - windows already span [0, G]
             raise VerificationError("Model 1 DP: window certificate failed with full windows")
         logger.info("hdp round %d: widening %d of %d sizes", rounds, int(widen.sum()), n_sizes)
-        half = np.where(widen, half * 4, half)
+        if root is not None:
+            center[:, widen] = x[:, widen]  # re-centre on the windowed optimum (trust region)
+            half = np.where(widen, half * 4, half)
+        else:  # pragma: no cover - cannot happen with feasible centres
+            half = np.where(widen, half * 4, half)
         stale = widen
+        stale_td |= widen
     objective = squared_distance(x_final, y)
     gap = exchange_optimality_gap(hier, x_final, yf) if verify else 0.0
     tol = 1e-9 * max(1.0, float(np.abs(yf).max(initial=0.0)))

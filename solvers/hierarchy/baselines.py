@@ -1,0 +1,96 @@
+"""Baselines: the relaxed QPs M_H^r / M_c^r (rounded) and the Census TopDown scheme.
+
+M_H^r and M_c^r (Fioretto, Van Hentenryck, Zhu, AIJ 2021) solve the continuous relaxations of
+Model 1 and Model 3 with HiGHS's QP solver and round each value to the nearest integer;
+rounding can break consistency (and M_c^r can produce inconsistent counts), which the
+report counts.
+
+TopDown (Abowd et al., "The 2020 Census Disclosure Avoidance System TopDown Algorithm",
+HDSR 2022), two levels at a time: the root's noisy histogram is projected onto
+{x >= 0, sum_s x_s = G} (least squares) and rounded keeping the sum; then, for each parent
+with its integer counts fixed, the children's noisy counts are projected, size by size, onto
+{x >= 0, sum_children x = parent count} and rounded keeping the parent sums (largest
+remainders). For these constraint sets the least-squares step is an exact Euclidean
+projection onto a scaled simplex (Held, Wolfe, Crowder 1974; Duchi et al. 2008) and the
+rounding step (floor, then +1 to the largest fractional parts) is the closest integer point
+keeping the sums, so both steps are solved exactly in closed form.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.hierarchy.cumulative import consistency_rows, from_cumulative, model3_relaxation
+from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.qp import solve_highs
+
+import scipy.sparse as sp
+
+
+def model1_relaxation(hier: Hierarchy, y: np.ndarray, total: int) -> tuple[np.ndarray, float]:
+    """Continuous Model 1 (H1-H3) by HiGHS QP: (x, objective)."""
+    yf = np.asarray(y, dtype=np.float64)
+    n_sizes = yf.shape[1]
+    cons = consistency_rows(hier, n_sizes)
+    root = sp.csr_matrix((np.ones(n_sizes), (np.zeros(n_sizes, dtype=np.int64), np.arange(n_sizes))), shape=(1, yf.size))
+    a = sp.vstack([cons, root]).tocsr()
+    lo = np.concatenate([np.zeros(cons.shape[0]), [float(total)]])
+    hi = lo.copy()
+    nv = yf.size
+    out = solve_highs(-2.0 * yf.ravel(), a, lo, hi, np.zeros(nv), np.full(nv, float(total)), hessian_diag=np.full(nv, 2.0))
+    x = out.x.reshape(yf.shape)
+    return x, float(np.sum((x - yf) ** 2))
+
+
+def hqp(hier: Hierarchy, y: np.ndarray, total: int) -> np.ndarray:
+    """M_H^r: the relaxed Model 1 QP, rounded to the nearest integers."""
+    x, _ = model1_relaxation(hier, y, total)
+    return np.rint(x).astype(np.int64)
+
+
+def cqp(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """M_c^r: the relaxed Model 3 QP, rounded; returns (rounded cumulative, counts by differencing)."""
+    c, _ = model3_relaxation(hier, noisy_cum, total)
+    cum = np.rint(c).astype(np.int64)
+    return cum, from_cumulative(cum)
+
+
+def project_simplex_columns(v: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Column-wise Euclidean projection of v (k x m) onto {x >= 0, sum_rows x = totals[j]}."""
+    v = np.asarray(v, dtype=np.float64)
+    k = v.shape[0]
+    u = -np.sort(-v, axis=0)
+    css = np.cumsum(u, axis=0) - totals[None, :]
+    ind = np.arange(1, k + 1, dtype=np.float64)[:, None]
+    cond = (u - css / ind) > 0
+    rho = k - 1 - np.argmax(cond[::-1], axis=0)
+    theta = css[rho, np.arange(v.shape[1])] / (rho + 1.0)
+    x = np.maximum(v - theta[None, :], 0.0)
+    x[:, totals <= 0] = 0.0
+    return x
+
+
+def round_keep_sums(x: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Column-wise: floor, then +1 to the largest fractional parts until each column sums to totals[j]."""
+    fl = np.floor(x + 1e-12)
+    rem = (totals - fl.sum(axis=0)).astype(np.int64)
+    frac = x - fl
+    order = np.argsort(-frac, axis=0, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(x.shape[0])[:, None].repeat(x.shape[1], axis=1), axis=0)
+    out = fl.astype(np.int64) + (rank < rem[None, :]).astype(np.int64)
+    return out
+
+
+def topdown(hier: Hierarchy, y: np.ndarray, total: int) -> np.ndarray:
+    """Census TopDown (least squares then sum-preserving rounding, two levels at a time)."""
+    yf = np.asarray(y, dtype=np.float64)
+    x = np.zeros(yf.shape, dtype=np.int64)
+    root = project_simplex_columns(yf[0][:, None], np.array([float(total)]))
+    x[0] = round_keep_sums(root, np.array([total]))[:, 0]
+    for r in hier.internal:
+        kids = list(hier.children[r])
+        parent = x[r].astype(np.float64)
+        proj = project_simplex_columns(yf[kids], parent)
+        x[kids] = round_keep_sums(proj, x[r])
+    return x

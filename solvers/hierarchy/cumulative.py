@@ -1,0 +1,225 @@
+"""Cumulative counts: Algorithm 2 (for M_c^dp), the relaxed QP M_c^r and the exact Model 3 (M_c^ch).
+
+Convention (documented in docs/census.md): the chain of region r is its cumulative counts
+    c_s^r = number of groups in r of size >= s,   s = 1, 2, ..., N   (chain order: ascending s),
+so c_1^r is the number of groups in r, c_1^root = G, and n_s^r = c_s^r - c_{s+1}^r
+(c_{N+1} = 0). Moving one individual changes one group size by one, i.e. one cumulative count
+of one region per level by one: sensitivity 1 per level, noise Geom(L/eps) (Fioretto, Van
+Hentenryck, Zhu, AIJ 2021).
+
+Model 3 (the chain model; our statement of C6-C10):
+    minimise   sum_{r, s} (c_s^r - ct_s^r)^2
+    (C6)       c_1^root = G
+    (C7)       c_s^r = sum_{child q of r} c_s^q           (hierarchy consistency)
+    (C8)       c_s^r >= c_{s+1}^r                          (chain: counts non-negative)
+    (C9)       c_N^r >= 0
+    (C10)      c integer.
+
+Exactness of ``chain``. Model 3's feasible set K (without C10) is convex and the objective
+is the squared Euclidean distance to ct, so for the projection p = argmin_K ||c - ct||^2 and
+any c in K, ||c - ct||^2 >= ||p - ct||^2 + ||c - p||^2. With any feasible integer incumbent
+of value z (the M_c^dp release), every integer point at least as good lies in the ball
+||c - p||^2 <= z - ||p - ct||^2, hence in the box p_i +- sqrt(z - f(p)) (plus a margin for
+the solver's tolerance). Inside that certified box the integer program is solved exactly:
+each square (c - ct)^2 on its integer range is encoded by its piecewise-linear interpolation
+(unit segments with increasing slopes, exact at integers), and HiGHS's branch and bound
+proves optimality. Algorithm 2 (our reading) projects each region's noisy chain onto
+non-increasing, non-negative sequences (isotonic regression), rounds, and differences it into
+non-negative counts, which the Model 1 DP then makes consistent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.errors import ResourceError, VerificationError
+from solvers.hierarchy.hdp import solve_model1, squared_distance
+from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.qp import solve_highs
+
+logger = logging.getLogger(__name__)
+
+#: Most segment columns the exact Model 3 MIP may use.
+MAX_CHAIN_SEGMENTS = 2_000_000
+
+
+def to_cumulative(counts: np.ndarray) -> np.ndarray:
+    """c_s = sum_{i >= s} n_i along the size axis."""
+    return np.cumsum(np.asarray(counts)[:, ::-1], axis=1)[:, ::-1]
+
+
+def from_cumulative(cum: np.ndarray) -> np.ndarray:
+    """n_s = c_s - c_{s+1} (c_{N+1} = 0)."""
+    c = np.asarray(cum)
+    nxt = np.concatenate([c[:, 1:], np.zeros((c.shape[0], 1), dtype=c.dtype)], axis=1)
+    return c - nxt
+
+
+def algorithm2(noisy_cum: np.ndarray) -> np.ndarray:
+    """Per region: isotonic (non-increasing) regression, clip at 0, round, difference -> counts >= 0."""
+    from scipy.optimize import isotonic_regression
+
+    y = np.asarray(noisy_cum, dtype=np.float64)
+    out = np.empty_like(y)
+    for r in range(y.shape[0]):
+        out[r] = isotonic_regression(y[r], increasing=False).x
+    mono = np.rint(np.maximum(out, 0.0)).astype(np.int64)
+    return from_cumulative(mono)
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    """Exact Model 3 solution."""
+
+    cumulative: np.ndarray
+    counts: np.ndarray
+    objective: float
+    projection_objective: float
+    incumbent_objective: float
+    box_radius: float
+    segments: int
+
+
+def consistency_rows(hier: Hierarchy, n_sizes: int) -> sp.csr_matrix:
+    """Rows x_{r,s} - sum_c x_{c,s} = 0 for internal r (variables indexed r*N + s)."""
+    rows, cols, vals = [], [], []
+    k = 0
+    s = np.arange(n_sizes)
+    for r in hier.internal:
+        row_ids = k + s
+        rows.append(row_ids)
+        cols.append(r * n_sizes + s)
+        vals.append(np.ones(n_sizes))
+        for c in hier.children[r]:
+            rows.append(row_ids)
+            cols.append(c * n_sizes + s)
+            vals.append(-np.ones(n_sizes))
+        k += n_sizes
+    if not rows:
+        return sp.csr_matrix((0, hier.size * n_sizes))
+    return sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(k, hier.size * n_sizes)
+    )
+
+
+def monotone_rows(n_regions: int, n_sizes: int) -> sp.csr_matrix:
+    """Rows c_{r,s} - c_{r,s+1} >= 0."""
+    if n_sizes < 2:
+        return sp.csr_matrix((0, n_regions * n_sizes))
+    r, s = np.meshgrid(np.arange(n_regions), np.arange(n_sizes - 1), indexing="ij")
+    base = (r * n_sizes + s).ravel()
+    m = base.size
+    rows = np.concatenate([np.arange(m), np.arange(m)])
+    cols = np.concatenate([base, base + 1])
+    vals = np.concatenate([np.ones(m), -np.ones(m)])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(m, n_regions * n_sizes))
+
+
+def model3_constraints(hier: Hierarchy, n_sizes: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """Rows of C7 and C8 with their bounds."""
+    cons = consistency_rows(hier, n_sizes)
+    mono = monotone_rows(hier.size, n_sizes)
+    a = sp.vstack([cons, mono]).tocsr()
+    lower = np.concatenate([np.zeros(cons.shape[0]), np.zeros(mono.shape[0])])
+    upper = np.concatenate([np.zeros(cons.shape[0]), np.full(mono.shape[0], np.inf)])
+    return a, lower, upper
+
+
+def model3_relaxation(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tuple[np.ndarray, float]:
+    """Continuous projection onto Model 3's feasible set (M_c^r) by HiGHS QP: (c, objective)."""
+    y = np.asarray(noisy_cum, dtype=np.float64)
+    n_sizes = y.shape[1]
+    a, lo, hi = model3_constraints(hier, n_sizes)
+    nv = y.size
+    col_lo = np.zeros(nv)
+    col_hi = np.full(nv, float(total))
+    col_lo[0] = col_hi[0] = float(total)  # C6: root, size 1
+    out = solve_highs(-2.0 * y.ravel(), a, lo, hi, col_lo, col_hi, hessian_diag=np.full(nv, 2.0))
+    c = out.x.reshape(y.shape)
+    return c, float(np.sum((c - y) ** 2))
+
+
+def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, margin: float = 1.0) -> ChainResult:
+    """Exact optimum of Model 3 (C6-C10) in a certified box (see module docstring).
+
+    Raises
+    ------
+    ResourceError
+        The certified box needs more than ``MAX_CHAIN_SEGMENTS`` segment columns.
+    VerificationError
+        The MIP's answer is infeasible or worse than the incumbent (never expected).
+    """
+    y = np.asarray(noisy_cum)
+    yf = y.astype(np.float64)
+    n_sizes = y.shape[1]
+    # incumbent: M_c^dp (feasible for Model 3)
+    inc_counts = solve_model1(hier, algorithm2(yf), total).x
+    inc_cum = to_cumulative(inc_counts)
+    z = squared_distance(inc_cum, y)
+    proj, fp = model3_relaxation(hier, yf, total)
+    radius = math.sqrt(max(0.0, z - fp) + 1e-6 * max(1.0, abs(z))) + margin
+    lo = np.clip(np.ceil(proj - radius), 0, total).astype(np.int64)
+    hi = np.clip(np.floor(proj + radius), 0, total).astype(np.int64)
+    lo.flat[0] = hi.flat[0] = total
+    # any point better than the incumbent lies in [lo, hi]; the incumbent itself may lie outside
+    widths = (hi - lo).ravel()
+    segments = int(widths.sum())
+    if segments > MAX_CHAIN_SEGMENTS:
+        raise ResourceError(
+            f"chain: the certified box needs {segments:,} segment columns (> {MAX_CHAIN_SEGMENTS:,}); "
+            f"the exact Model 3 solve does not fit this instance"
+        )
+    nv = y.size
+    if segments == 0:
+        cum = lo.copy()
+        value = squared_distance(cum, y)
+        if value > z or not _model3_feasible(hier, cum, total):
+            cum, value = inc_cum, z
+        return ChainResult(cum, from_cumulative(cum), value, fp, z, radius, 0)
+    a3, rlo, rhi = model3_constraints(hier, n_sizes)
+    # segment columns: delta_{i,k} in [0, 1], slope f(lo_i + k + 1) - f(lo_i + k)
+    owner = np.repeat(np.arange(nv), widths)
+    start = np.repeat(np.cumsum(widths) - widths, widths)
+    k = np.arange(segments) - start
+    vals = lo.ravel()[owner] + k
+    slope = 2.0 * (vals - yf.ravel()[owner]) + 1.0
+    link = sp.hstack(
+        [sp.identity(nv, format="csr"), -sp.csr_matrix((np.ones(segments), (owner, np.arange(segments))), shape=(nv, segments))]
+    ).tocsr()
+    a = sp.vstack([sp.hstack([a3, sp.csr_matrix((a3.shape[0], segments))]), link]).tocsr()
+    row_lo = np.concatenate([rlo, lo.ravel().astype(np.float64)])
+    row_hi = np.concatenate([rhi, lo.ravel().astype(np.float64)])
+    cost = np.concatenate([np.zeros(nv), slope])
+    col_lo = np.concatenate([lo.ravel().astype(np.float64), np.zeros(segments)])
+    col_hi = np.concatenate([hi.ravel().astype(np.float64), np.ones(segments)])
+    integer = np.concatenate([np.ones(nv, dtype=bool), np.zeros(segments, dtype=bool)])
+    integral_data = np.issubdtype(y.dtype, np.integer)
+    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.5 if integral_data else 1e-7}
+    try:
+        out = solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi, integer=integer, options=opts)
+        cum = np.rint(out.x[:nv]).reshape(y.shape).astype(np.int64)
+    except Exception as exc:  # infeasible box (incumbent outside and nothing better) is not an error
+        logger.info("chain MIP found no point better than the incumbent: %s", exc)
+        cum = inc_cum
+    if not _model3_feasible(hier, cum, total):
+        raise VerificationError("chain: the MIP returned an infeasible Model 3 point")
+    value = squared_distance(cum, y)
+    if value > z + 1e-9 * max(1.0, z):
+        cum, value = inc_cum, z
+    return ChainResult(cum, from_cumulative(cum), value, fp, z, radius, segments)
+
+
+def _model3_feasible(hier: Hierarchy, cum: np.ndarray, total: int) -> bool:
+    if int(cum[0, 0]) != int(total) or np.any(cum < 0):
+        return False
+    if np.any(np.diff(cum, axis=1) > 0):
+        return False
+    for r in hier.internal:
+        if np.any(cum[list(hier.children[r])].sum(axis=0) != cum[r]):
+            return False
+    return True

@@ -1,0 +1,144 @@
+"""The PGSR mechanisms end to end: noise, post-processing and error metrics.
+
+Fioretto, Van Hentenryck, Zhu (AIJ 2021). Counting mechanisms add Geom(2L/eps) to every
+count n_s^r (M_H); cumulative mechanisms add Geom(L/eps) to every cumulative count c_s^r
+(M_c); the post-processing steps are
+
+- ``hdp``     M_H^dp: exact Model 1 DP (solvers.hierarchy.hdp)
+- ``hqp``     M_H^r: relaxed Model 1 QP, rounded
+- ``topdown`` Census TopDown on the noisy counts
+- ``cdp``     M_c^dp: Algorithm 2 on the noisy cumulative counts, then the Model 1 DP
+- ``chain``   M_c^ch: exact Model 3 (solvers.hierarchy.cumulative)
+- ``cqp``     M_c^r: relaxed Model 3 QP, rounded, differenced into counts
+
+Post-processing never touches the true data, so every release is eps-DP (the noise is the
+only access to the data; the public total G is an invariant, as in the paper).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from solvers.errors import InputError
+from solvers.hierarchy import baselines
+from solvers.hierarchy.cumulative import algorithm2, solve_model3, to_cumulative
+from solvers.hierarchy.hdp import solve_model1, squared_distance
+from solvers.hierarchy.model import GroupSizeData, Hierarchy
+from solvers.hierarchy.noise import add_geometric_noise
+from solvers.randomness import SecureRandom
+
+logger = logging.getLogger(__name__)
+
+MECHANISMS: tuple[str, ...] = ("hdp", "cdp", "chain", "hqp", "cqp", "topdown")
+CUMULATIVE: frozenset[str] = frozenset({"cdp", "chain", "cqp"})
+#: mechanisms whose output is guaranteed consistent, non-negative and integral
+EXACT_DP: frozenset[str] = frozenset({"hdp", "cdp", "chain"})
+
+
+def check_mechanism(name: str) -> str:
+    """InputError unless ``name`` is a known mechanism."""
+    if name not in MECHANISMS:
+        raise InputError(f"unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}")
+    return name
+
+
+def noise_scale(mechanism: str, levels: int, eps: Fraction) -> Fraction:
+    """b = 2L/eps for count mechanisms, L/eps for cumulative ones."""
+    check_mechanism(mechanism)
+    if eps <= 0:
+        raise InputError(f"eps must be > 0, got {eps}")
+    sens = 1 if mechanism in CUMULATIVE else 2
+    return Fraction(sens * levels) / eps
+
+
+@dataclass(frozen=True)
+class PostProcessed:
+    """A post-processed release: counts (regions x sizes), the mechanism's own objective, details."""
+
+    mechanism: str
+    counts: np.ndarray
+    objective: float
+    time_s: float
+    details: dict[str, object] = field(default_factory=dict)
+
+
+def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) -> PostProcessed:
+    """Run one mechanism's post-processing on noisy values (counts, or cumulative counts).
+
+    The objective is the mechanism's own squared distance: to the noisy counts (hdp, hqp,
+    topdown), to the Algorithm-2 counts (cdp), to the noisy cumulative counts (chain, cqp).
+    """
+    check_mechanism(mechanism)
+    if int(total) != total or total < 0:
+        raise InputError(f"the public total G must be a non-negative integer, got {total}")
+    total = int(total)
+    start = time.perf_counter()
+    details: dict[str, object] = {}
+    if mechanism == "hdp":
+        res = solve_model1(hier, noisy, total)
+        counts, objective = res.x, res.objective
+        details = {"dp_rounds": res.rounds, "max_window_halfwidth": res.max_halfwidth, "exchange_gap": res.exchange_gap}
+    elif mechanism == "cdp":
+        derived = algorithm2(noisy)
+        res = solve_model1(hier, derived, total)
+        counts, objective = res.x, res.objective
+        details = {"dp_rounds": res.rounds, "max_window_halfwidth": res.max_halfwidth, "exchange_gap": res.exchange_gap}
+    elif mechanism == "chain":
+        ch = solve_model3(hier, noisy, total)
+        counts, objective = ch.counts, ch.objective
+        details = {
+            "relaxation_objective": ch.projection_objective,
+            "incumbent_objective": ch.incumbent_objective,
+            "certified_box_radius": ch.box_radius,
+            "mip_segments": ch.segments,
+        }
+    elif mechanism == "hqp":
+        counts = baselines.hqp(hier, noisy, total)
+        objective = squared_distance(counts, np.asarray(noisy))
+    elif mechanism == "cqp":
+        cum, counts = baselines.cqp(hier, noisy, total)
+        objective = squared_distance(cum, np.asarray(noisy))
+    else:
+        counts = baselines.topdown(hier, noisy, total)
+        objective = squared_distance(counts, np.asarray(noisy))
+    return PostProcessed(mechanism, counts, float(objective), time.perf_counter() - start, details)
+
+
+def add_noise(mechanism: str, data: GroupSizeData, eps: Fraction, rng: SecureRandom) -> np.ndarray:
+    """The mechanism's noisy measurements: counts + Geom(2L/eps) or cumulative + Geom(L/eps)."""
+    scale = noise_scale(mechanism, data.hierarchy.depth, eps)
+    base = to_cumulative(data.counts) if mechanism in CUMULATIVE else data.counts
+    return add_geometric_noise(rng, base, scale)
+
+
+def release_metrics(
+    hier: Hierarchy, counts: np.ndarray, total: int, true_counts: np.ndarray | None = None
+) -> dict[str, object]:
+    """Constraint violations, negative / non-integer cells, root total check, L1 error per level.
+
+    ``constraint_violations`` counts (internal region, size) pairs whose children do not sum
+    to the parent. ``l1_error_by_level`` maps each level to sum over its regions and sizes of
+    |released - true| (None without true counts).
+    """
+    c = np.asarray(counts)
+    violations = 0
+    for r in hier.internal:
+        s = c[list(hier.children[r])].sum(axis=0)
+        violations += int(np.count_nonzero(np.abs(s - c[r]) > 1e-9))
+    out: dict[str, object] = {
+        "constraint_violations": violations,
+        "negative_counts": int(np.count_nonzero(c < 0)),
+        "non_integer_counts": int(np.count_nonzero(np.abs(c - np.rint(c)) > 1e-9)),
+        "total_matches": bool(abs(float(c[0].sum()) - total) < 1e-9),
+    }
+    if true_counts is not None:
+        err = np.abs(c.astype(np.float64) - true_counts.astype(np.float64)).sum(axis=1)
+        out["l1_error_by_level"] = {str(lev): float(err[idx].sum()) for lev, idx in sorted(hier.levels().items())}
+    else:
+        out["l1_error_by_level"] = None
+    return out
