@@ -1,0 +1,87 @@
+"""The multi-process subcommands' argument handling: split, coordinator, party (no sockets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coordinator.cli import main
+from coordinator.commands.coordinate import parse_parties
+from solvers.errors import ConfigError, ExitCode, InputError
+from solvers.lp import read_mps
+from solvers.lp.partition import load_block, load_public, save_public, split_columns
+from tests.lp_fixtures import TINY_MPS
+
+
+@pytest.fixture()
+def tiny(tmp_path):
+    f = tmp_path / "tiny.mps"
+    f.write_text(TINY_MPS)
+    return f
+
+
+def test_split_writes_public_rows_and_one_block_per_party(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["split", str(tiny), "--parties", "2", "--split", "2,1", "--ids", "ann,bob", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ann.npz", "bob.npz", "public.npz"]
+    lp = read_mps(tiny)
+    ann, bob = load_block(out / "ann.npz", "ann"), load_block(out / "bob.npz", "bob")
+    assert (ann.n_cols, bob.n_cols) == (2, 1)
+    np.testing.assert_array_equal(ann.A.toarray(), lp.A.toarray()[:, :2])
+    np.testing.assert_array_equal(bob.c, lp.c[2:])
+    public = load_public(out / "public.npz")
+    np.testing.assert_array_equal(public.row_lower, lp.row_lower)
+    assert public.offset == lp.offset != 0.0  # the objective constant travels with the public rows
+    assert "ann.npz (2 columns)" in capsys.readouterr().out
+    # refuses to overwrite, and names what is there
+    assert main(["split", str(tiny), "--parties", "2", "--ids", "ann,bob", "--out", str(out)]) == ExitCode.INPUT
+    assert "ann.npz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--parties", "2", "--split", "1,1"], "sums to 2"),
+    (["--parties", "4"], "only 3 columns"),
+    (["--parties", "2", "--ids", "a"], "names 1 parties"),
+    (["--parties", "2", "--ids", "a,a"], "duplicate"),
+])
+def test_split_bad_arguments(tiny, tmp_path, capsys, argv, fragment):
+    assert main(["split", str(tiny), *argv, "--out", str(tmp_path / "o")]) == ExitCode.INPUT
+    assert fragment in capsys.readouterr().err
+
+
+def test_split_missing_file_names_it(tmp_path, capsys):
+    assert main(["split", str(tmp_path / "nope.mps"), "--parties", "2", "--out", str(tmp_path / "o")]) == ExitCode.INPUT
+    assert "nope.mps" in capsys.readouterr().err
+
+
+def test_parse_parties():
+    assert parse_parties(["a=h:1", "b=10.0.0.2:50051"]) == [("a", "h:1"), ("b", "10.0.0.2:50051")]
+    with pytest.raises(ConfigError, match="duplicate party ids in --party: a"):
+        parse_parties(["a=h:1", "a=h:2"])
+    for bad in ("a", "=h:1", "a=h", "a=h:x"):
+        with pytest.raises(InputError):
+            parse_parties([bad])
+
+
+def test_coordinator_duplicate_ids_exit_code(tiny, tmp_path, capsys):
+    public, _ = split_columns(read_mps(tiny), [3])
+    save_public(public, tmp_path / "public.npz")
+    code = main(["coordinator", "--public", str(tmp_path / "public.npz"), "--party", "a=127.0.0.1:1",
+                 "--party", "a=127.0.0.1:2", "--insecure"])
+    assert code == ExitCode.CONFIG
+    assert "duplicate party ids" in capsys.readouterr().err
+
+
+def test_coordinator_and_party_need_certs_or_explicit_insecure(tmp_path, capsys):
+    assert main(["coordinator", "--public", "x.npz", "--party", "a=h:1"]) == ExitCode.CONFIG
+    assert "--certs DIR is required" in capsys.readouterr().err
+    assert main(["coordinator", "--public", "x.npz", "--party", "a=h:1", "--certs", "d", "--insecure"]) == ExitCode.CONFIG
+    assert main(["party", "--listen", "127.0.0.1:0", "--data", "x.npz", "--id", "a"]) == ExitCode.CONFIG
+    assert main(["party", "--listen", "127.0.0.1:0", "--data", "x.npz", "--id", "a", "--certs", "d",
+                 "--insecure"]) == ExitCode.CONFIG
+
+
+def test_party_missing_block_is_an_input_error(tmp_path, capsys):
+    assert main(["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "none.npz"), "--id", "a",
+                 "--insecure"]) == ExitCode.INPUT
+    assert "none.npz" in capsys.readouterr().err
