@@ -71,7 +71,7 @@ FULL_VERIFY_MAX = 400
 #: PCG stopping tolerance (relative 2-norm residual)
 PCG_TOL = 1e-13
 #: exponents below this underflow towards subnormals: refuse (ratios would be lost)
-MAX_EXPONENT = 700.0
+MAX_EXPONENT = 650.0
 
 
 # --------------------------------------------------------------------------- domains
@@ -505,7 +505,19 @@ class KernelMechanism:
             viol = sampled_ratio_violation(self.entries, dist, self.m, self.eps, rng)
             if viol > tol:
                 raise VerificationError(f"{self.name}: sampled d-privacy ratio violated by {viol:.3g} > {tol:g}")
-            min_entry = float(np.min(self.a)) * float(np.min(self.b)) * math.exp(-self.kernel.lam * dom.diameter)
+            # smallest entry: P_jk = a_j K_jk b_k is smallest at the cell farthest from k (or j)
+            if isinstance(dom, GridDomain):
+                r, c = np.divmod(np.arange(self.m), dom.cols)
+                far = dom.cell * np.hypot(np.maximum(r, dom.rows - 1 - r), np.maximum(c, dom.cols - 1 - c))
+            else:
+                far = np.max(dom.distance, axis=1)
+            kmin = np.exp(-self.kernel.lam * far)
+            if np.all(self.a == self.a[0]):
+                min_entry = float(self.a[0] * np.min(self.b * kmin))
+            elif np.all(self.b == self.b[0]):
+                min_entry = float(self.b[0] * np.min(self.a * kmin))
+            else:  # a lower bound
+                min_entry = float(np.min(self.a) * np.min(self.b) * np.min(kmin))
             rep = LdpVerification("structural", err, min_entry, viol, n_sampled=200_000)
         self.verification = rep
         return rep
