@@ -168,3 +168,28 @@ def test_simulate_rejects_bad_inputs() -> None:
         simulate(dom, "grr", 0.0, 10)
     with pytest.raises(InputError):
         simulate(dom, "le", 1.0, 0)
+
+
+def _oue_reports(o: OptimizedUnaryEncoding, v: int, n: int, rng: SecureRandom) -> np.ndarray:
+    from solvers.mdp.sampling import bernoulli_dyadic
+
+    bits = bernoulli_dyadic(o.q_frac, (n, o.m), rng)
+    bits[:, v] = bernoulli_dyadic(o.p_frac, n, rng)
+    return bits
+
+
+def test_oue_distinguishing_audit_with_known_bad_control() -> None:
+    """LDP-Audit's OUE check: event (bit j = 1, bit l = 0) has ratio (1 - q)/q = e^eps."""
+    from solvers.mdp.sampling import clopper_pearson
+
+    rng = SecureRandom(33)
+    n = 60_000
+    for mech, must_violate in ((OptimizedUnaryEncoding(4, 1.0), False), (OptimizedUnaryEncoding(4, 2.0), True)):
+        xj = _oue_reports(mech, 0, n, rng)
+        xl = _oue_reports(mech, 1, n, rng)
+        sj = int(np.sum((xj[:, 0] == 1) & (xj[:, 1] == 0)))
+        sl = int(np.sum((xl[:, 0] == 1) & (xl[:, 1] == 0)))
+        lo, _ = clopper_pearson(sj, n, 1e-6)
+        _, hi = clopper_pearson(sl, n, 1e-6)
+        eps_lower = math.log(lo / hi)
+        assert (eps_lower > 1.0) is must_violate, (mech.eps, eps_lower)
