@@ -328,7 +328,7 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
             if not insecure:
                 ident = load_identity(tls_dir, pid)
                 server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-            server, port, _servicer, _health = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure)
+            server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure)
             servers.append(server)
             links.append(GrpcPartyLink(pid, f"{host}:{port}", tls=channel_tls, insecure=insecure,
                                        deadline_s=deadline_s))

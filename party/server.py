@@ -165,9 +165,28 @@ def server_options(max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> list[t
     ]
 
 
+@dataclass(frozen=True)
+class PartyServer:
+    """A started party server and its parts."""
+
+    server: grpc.Server
+    port: int
+    servicer: PartyServicer
+    health: health.HealthServicer
+
+
 def create_server(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
-                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, max_workers: int = 4,
-                  ) -> tuple[grpc.Server, int, PartyServicer, health.HealthServicer]:
+                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> tuple[grpc.Server, int]:
+    """Build and start a party server on ``address``; returns (server, bound port).
+
+    ``host:0`` picks a free port (tests). See ``start_party_server`` for the parameters.
+    """
+    started = start_party_server(address, session, tls=tls, insecure=insecure, max_message_bytes=max_message_bytes)
+    return started.server, started.port
+
+
+def start_party_server(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
+                       max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, max_workers: int = 4) -> PartyServer:
     """Build and start a party server on ``address`` (``host:0`` picks a free port).
 
     Parameters
@@ -180,7 +199,7 @@ def create_server(address: str, session: "object", *, tls: ServerTls | None, ins
 
     Returns
     -------
-    (server, bound port, servicer, health servicer); the server is started and SERVING.
+    PartyServer (server, bound port, servicer, health servicer), started and SERVING.
     """
     if tls is not None and insecure:
         raise E.ConfigError("TLS material and insecure=True were both given; choose one")
@@ -211,7 +230,7 @@ def create_server(address: str, session: "object", *, tls: ServerTls | None, ins
     server.start()
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port, servicer, health_servicer
+    return PartyServer(server, port, servicer, health_servicer)
 
 
 @dataclass(frozen=True)
@@ -241,8 +260,8 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
     """
     if idle_timeout_s <= 0:
         raise E.ConfigError(f"idle timeout must be positive, got {idle_timeout_s}")
-    server, port, servicer, health_servicer = create_server(address, session, tls=tls, insecure=insecure,
-                                                            max_message_bytes=max_message_bytes)
+    started = start_party_server(address, session, tls=tls, insecure=insecure, max_message_bytes=max_message_bytes)
+    server, port, servicer, health_servicer = started.server, started.port, started.servicer, started.health
     host = address.rsplit(":", 1)[0]
     stop = threading.Event()
     signalled: list[str] = []

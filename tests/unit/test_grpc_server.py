@@ -1,0 +1,96 @@
+"""``party.server.serve``: health states, and the three ways a party's serving ends
+(Close from the coordinator, idle timeout, signal) -- so no party runs forever."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from coordinator.grpc_link import GrpcPartyLink
+from party.server import SERVICE_NAME, create_server, serve
+from party.session import PartySession
+from protos import securelp_pb2 as pb
+from solvers.errors import ConfigError
+from solvers.lp.partition import ColumnBlock
+
+
+def _session(pid="solo"):
+    return PartySession(ColumnBlock(pid, np.eye(2), np.ones(2), np.full(2, -np.inf), np.full(2, np.inf)))
+
+
+def _serve_in_thread(session, **kw):
+    listening: list[int] = []
+    got = threading.Event()
+    result: list[object] = []
+
+    def on_listening(host, port):
+        listening.append(port)
+        got.set()
+
+    t = threading.Thread(target=lambda: result.append(serve("127.0.0.1:0", session, tls=None, insecure=True,
+                                                            on_listening=on_listening, grace_s=0.5, **kw)),
+                         daemon=True)
+    t.start()
+    assert got.wait(10)
+    return t, listening[0], result
+
+
+def _health(port):
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+        return health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5).status
+
+
+def test_serving_until_close_then_stopped():
+    session = _session()
+    t, port, result = _serve_in_thread(session, idle_timeout_s=60)
+    assert _health(port) == health_pb2.HealthCheckResponse.SERVING
+    link = GrpcPartyLink("solo", f"127.0.0.1:{port}", tls=None, insecure=True, deadline_s=5)
+    link.wait_ready(5)
+    assert link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2)).n_cols == 2
+    link.close(pb.CloseRequest(session_id="s", reason="done"))
+    t.join(10)
+    assert not t.is_alive()
+    assert result[0].reason == "closed" and result[0].detail == "done"
+    with pytest.raises(grpc.RpcError):  # the server is gone
+        _health(port)
+    link.shutdown()
+
+
+def test_idle_timeout_ends_serving():
+    start = time.monotonic()
+    t, port, result = _serve_in_thread(_session(), idle_timeout_s=0.6)
+    t.join(15)
+    assert not t.is_alive() and result[0].reason == "idle"
+    assert 0.5 < time.monotonic() - start < 10
+
+
+def test_calls_reset_the_idle_clock():
+    t, port, result = _serve_in_thread(_session(), idle_timeout_s=1.5)
+    link = GrpcPartyLink("solo", f"127.0.0.1:{port}", tls=None, insecure=True, deadline_s=5)
+    start = time.monotonic()
+    link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2))
+    time.sleep(1.0)
+    with pytest.raises(Exception):  # a refused call still counts as contact
+        link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2))
+    t.join(15)
+    assert result[0].reason == "idle" and time.monotonic() - start > 2.0
+    link.shutdown()
+
+
+def test_serve_and_create_server_validate_arguments():
+    with pytest.raises(ConfigError, match="idle timeout"):
+        serve("127.0.0.1:0", _session(), tls=None, insecure=True, idle_timeout_s=0)
+    server, port = create_server("127.0.0.1:0", _session(), tls=None, insecure=True)
+    try:
+        assert port > 0
+        assert _health(port) == health_pb2.HealthCheckResponse.SERVING
+        from solvers.errors import TransportError
+        with pytest.raises(TransportError, match=f"cannot listen on 127.0.0.1:{port}"):
+            create_server(f"127.0.0.1:{port}", _session(), tls=None, insecure=True)  # no silent port sharing
+    finally:
+        server.stop(0)
