@@ -46,6 +46,9 @@ logger = logging.getLogger(__name__)
 
 #: Most segment columns the exact Model 3 MIP may use.
 MAX_CHAIN_SEGMENTS = 2_000_000
+#: Largest Model 3 relaxation handed to HiGHS's active-set QP (it did not finish the
+#: 152,489-variable Kuo taxi instance in 442 s; 1,550 variables took 3.5 s).
+MAX_QP_VARIABLES = 20_000
 
 
 def to_cumulative(counts: np.ndarray) -> np.ndarray:
@@ -134,6 +137,11 @@ def model3_relaxation(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tup
     """Continuous projection onto Model 3's feasible set (M_c^r) by HiGHS QP: (c, objective)."""
     y = np.asarray(noisy_cum, dtype=np.float64)
     n_sizes = y.shape[1]
+    if y.size > MAX_QP_VARIABLES:
+        raise ResourceError(
+            f"the Model 3 relaxation has {y.size:,} variables; HiGHS's QP solver is limited here to "
+            f"{MAX_QP_VARIABLES:,} (cqp and chain do not scale to this instance; use cdp or hdp)"
+        )
     a, lo, hi = model3_constraints(hier, n_sizes)
     nv = y.size
     col_lo = np.zeros(nv)

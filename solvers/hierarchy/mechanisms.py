@@ -98,8 +98,9 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) 
             "mip_segments": ch.segments,
         }
     elif mechanism == "hqp":
-        counts = baselines.hqp(hier, noisy, total)
+        counts, backend = baselines.hqp(hier, noisy, total)
         objective = squared_distance(counts, np.asarray(noisy))
+        details = {"qp_backend": backend}
     elif mechanism == "cqp":
         cum, counts = baselines.cqp(hier, noisy, total)
         objective = squared_distance(cum, np.asarray(noisy))
