@@ -77,6 +77,7 @@ class MiniLMEncoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=256)
         self.w = {k: v.astype(np.float64) for k, v in weights.items() if k != "embeddings.position_ids"}
+        self._wt: dict[str, np.ndarray] = {}
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
 
@@ -87,7 +88,13 @@ class MiniLMEncoder:
         return (x - mu) / np.sqrt(var + LN_EPS) * g + b
 
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
-        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+        # 2-D BLAS product with a contiguous transposed weight (a 3-D @ strided 2-D
+        # product falls off BLAS and is ~100x slower)
+        wt = self._wt.get(name)
+        if wt is None:
+            wt = self._wt[name] = np.ascontiguousarray(self.w[name + ".weight"].T)
+        flat = x.reshape(-1, x.shape[-1]) @ wt + self.w[name + ".bias"]
+        return flat.reshape(*x.shape[:-1], wt.shape[1])
 
     def encode(self, texts: list[str], batch_size: int = 256) -> np.ndarray:
         """L2-normalised mean-pooled embeddings, shape ``(len(texts), 384)``."""
