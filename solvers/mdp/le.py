@@ -296,14 +296,15 @@ class KernelOperator:
         bnorm[bnorm == 0] = 1.0
         for it in range(1, 5001):
             Ap = self._grid_matvec(fk, p)
-            alpha = rz / np.sum(p * Ap, axis=0)
+            denom = np.sum(p * Ap, axis=0)
+            alpha = np.divide(rz, denom, out=np.zeros_like(rz), where=denom > 0)  # converged columns stay put
             x += alpha * p
             r -= alpha * Ap
             if np.all(np.linalg.norm(r, axis=0) <= PCG_TOL * bnorm):
                 break
             z = self._apply_precond(r)
             rz_new = np.sum(r * z, axis=0)
-            p = z + (rz_new / rz) * p
+            p = z + np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0) * p
             rz = rz_new
         else:
             raise SolverError(f"conjugate gradients on the {self.m}-cell grid kernel did not converge in 5000 iterations")
