@@ -15,6 +15,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
+from coordinator.grpc_env import quiet_grpc_core
 from solvers.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    quiet_grpc_core(args.verbose)
     from coordinator.grpc_link import ChannelTls, GrpcPartyLink
     from coordinator.protocol import SessionConfig, run_secure_lp
     from coordinator.report import build_report, format_report

@@ -16,6 +16,7 @@ import logging
 import sys
 
 from coordinator.commands.common import positive_float
+from coordinator.grpc_env import quiet_grpc_core
 from solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def _status_exit(status: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    quiet_grpc_core(args.verbose)
     from coordinator.launcher import die_with_parent
 
     die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9

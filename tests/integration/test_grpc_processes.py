@@ -336,3 +336,16 @@ def test_payload_over_64_mb_through_grpc(tmp_path):
     assert outcome.status is SolveStatus.OPTIMAL
     assert outcome.objective == pytest.approx(6.0, rel=1e-8)
     assert outcome.parties[0].bytes_sent > 64 * 10**6
+
+
+def test_insecure_and_reproducible_modes_are_explicit_and_flagged(tmp_path):
+    lp = small_lp(7)
+    public, blocks = blocks_of(lp, [4, 5], ["p1", "p2"])
+    with LocalParties(blocks, tmp_path, insecure=True, seed="fixed") as cluster:
+        assert not (tmp_path / "certs").exists()
+        outcome = run_secure_lp(public, cluster.links(deadline_s=30), SessionConfig(), central=lp)
+        cluster.wait(15)
+    assert outcome.reproducible and outcome.objective_rel_diff <= 1e-9
+    for p in ("p1", "p2"):
+        log = (tmp_path / f"{p}.log").read_text()
+        assert "WITHOUT TLS" in log and "reproducible-simulation mode" in log
