@@ -78,6 +78,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
     q.add_argument("--max-size", type=_positive_int, default=None, metavar="N",
                    help="largest group size (default: the largest size in the file)")
+    q.add_argument("--cumulative-order", choices=["ge", "le"], default="ge",
+                   help="cumulative inputs: ge (default) c_s = #groups of size >= s (c_1 = total); "
+                        "le: c_s = #groups of size <= s (c_N = total)")
     q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
     q.set_defaults(func=run_postprocess)
@@ -172,8 +175,14 @@ def run_release(args: argparse.Namespace) -> int:
 def run_postprocess(args: argparse.Namespace) -> int:
     noisy = read_noisy_csv(args.noisy, max_size=args.max_size)
     hier = noisy.hierarchy
+    values = noisy.values
+    reverse = args.mechanism in mech.CUMULATIVE and args.cumulative_order == "le"
+    if reverse:  # c^le on sizes 1..N is c^ge on the reversed size axis
+        values = values[:, ::-1].copy()
     start = time.perf_counter()
-    pp = mech.postprocess(args.mechanism, hier, noisy.values, args.total)
+    pp = mech.postprocess(args.mechanism, hier, values, args.total)
+    if reverse:
+        pp = mech.PostProcessed(pp.mechanism, pp.counts[:, ::-1].copy(), pp.objective, pp.time_s, pp.details)
     elapsed = time.perf_counter() - start
     metrics = mech.release_metrics(hier, pp.counts, args.total, None)
     report: dict[str, Any] = {
@@ -181,8 +190,8 @@ def run_postprocess(args: argparse.Namespace) -> int:
         "objective": pp.objective,
         **metrics,
         "time_s": elapsed,
-        "input": "cumulative counts c_s = #groups of size >= s" if args.mechanism in mech.CUMULATIVE
-                 else "group-size counts",
+        "input": (f"cumulative counts c_s = #groups of size {'<=' if reverse else '>='} s"
+                  if args.mechanism in mech.CUMULATIVE else "group-size counts"),
         "dataset": {"source": args.noisy, "regions": hier.size, "levels": hier.depth,
                     "max_size": int(noisy.values.shape[1]), "total": args.total},
         "details": pp.details,
@@ -190,8 +199,9 @@ def run_postprocess(args: argparse.Namespace) -> int:
     if args.mechanism in mech.CUMULATIVE:
         from solvers.hierarchy.cumulative import to_cumulative
 
+        cum = np.cumsum(pp.counts, axis=1) if reverse else to_cumulative(pp.counts)
         report["cumulative_counts"] = {
-            hier.ids[r]: to_cumulative(pp.counts)[r].tolist() for r in range(hier.size)
+            hier.ids[r]: cum[r].tolist() for r in range(hier.size)
         } if pp.counts.size <= 10_000 else None
     report["counts"] = {hier.ids[r]: pp.counts[r].tolist() for r in range(hier.size)} if pp.counts.size <= 10_000 else None
     write_json_report(args.json, report)

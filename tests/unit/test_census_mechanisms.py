@@ -1,0 +1,143 @@
+"""Mechanisms end to end: guarantees of the DP mechanisms, baselines, metrics, budgets."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from solvers.errors import InputError, ResourceError
+from solvers.hierarchy import mechanisms as mech
+from solvers.hierarchy.baselines import (
+    model1_relaxation,
+    model1_relaxation_tree,
+    project_simplex_columns,
+    round_keep_sums,
+    topdown,
+)
+from solvers.hierarchy.cumulative import algorithm2, from_cumulative, solve_model3, to_cumulative
+from solvers.hierarchy.model import GroupSizeData, Hierarchy
+from solvers.hierarchy.synthetic import census_synthetic
+from solvers.randomness import SecureRandom
+
+
+def small_data(seed: int = 0, n_sizes: int = 6) -> GroupSizeData:
+    rng = np.random.default_rng(seed)
+    ids, parents = ["r"], [""]
+    for a in range(3):
+        ids.append(f"a{a}"); parents.append("r")
+        for b in range(3):
+            ids.append(f"a{a}b{b}"); parents.append(f"a{a}")
+    h = Hierarchy.from_parents(ids, parents)
+    counts = np.zeros((h.size, n_sizes), dtype=np.int64)
+    counts[h.leaves] = rng.poisson(np.linspace(30, 1, n_sizes), size=(len(h.leaves), n_sizes))
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            counts[r] = counts[list(h.children[r])].sum(axis=0)
+    return GroupSizeData(h, counts)
+
+
+@pytest.mark.parametrize("name", mech.MECHANISMS)
+def test_every_mechanism_runs_and_reports(name: str) -> None:
+    data = small_data()
+    rng = SecureRandom(seed=f"m-{name}")
+    noisy = mech.add_noise(name, data, Fraction(1, 2), rng)
+    pp = mech.postprocess(name, data.hierarchy, noisy, data.total)
+    m = mech.release_metrics(data.hierarchy, pp.counts, data.total, data.counts)
+    assert set(m) == {"constraint_violations", "negative_counts", "non_integer_counts", "total_matches", "l1_error_by_level"}
+    assert set(m["l1_error_by_level"]) == {"1", "2", "3"}
+    if name in mech.EXACT_DP or name == "topdown":
+        assert m["constraint_violations"] == 0 and m["negative_counts"] == 0 and m["non_integer_counts"] == 0
+        assert m["total_matches"]
+
+
+def test_noise_budgets() -> None:
+    assert mech.noise_scale("hdp", 3, Fraction(1)) == 6
+    assert mech.noise_scale("chain", 3, Fraction(1, 2)) == 6
+    assert mech.noise_scale("topdown", 2, Fraction(1, 10)) == 40
+    with pytest.raises(InputError):
+        mech.noise_scale("hdp", 3, Fraction(0))
+    with pytest.raises(InputError):
+        mech.check_mechanism("laplace")
+
+
+def test_metrics_count_violations() -> None:
+    data = small_data()
+    bad = data.counts.copy()
+    bad[1, 0] += 1  # region a0 now disagrees with root and with its children
+    bad[5, 2] = -1
+    m = mech.release_metrics(data.hierarchy, bad, data.total, data.counts)
+    assert m["constraint_violations"] == 3 and m["negative_counts"] == 1
+    assert m["l1_error_by_level"]["2"] == 1.0
+    good = mech.release_metrics(data.hierarchy, data.counts, data.total, data.counts)
+    assert good["constraint_violations"] == 0 and good["l1_error_by_level"] == {"1": 0.0, "2": 0.0, "3": 0.0}
+    frac = mech.release_metrics(data.hierarchy, data.counts + 0.5, data.total, None)
+    assert frac["non_integer_counts"] == data.counts.size and not frac["total_matches"]
+
+
+def test_tree_relaxation_equals_highs_qp() -> None:
+    rng = np.random.default_rng(5)
+    for k in range(15):
+        data = small_data(k, n_sizes=4)
+        y = data.counts + rng.normal(0, 5, size=data.counts.shape)
+        a = model1_relaxation_tree(data.hierarchy, y, data.total)
+        b, fb = model1_relaxation(data.hierarchy, y, data.total)
+        assert float(((a - y) ** 2).sum()) == pytest.approx(fb, rel=1e-7, abs=1e-6)
+        assert a.min() >= -1e-9 and a[0].sum() == pytest.approx(data.total)
+
+
+def test_simplex_projection_and_rounding() -> None:
+    rng = np.random.default_rng(1)
+    v = rng.normal(0, 3, size=(5, 40))
+    totals = rng.integers(0, 20, size=40).astype(float)
+    x = project_simplex_columns(v, totals)
+    assert np.all(x >= 0) and np.allclose(x.sum(axis=0), totals)
+    # optimality: KKT -- all positive entries share the same shift
+    for j in range(40):
+        pos = x[:, j] > 1e-12
+        if pos.any():
+            shift = v[pos, j] - x[pos, j]
+            assert np.allclose(shift, shift[0])
+            assert np.all(v[~pos, j] <= shift[0] + 1e-9)
+    r = round_keep_sums(x, totals.astype(np.int64))
+    assert np.array_equal(r.sum(axis=0), totals.astype(np.int64)) and np.all(np.abs(r - x) < 1)
+
+
+def test_topdown_keeps_parent_sums() -> None:
+    data = small_data(2)
+    noisy = data.counts + np.random.default_rng(0).integers(-9, 10, size=data.counts.shape)
+    x = topdown(data.hierarchy, noisy, data.total)
+    assert mech.release_metrics(data.hierarchy, x, data.total)["constraint_violations"] == 0
+    assert x[0].sum() == data.total and x.min() >= 0
+
+
+def test_cumulative_transforms_and_algorithm2() -> None:
+    counts = np.array([[3, 0, 2, 1], [0, 0, 0, 0]])
+    cum = to_cumulative(counts)
+    assert cum.tolist() == [[6, 3, 3, 1], [0, 0, 0, 0]]
+    assert np.array_equal(from_cumulative(cum), counts)
+    derived = algorithm2(np.array([[5.2, 6.1, -1.0, 0.4]]))
+    assert derived.min() >= 0
+    assert to_cumulative(derived)[0].tolist() == sorted(to_cumulative(derived)[0].tolist(), reverse=True)
+
+
+def test_chain_refuses_too_large_models() -> None:
+    data = census_synthetic(max_size=10, seed=1, scale=0.001)
+    noisy = to_cumulative(data.counts)
+    with pytest.raises(ResourceError, match="HiGHS"):
+        solve_model3(data.hierarchy, noisy, data.total)
+
+
+def test_synthetic_generator_is_seeded_and_consistent() -> None:
+    a = census_synthetic(max_size=50, seed=3, scale=0.01)
+    b = census_synthetic(max_size=50, seed=3, scale=0.01)
+    c = census_synthetic(max_size=50, seed=4, scale=0.01)
+    h = a.hierarchy
+    assert h.size == 1 + 51 + 3142 and h.depth == 3
+    assert np.array_equal(a.counts, b.counts) and not np.array_equal(a.counts, c.counts)
+    for r in h.internal:
+        assert np.array_equal(a.counts[list(h.children[r])].sum(axis=0), a.counts[r])
+    assert a.counts[0, 49] >= 1  # the heavy tail reaches N
+    assert a.counts.min() >= 0
+    assert np.count_nonzero(a.counts[0, 9:]) >= 10
