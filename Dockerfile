@@ -4,6 +4,7 @@
 # bookworm (Python 3.11) with debootstrap -- see deploy/build-base-image.sh:
 #
 #     sudo deploy/build-base-image.sh            # -> image securelp-base:bookworm
+#     deploy/build-wheelhouse.sh                 # wheels via the host's pip (offline docker build)
 #     docker-compose build
 #
 # With a registry, `--build-arg BASE_IMAGE=python:3.11-slim` works as well.
@@ -16,7 +17,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PIP_NO_CACHE_DIR=1 \
     PATH=/opt/securelp/bin:$PATH
 
-# python3 + venv (bookworm: Python 3.11); the Python wheels come from PyPI at build time only
+# python3 + venv (bookworm: Python 3.11), and an unprivileged user for the processes
 RUN if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then \
         apt-get update && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
@@ -30,9 +31,18 @@ COPY protos ./protos
 COPY party ./party
 COPY coordinator ./coordinator
 COPY solvers ./solvers
-RUN pip install --upgrade pip && pip install . && rm -rf /src/build
-
 COPY deploy /deploy
+# Offline from deploy/wheelhouse when it is there (deploy/build-wheelhouse.sh), else from PyPI.
+# The image is the LP deployment: securelp without its mdp text-embedding dependencies.
+RUN if ls /deploy/wheelhouse/securelp-*.whl >/dev/null 2>&1; then \
+        pip install --no-index --find-links /deploy/wheelhouse -r /deploy/runtime-requirements.txt \
+        && pip install --no-index --find-links /deploy/wheelhouse --no-deps securelp; \
+    else \
+        pip install -r /deploy/runtime-requirements.txt && pip install --no-deps . ; \
+    fi \
+    && rm -rf /src /deploy/wheelhouse \
+    && securelp --help >/dev/null
+
 USER securelp
 WORKDIR /home/securelp
 ENTRYPOINT ["securelp"]
