@@ -57,11 +57,30 @@ def hqp(hier: Hierarchy, y: np.ndarray, total: int) -> tuple[np.ndarray, str]:
     return np.rint(x).astype(np.int64), backend
 
 
-def cqp(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
-    """M_c^r: the relaxed Model 3 QP, rounded; returns (rounded cumulative, counts by differencing)."""
-    c, _ = model3_relaxation(hier, noisy_cum, total)
+def cqp(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, dict[str, object]]:
+    """M_c^r: the relaxed Model 3 QP, rounded; returns (rounded cumulative, counts, details).
+
+    HiGHS's QP solver up to ``cumulative.MAX_QP_VARIABLES`` cells; above, up to
+    ``MAX_DYKSTRA_CELLS``, Dykstra's alternating projections to a max-norm residual of 1e-3
+    (reported); larger models are refused with a ResourceError.
+    """
+    from solvers.errors import ResourceError
+    from solvers.hierarchy import cumulative as cu
+
+    size = np.asarray(noisy_cum).size
+    if size <= cu.MAX_QP_VARIABLES:
+        c, _ = model3_relaxation(hier, noisy_cum, total)
+        details: dict[str, object] = {"qp_backend": "highs-qp"}
+    elif size <= cu.MAX_DYKSTRA_CELLS:
+        c, residual, iters = cu.model3_relaxation_dykstra(hier, noisy_cum, total)
+        details = {"qp_backend": "dykstra", "relaxation_residual": residual, "relaxation_iterations": iters}
+    else:
+        raise ResourceError(
+            f"cqp: the Model 3 relaxation has {size:,} cells; HiGHS's QP is used up to {cu.MAX_QP_VARIABLES:,} "
+            f"and Dykstra's projections up to {cu.MAX_DYKSTRA_CELLS:,}"
+        )
     cum = np.rint(c).astype(np.int64)
-    return cum, from_cumulative(cum)
+    return cum, from_cumulative(cum), details
 
 
 def project_simplex_columns(v: np.ndarray, totals: np.ndarray) -> np.ndarray:

@@ -102,7 +102,7 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) 
         objective = squared_distance(counts, np.asarray(noisy))
         details = {"qp_backend": backend}
     elif mechanism == "cqp":
-        cum, counts = baselines.cqp(hier, noisy, total)
+        cum, counts, details = baselines.cqp(hier, noisy, total)
         objective = squared_distance(cum, np.asarray(noisy))
     else:
         counts = baselines.topdown(hier, noisy, total)

@@ -125,7 +125,7 @@ def test_cumulative_transforms_and_algorithm2() -> None:
 def test_chain_refuses_too_large_models() -> None:
     data = census_synthetic(max_size=10, seed=1, scale=0.001)
     noisy = to_cumulative(data.counts)
-    with pytest.raises(ResourceError, match="HiGHS"):
+    with pytest.raises(ResourceError, match="HiGHS"):  # 3,194 x 10 cells
         solve_model3(data.hierarchy, noisy, data.total)
 
 
@@ -141,3 +141,30 @@ def test_synthetic_generator_is_seeded_and_consistent() -> None:
     assert a.counts[0, 49] >= 1  # the heavy tail reaches N
     assert a.counts.min() >= 0
     assert np.count_nonzero(a.counts[0, 9:]) >= 10
+
+
+def test_dykstra_relaxation_matches_highs_qp() -> None:
+    from solvers.hierarchy.cumulative import model3_relaxation, model3_relaxation_dykstra
+
+    rng = np.random.default_rng(11)
+    data = small_data(4, n_sizes=8)
+    y = to_cumulative(data.counts) + rng.normal(0, 4, size=data.counts.shape)
+    exact, f_exact = model3_relaxation(data.hierarchy, y, data.total)
+    approx, residual, _ = model3_relaxation_dykstra(data.hierarchy, y, data.total, tol=1e-8, max_iter=20000)
+    assert residual <= 1e-8
+    assert np.abs(approx - exact).max() < 1e-3  # HiGHS QP tolerance
+    assert float(((approx - y) ** 2).sum()) == pytest.approx(f_exact, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_dp_objective_never_worse_than_feasible_baselines(seed: int) -> None:
+    """TopDown's release is feasible for Model 1, so hdp's optimum can only be better."""
+    data = small_data(seed, n_sizes=5)
+    noisy = mech.add_noise("hdp", data, Fraction(1, 4), SecureRandom(seed=seed))
+    h = mech.postprocess("hdp", data.hierarchy, noisy, data.total)
+    t = mech.postprocess("topdown", data.hierarchy, noisy, data.total)
+    assert h.objective <= t.objective
+    cum_noisy = mech.add_noise("chain", data, Fraction(1, 4), SecureRandom(seed=seed))
+    ch = mech.postprocess("chain", data.hierarchy, cum_noisy, data.total)
+    cd = mech.postprocess("cdp", data.hierarchy, cum_noisy, data.total)
+    assert ch.objective <= float(((to_cumulative(cd.counts) - cum_noisy) ** 2).sum())
