@@ -94,3 +94,28 @@ def test_serve_and_create_server_validate_arguments():
             create_server(f"127.0.0.1:{port}", _session(), tls=None, insecure=True)  # no silent port sharing
     finally:
         server.stop(0)
+
+
+class _RefusingSession:
+    party_id = "strict"
+    closed = threading.Event()
+
+    def hello(self, request):
+        from solvers.errors import InputError
+
+        raise InputError("party strict: its block file is stale")
+
+
+def test_party_error_class_crosses_the_wire():
+    from solvers.errors import InputError, ProtocolError
+
+    server, port = create_server("127.0.0.1:0", _RefusingSession(), tls=None, insecure=True)
+    link = GrpcPartyLink("strict", f"127.0.0.1:{port}", tls=None, insecure=True, deadline_s=5)
+    try:
+        with pytest.raises(InputError) as info:  # INVALID_ARGUMENT alone would have become a ProtocolError
+            link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=1))
+        assert type(info.value) is InputError and not isinstance(info.value, ProtocolError)
+        assert str(info.value) == "hello: party strict: its block file is stale"
+    finally:
+        link.shutdown()
+        server.stop(0)
