@@ -1,0 +1,511 @@
+"""Benders decomposition for block-ladder LPs with HiGHS.
+
+Problem (all variables bounded, subproblem variables in ``[0, u]`` with ``u`` finite)::
+
+    min  c0' x + sum_m c_m' y_m
+    s.t. L0 <= A0 x <= U0,            lx <= x <= ux                       (master rows)
+         L_m <= W_m y_m <= U_m(x),    0 <= y_m <= u_m                      (block m)
+
+where the *linked* rows of block ``m`` have upper bound ``U_r(x) = base_r + gamma_r x_{v(r)}``
+(one master variable per linked row; their lower bound is ``-inf``) and every other row is
+constant. Benders (J. F. Benders 1962; Qiu Sec. 4) replaces block ``m`` by ``theta_m >=
+Q_m(x)``, the block's optimal value as a function of ``x``, approximated from below by cuts:
+
+* optimality cut from any row-dual vector ``pi`` of block ``m`` at ``x^``: by weak duality
+  ``Q_m(x) >= sum_r pi_r b_r(x) + sum_j min(0, c_j - (W' pi)_j) u_j`` where ``b_r`` is the
+  active bound (``L_r`` for ``pi_r > 0``, ``U_r(x)`` for ``pi_r < 0``; wrong-signed duals are
+  set to 0). The bound term makes the cut valid for *any* ``pi`` -- a solver's slightly
+  dual-infeasible duals give a slightly weaker, still valid cut (certified lower bounds);
+* feasibility cut when block ``m`` is infeasible at ``x^``: the same bound on the phase-1 LP
+  ``min 1's s.t. W y - s <= U(x)`` (slack on the linked rows), whose optimal duals are a
+  normalised Farkas dual ray; its value is positive at ``x^`` and must be ``<= 0``.
+
+The master is split into the connected components of its variables (linked through a
+master row or through one block's linked variables; Qiu's Property 3.1), each an
+independent HiGHS LP that grows its cut pool with ``addRows`` and re-solves from the
+previous basis (warm start). Blocks are solved in parallel (threads; HiGHS releases the
+GIL), each from its previous basis after ``changeRowsBounds``. The lower bound is the
+master's optimal value; the upper bound comes from a caller-supplied function that turns
+``(x^, y^)`` into a feasible, verified solution and returns its objective.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.errors import SolverError
+
+__all__ = ["RowBlock", "LinkedRows", "MasterSpec", "SubproblemSpec", "BendersIteration", "BendersResult", "BendersEngine"]
+
+logger = logging.getLogger(__name__)
+
+INF = np.inf
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Row-wise sparse constraint rows ``lower <= A v <= upper`` (CSR arrays)."""
+
+    starts: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.lower.size)
+
+    def matrix(self, n_cols: int) -> sp.csr_matrix:
+        return sp.csr_matrix((self.value, self.index, self.starts), shape=(self.n_rows, n_cols))
+
+    @staticmethod
+    def empty() -> "RowBlock":
+        z = np.zeros(0)
+        return RowBlock(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), z, z, z)
+
+
+@dataclass(frozen=True)
+class LinkedRows:
+    """Rows of a block whose upper bound is ``base + gamma * x[var]``."""
+
+    rows: np.ndarray
+    var: np.ndarray
+    gamma: np.ndarray
+
+
+@dataclass(frozen=True)
+class MasterSpec:
+    """The master part: variables ``x`` with cost, bounds and constant rows."""
+
+    cost: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    rows: RowBlock
+
+    @property
+    def n(self) -> int:
+        return int(self.cost.size)
+
+
+@dataclass(frozen=True)
+class SubproblemSpec:
+    """One block ``m``: ``min c' y`` s.t. rows (some linked to ``x``), ``0 <= y <= upper``."""
+
+    name: str
+    cost: np.ndarray
+    upper: np.ndarray
+    rows: RowBlock
+    linked: LinkedRows
+    theta_lower: float = 0.0
+
+
+@dataclass(frozen=True)
+class BendersIteration:
+    """Bounds after one iteration (``upper`` is ``inf`` until a feasible solution is found)."""
+
+    iteration: int
+    lower: float
+    upper: float
+    seconds: float
+    n_optimality_cuts: int
+    n_feasibility_cuts: int
+
+
+@dataclass(frozen=True)
+class BendersResult:
+    """Outcome of :meth:`BendersEngine.run`."""
+
+    status: str  # "optimal" (gap reached), "iteration_limit", "time_limit", "stalled"
+    lower_bound: float
+    upper_bound: float
+    rel_gap: float
+    iterations: int
+    history: tuple[BendersIteration, ...]
+    best_payload: Any
+    n_master_components: int
+    master_component_sizes: tuple[int, ...]
+    total_cuts: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _highs(threads: int = 1) -> Any:
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", int(threads))
+    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    return h
+
+
+def _pass_model(h: Any, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, rows: RowBlock) -> None:
+    import highspy
+
+    lp = highspy.HighsLp()
+    lp.num_col_ = int(cost.size)
+    lp.num_row_ = rows.n_rows
+    lp.col_cost_ = np.ascontiguousarray(cost, dtype=float)
+    lp.col_lower_ = np.ascontiguousarray(lower, dtype=float)
+    lp.col_upper_ = np.ascontiguousarray(upper, dtype=float)
+    lp.row_lower_ = np.ascontiguousarray(rows.lower, dtype=float)
+    lp.row_upper_ = np.ascontiguousarray(rows.upper, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = lp.num_col_
+    lp.a_matrix_.num_row_ = lp.num_row_
+    lp.a_matrix_.start_ = np.ascontiguousarray(rows.starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.ascontiguousarray(rows.index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.ascontiguousarray(rows.value, dtype=float)
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected a Benders model (passModel failed)")
+
+
+def _run(h: Any, what: str) -> str:
+    import highspy
+
+    if h.run() == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS failed on {what} (model status {h.modelStatusToString(h.getModelStatus())})")
+    return h.modelStatusToString(h.getModelStatus())
+
+
+def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr_matrix, cost: np.ndarray,
+                col_upper: np.ndarray) -> tuple[np.ndarray, float]:
+    """Clip ``pi`` to valid signs; return it and the bound term ``sum_j min(0, r_j) u_j``."""
+    pi = pi.copy()
+    pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
+    pi[(pi < 0) & ~np.isfinite(upper)] = 0.0
+    reduced = cost - AT @ pi
+    return pi, float(np.sum(np.minimum(reduced, 0.0) * col_upper))
+
+
+class _Block:
+    """A block's HiGHS models (optimality and, lazily, phase-1) and cut generation."""
+
+    def __init__(self, spec: SubproblemSpec):
+        self.spec = spec
+        n_y = spec.cost.size
+        self.n_y = n_y
+        self.A = spec.rows.matrix(n_y)
+        self.AT = self.A.T.tocsr()
+        self.h = _highs()
+        _pass_model(self.h, spec.cost, np.zeros(n_y), spec.upper, spec.rows)
+        self.h1: Any = None
+        self.h2: Any = None
+        self.big_m = 1e4 * (float(np.abs(spec.cost).sum()) + 1.0)
+        self.linked_rows = spec.linked.rows.astype(np.int32)
+        self.base_upper = spec.rows.upper.copy()
+        self.nonlinked = np.ones(spec.rows.n_rows, dtype=bool)
+        self.nonlinked[spec.linked.rows] = False
+        self.solve_seconds = 0.0
+
+    def _linked_upper(self, x: np.ndarray) -> np.ndarray:
+        L = self.spec.linked
+        return self.base_upper[L.rows] + L.gamma * x[L.var]
+
+    def _cut(self, pi: np.ndarray, upper_now: np.ndarray, cost: np.ndarray, col_upper: np.ndarray, AT: sp.csr_matrix,
+             pi_floor: float | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+        """Cut ``alpha + beta' x`` from duals ``pi`` (linked rows first clipped to ``[pi_floor, 0]``)."""
+        lower = self.spec.rows.lower
+        if pi_floor is not None:
+            lr = self.spec.linked.rows
+            pi = pi.copy()
+            pi[lr] = np.clip(pi[lr], pi_floor, 0.0)
+        pi, bound_term = _dual_bound(pi, lower, upper_now, AT, cost, col_upper)
+        alpha = bound_term
+        pos = pi > 0
+        alpha += float(np.sum(pi[pos] * lower[pos]))
+        neg = (pi < 0) & self.nonlinked
+        alpha += float(np.sum(pi[neg] * self.base_upper[neg]))
+        L = self.spec.linked
+        pl = pi[L.rows]
+        alpha += float(np.sum(pl * self.base_upper[L.rows]))
+        coef = pl * L.gamma
+        nz = coef != 0
+        vars_, inv = np.unique(L.var[nz], return_inverse=True)
+        beta = np.bincount(inv, weights=coef[nz], minlength=vars_.size) if vars_.size else np.zeros(0)
+        return alpha, vars_.astype(np.int64), beta
+
+    def solve(self, x: np.ndarray) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        L = self.spec.linked
+        ub = self._linked_upper(x)
+        n_l = self.linked_rows.size
+        lo = np.full(n_l, -INF)
+        if n_l:
+            self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub)
+        status = _run(self.h, f"Benders block {self.spec.name}")
+        upper_now = self.base_upper.copy()
+        upper_now[L.rows] = ub
+        if status == "Optimal":
+            sol = self.h.getSolution()
+            y = np.asarray(sol.col_value, dtype=float)
+            pi = np.asarray(sol.row_dual, dtype=float)
+            value = float(self.spec.cost @ y)
+            alpha, vars_, beta = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
+            self.solve_seconds += time.perf_counter() - t0
+            return {"feasible": True, "y": y, "value": value, "alpha": alpha, "vars": vars_, "beta": beta}
+        # phase 1: min sum of slacks on the linked rows
+        if self.h1 is None:
+            self.h1 = self._build_phase1()
+        if n_l:
+            self.h1.changeRowsBounds(n_l, self.linked_rows, lo, ub)
+        status1 = _run(self.h1, f"phase-1 of Benders block {self.spec.name}")
+        violation = 0.0
+        if status1 == "Optimal":
+            sol = self.h1.getSolution()
+            pi = np.asarray(sol.row_dual, dtype=float)
+            cost1 = np.zeros(self.n_y)
+            alpha, vars_, beta = self._cut(pi, upper_now, cost1, self.spec.upper, self.AT, pi_floor=-1.0)
+            violation = alpha + float(beta @ x[vars_]) if vars_.size else alpha
+        if violation > 1e-9:
+            self.solve_seconds += time.perf_counter() - t0
+            return {"feasible": False, "alpha": alpha, "vars": vars_, "beta": beta, "violation": violation}
+        # Infeasible only within the solvers' tolerances (x^ sits on the feasibility boundary):
+        # solve the elastic block (slack on the linked rows at a large price) instead; its
+        # solution is feasible up to tolerance (the caller repairs exactly) and its duals give
+        # a valid optimality cut.
+        if self.h2 is None:
+            self.h2 = self._build_phase1(elastic=True)
+        if n_l:
+            self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
+        status2 = _run(self.h2, f"elastic Benders block {self.spec.name}")
+        if status2 != "Optimal":
+            raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
+        sol = self.h2.getSolution()
+        y = np.asarray(sol.col_value, dtype=float)[: self.n_y]
+        pi = np.asarray(sol.row_dual, dtype=float)
+        alpha, vars_, beta = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT, pi_floor=-self.big_m)
+        self.solve_seconds += time.perf_counter() - t0
+        return {"feasible": True, "y": y, "value": float(self.spec.cost @ y), "alpha": alpha, "vars": vars_, "beta": beta}
+
+    def _build_phase1(self, elastic: bool = False) -> Any:
+        spec = self.spec
+        n_l = spec.linked.rows.size
+        # add one slack column (coefficient -1) per linked row
+        A = self.A.tolil() if False else self.A
+        S = sp.csr_matrix((-np.ones(n_l), (spec.linked.rows, np.arange(n_l))), shape=(spec.rows.n_rows, n_l))
+        A1 = sp.hstack([A, S], format="csr")
+        rows = RowBlock(A1.indptr, A1.indices, A1.data, spec.rows.lower, spec.rows.upper)
+        if elastic:
+            cost = np.concatenate([spec.cost, np.full(n_l, self.big_m)])
+        else:
+            cost = np.concatenate([np.zeros(self.n_y), np.ones(n_l)])
+        upper = np.concatenate([spec.upper, np.full(n_l, INF)])
+        h = _highs()
+        _pass_model(h, cost, np.zeros(cost.size), upper, rows)
+        return h
+
+
+class _MasterComponent:
+    """One independent component of the master LP (its x variables and its blocks' thetas)."""
+
+    def __init__(self, master: MasterSpec, xvars: np.ndarray, row_ids: np.ndarray, blocks: list[int],
+                 theta_lower: list[float]):
+        self.xvars = xvars
+        self.blocks = blocks
+        self.local = {int(v): i for i, v in enumerate(xvars)}
+        self.n_x = xvars.size
+        self.theta_col = {b: self.n_x + t for t, b in enumerate(blocks)}
+        A = master.rows.matrix(master.n)[row_ids][:, xvars].tocsr() if row_ids.size else sp.csr_matrix((0, xvars.size))
+        n_cols = self.n_x + len(blocks)
+        A = sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n_cols))
+        rows = RowBlock(A.indptr, A.indices, A.data,
+                        master.rows.lower[row_ids] if row_ids.size else np.zeros(0),
+                        master.rows.upper[row_ids] if row_ids.size else np.zeros(0))
+        cost = np.concatenate([master.cost[xvars], np.ones(len(blocks))])
+        lower = np.concatenate([master.lower[xvars], np.asarray(theta_lower, dtype=float)])
+        upper = np.concatenate([master.upper[xvars], np.full(len(blocks), INF)])
+        self.h = _highs()
+        _pass_model(self.h, cost, lower, upper, rows)
+        self.n_cuts = 0
+
+    def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray) -> None:
+        """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``."""
+        idx = np.fromiter((self.local[int(v)] for v in vars_), dtype=np.int32, count=vars_.size)
+        if block is None:
+            vals, lo, up = beta, -INF, -alpha
+        else:
+            idx = np.concatenate([idx, np.array([self.theta_col[block]], dtype=np.int32)])
+            vals, lo, up = np.concatenate([-beta, [1.0]]), alpha, INF
+        self.h.addRows(1, np.array([lo]), np.array([up]), int(idx.size), np.array([0], dtype=np.int32), idx,
+                       np.asarray(vals, dtype=float))
+        self.n_cuts += 1
+
+    def solve(self) -> tuple[float, np.ndarray, dict[int, float]]:
+        status = _run(self.h, "Benders master")
+        if status != "Optimal":
+            raise SolverError(f"Benders master component ended with status {status}; the PMO may be infeasible")
+        sol = self.h.getSolution()
+        v = np.asarray(sol.col_value, dtype=float)
+        obj = float(self.h.getInfo().objective_function_value)
+        return obj, v[: self.n_x], {b: float(v[c]) for b, c in self.theta_col.items()}
+
+
+class BendersEngine:
+    """Benders decomposition of a block-ladder LP (see the module docstring).
+
+    Parameters
+    ----------
+    master, blocks:
+        The problem.
+    upper_bound_fn:
+        ``f(x, ys) -> (objective, payload)`` turning a master solution and the blocks'
+        optimal solutions into a feasible, verified solution; called whenever every block
+        is feasible. It may raise to signal a failed verification.
+    workers:
+        Threads for the blocks.
+    """
+
+    def __init__(self, master: MasterSpec, blocks: Sequence[SubproblemSpec], *,
+                 upper_bound_fn: Callable[[np.ndarray, list[np.ndarray]], tuple[float, Any]],
+                 workers: int = 2):
+        self.master = master
+        self.specs = list(blocks)
+        self.upper_bound_fn = upper_bound_fn
+        self.workers = max(1, int(workers))
+
+    def _components(self) -> list[tuple[np.ndarray, np.ndarray, list[int]]]:
+        n = self.master.n
+        parent = np.arange(n)
+
+        def find(a: int) -> int:
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        def union_all(vs: np.ndarray) -> None:
+            if vs.size < 2:
+                return
+            r0 = find(int(vs[0]))
+            for v in vs[1:]:
+                r = find(int(v))
+                if r != r0:
+                    parent[r] = r0
+
+        R = self.master.rows
+        for r in range(R.n_rows):
+            union_all(R.index[R.starts[r] : R.starts[r + 1]])
+        for spec in self.specs:
+            union_all(np.unique(spec.linked.var))
+        roots = np.array([find(v) for v in range(n)], dtype=np.int64)
+        comps: dict[int, list[int]] = {}
+        for v, r in enumerate(roots.tolist()):
+            comps.setdefault(r, []).append(v)
+        row_root = np.array([roots[R.index[R.starts[r]]] if R.starts[r + 1] > R.starts[r] else -1 for r in range(R.n_rows)])
+        block_root = []
+        for spec in self.specs:
+            block_root.append(int(roots[spec.linked.var[0]]) if spec.linked.var.size else -1)
+        out = []
+        for r, members in comps.items():
+            out.append((np.asarray(members, dtype=np.int64), np.flatnonzero(row_root == r),
+                        [b for b, br in enumerate(block_root) if br == r]))
+        return out
+
+    def run(self, *, gap: float = 1e-4, max_iterations: int = 200, time_limit: float = float("inf"),
+            progress: Callable[[BendersIteration], None] | None = None) -> BendersResult:
+        """Iterate until ``(UB - LB) / |UB| <= gap``, the iteration cap, the time limit, or no new cut."""
+        t0 = time.perf_counter()
+        blocks = [_Block(s) for s in self.specs]
+        x_all = np.zeros(self.master.n)
+        # blocks with no link to the master are solved once
+        const = 0.0
+        fixed_y: dict[int, np.ndarray] = {}
+        linked_ids = []
+        for b, blk in enumerate(blocks):
+            if blk.spec.linked.var.size == 0:
+                res = blk.solve(x_all)
+                if not res["feasible"]:
+                    raise SolverError(f"block {blk.spec.name} is infeasible on its own; the PMO is infeasible")
+                const += res["value"]
+                fixed_y[b] = res["y"]
+            else:
+                linked_ids.append(b)
+        comps = []
+        for xvars, row_ids, bl in self._components():
+            bl = [b for b in bl if b in set(linked_ids)]
+            comps.append(_MasterComponent(self.master, xvars, row_ids, bl, [blocks[b].spec.theta_lower for b in bl]))
+        comp_of_block = {b: ci for ci, c in enumerate(comps) for b in c.blocks}
+        logger.info("Benders: %d master components (sizes %s), %d linked blocks, %d independent",
+                    len(comps), sorted((c.n_x for c in comps), reverse=True)[:10], len(linked_ids), len(fixed_y))
+        history: list[BendersIteration] = []
+        lower, upper = -INF, INF
+        best_payload: Any = None
+        status = "iteration_limit"
+        total_cuts = 0
+        master_seconds = 0.0
+        ub_seconds = 0.0
+        pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
+        try:
+            for it in range(1, max_iterations + 1):
+                tm = time.perf_counter()
+                lb_it = const
+                thetas: dict[int, float] = {}
+                for comp in comps:
+                    obj, xv, th = comp.solve()
+                    lb_it += obj
+                    x_all[comp.xvars] = xv
+                    thetas.update(th)
+                master_seconds += time.perf_counter() - tm
+                lower = max(lower, lb_it)
+                if pool is not None:
+                    results = list(pool.map(lambda b: blocks[b].solve(x_all), linked_ids))
+                else:
+                    results = [blocks[b].solve(x_all) for b in linked_ids]
+                n_opt = n_feas = 0
+                all_feasible = all(r["feasible"] for r in results)
+                for b, res in zip(linked_ids, results):
+                    comp = comps[comp_of_block[b]]
+                    if res["feasible"]:
+                        cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
+                        if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
+                            comp.add_cut(b, res["alpha"], res["vars"], res["beta"])
+                            n_opt += 1
+                    else:
+                        comp.add_cut(None, res["alpha"], res["vars"], res["beta"])
+                        n_feas += 1
+                total_cuts += n_opt + n_feas
+                if all_feasible:
+                    tu = time.perf_counter()
+                    ys: list[np.ndarray] = []
+                    by_id = dict(zip(linked_ids, results))
+                    for b in range(len(blocks)):
+                        ys.append(fixed_y[b] if b in fixed_y else by_id[b]["y"])
+                    ub_val, payload = self.upper_bound_fn(x_all.copy(), ys)
+                    ub_seconds += time.perf_counter() - tu
+                    if ub_val < upper:
+                        upper, best_payload = ub_val, payload
+                elapsed = time.perf_counter() - t0
+                rec = BendersIteration(it, lower, upper, elapsed, n_opt, n_feas)
+                history.append(rec)
+                if progress is not None:
+                    progress(rec)
+                rel = (upper - lower) / max(abs(upper), 1e-300) if np.isfinite(upper) else INF
+                if rel <= gap:
+                    status = "optimal"
+                    break
+                if n_opt + n_feas == 0:
+                    status = "stalled"
+                    break
+                if elapsed > time_limit:
+                    status = "time_limit"
+                    break
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        rel_gap = (upper - lower) / max(abs(upper), 1e-300) if np.isfinite(upper) else INF
+        return BendersResult(
+            status=status, lower_bound=lower, upper_bound=upper, rel_gap=rel_gap, iterations=len(history),
+            history=tuple(history), best_payload=best_payload, n_master_components=len(comps),
+            master_component_sizes=tuple(sorted((int(c.n_x) for c in comps), reverse=True)), total_cuts=total_cuts,
+            details={"master_seconds": master_seconds, "block_seconds": sum(b.solve_seconds for b in blocks),
+                     "upper_bound_seconds": ub_seconds, "n_blocks": len(blocks), "n_independent_blocks": len(fixed_y)},
+        )

@@ -1,0 +1,63 @@
+"""Plots of mDP results: the bounds per iteration (as Qiu's Figs. 17-20) and, for 2-D data,
+the partition on a map (boundary records marked). Uses matplotlib's Agg backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coordinator.reporting import atomic_write_bytes
+
+__all__ = ["plot_result"]
+
+
+def plot_result(result: Any, problem: Any, path: str | Path) -> None:
+    """Write a PNG with the bounds per iteration and, when coordinates are 2-D, the partition map."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    coords = problem.dataset.coords
+    with_map = coords is not None and np.asarray(coords).shape[1] == 2
+    fig, axes = plt.subplots(1, 2 if with_map else 1, figsize=(11 if with_map else 6, 4.5))
+    axes = np.atleast_1d(axes)
+    ax = axes[0]
+    it = [h.iteration for h in result.history]
+    lo = np.array([h.lower for h in result.history], dtype=float)
+    up = np.array([h.upper for h in result.history], dtype=float)
+    ax.plot(it, lo, "b.-", label="lower bound")
+    ax.plot(it, np.where(np.isfinite(up), up, np.nan), "r.-", label="upper bound (verified)")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(f"expected loss ({problem.dataset.unit or 'units'})")
+    ax.set_title(f"{result.method} on {problem.dataset.name}: n={problem.n}, K={problem.K}, gap {result.rel_gap:.1e}")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    if with_map:
+        ax = axes[1]
+        C = np.asarray(coords)
+        # (lat, lon) maps are drawn lon on x
+        x, y = (C[:, 1], C[:, 0]) if problem.dataset.name in ("rome",) or problem.dataset.unit == "km" and problem.dataset.name == "points" else (C[:, 0], C[:, 1])
+        part = result.partition or {}
+        labels = part.get("labels")
+        boundary = part.get("boundary")
+        if labels is not None:
+            ax.scatter(x, y, c=np.asarray(labels), cmap="tab20", s=14)
+            if boundary is not None:
+                b = np.asarray(boundary, dtype=bool)
+                ax.scatter(x[b], y[b], facecolors="none", edgecolors="k", s=40, linewidths=0.6, label="boundary")
+                ax.legend(loc="upper right")
+            ax.set_title(f"partition {part.get('method')} (M={len(part.get('sizes', []))}, {part.get('n_boundary')} boundary)")
+        else:
+            ax.scatter(x, y, s=10, c="gray")
+            ax.set_title("records")
+        ax.set_aspect("equal", adjustable="datalim")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())

@@ -1,0 +1,380 @@
+"""The privacy-preserving mechanism optimisation (PMO) LP and its direct solution.
+
+Qiu, "Enhancing Scalability of Metric Differential Privacy via Secret Dataset
+Partitioning and Benders Decomposition", Eq. 4-7: with records ``i`` (prior ``p_i``),
+outputs ``k`` and loss ``c_ik``,
+
+    min   sum_i p_i sum_k c_ik z_ik                                   (Eq. 4)
+    s.t.  z_ik - exp(eps d_ij) z_jk <= 0   for every ordered neighbour pair (d_ij <= eta), every k   (Eq. 5)
+          sum_k z_ik = 1                   for every record i                                        (Eq. 6)
+          z_ik >= 0                                                                                 (Eq. 7)
+
+Loss: ``c_ik = d(x_i, y_k)`` (default, outputs ``y_k`` are records) or Qiu's travel-cost
+loss (Eq. 48), which we read as the mean, over ``T`` random destinations ``t``, of the
+travel-cost estimation error ``|d(x_i, t) - d(y_k, t)|``.
+
+Exactness. An LP solver returns a vertex up to its feasibility tolerance; we never
+return that raw. :func:`repair_mechanism` turns it into a matrix that satisfies the
+constraints exactly up to float rounding: (1) clip negatives to 0; (2) the *upward
+closure* ``z_jk <- max(z_jk, z_ik / exp(eps d_ij))`` over the neighbour graph until no entry
+changes (so every ratio holds); (3) divide each row by its sum; (4) mix with the uniform
+mechanism, ``(1 - lam) z + lam / K``, with the smallest ``lam`` that absorbs the ratio
+error step (3) introduced (the uniform mechanism meets every mDP row with slack
+``(exp(eps d) - 1) / K``). The result is then verified (:mod:`solvers.mdp.verify`); its
+loss (not the solver's objective) is the reported objective and upper bound.
+Implied constraints (:func:`solvers.mdp.graph.essential_edges`) are left out of the LP
+(same feasible set); the verifier checks all pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solvers.errors import InputError, SolverError, VerificationError
+from solvers.mdp.datasets import SecretDataset
+from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
+from solvers.mdp.verify import VerificationReport, verify_mechanism
+
+__all__ = [
+    "PMOProblem",
+    "MechanismResult",
+    "IterationRecord",
+    "build_pmo",
+    "travel_cost_loss",
+    "repair_mechanism",
+    "finalize_mechanism",
+    "solve_direct",
+    "build_block_lp",
+    "highs_solve_lp",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PMOProblem:
+    """A PMO instance (Qiu Eq. 4-7).
+
+    Attributes
+    ----------
+    dataset:
+        The secret dataset.
+    eps, eta:
+        Privacy parameter per unit and neighbourhood radius.
+    outputs:
+        ``(K,)`` record indices used as outputs.
+    loss:
+        ``(n, K)`` loss ``c_ik``.
+    loss_name:
+        ``"distance"`` or ``"travel"``.
+    graph:
+        The mDP neighbour graph.
+    lp_edges:
+        Ordered pairs kept in the LP (implied ones pruned), as ``(rows, cols)``.
+    """
+
+    dataset: SecretDataset
+    eps: float
+    eta: float
+    outputs: np.ndarray
+    loss: np.ndarray
+    loss_name: str
+    graph: NeighbourGraph
+    lp_edges: tuple[np.ndarray, np.ndarray]
+
+    @property
+    def n(self) -> int:
+        return self.dataset.n
+
+    @property
+    def K(self) -> int:
+        return int(self.outputs.size)
+
+    @property
+    def cost(self) -> np.ndarray:
+        """Objective coefficients ``p_i c_ik`` as an ``(n, K)`` array."""
+        return self.dataset.prior[:, None] * self.loss
+
+    def objective_of(self, Z: np.ndarray) -> float:
+        """Expected loss ``sum_ik p_i c_ik z_ik`` of a mechanism."""
+        return float(np.sum(self.cost * Z))
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """Bounds after one iteration of an iterative method."""
+
+    iteration: int
+    lower: float
+    upper: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class MechanismResult:
+    """A verified mechanism and how it was obtained (fixed shape; see docs/mdp.md)."""
+
+    method: str
+    status: str
+    mechanism: np.ndarray
+    objective: float
+    lower_bound: float
+    upper_bound: float
+    rel_gap: float
+    iterations: int
+    time_s: float
+    verification: VerificationReport
+    history: tuple[IterationRecord, ...] = ()
+    partition: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def travel_cost_loss(distance: np.ndarray, outputs: np.ndarray, *, n_destinations: int = 50,
+                     seed: int | str | None = None) -> np.ndarray:
+    """Qiu's travel-cost loss (Eq. 48): mean over random destinations ``t`` of ``|d(i,t) - d(k,t)|``.
+
+    Destinations are records drawn uniformly without replacement (public randomness, not
+    a privacy-relevant sample; :class:`SecureRandom` so a seed reproduces them).
+    """
+    from solvers.randomness import SecureRandom
+
+    n = distance.shape[0]
+    T = min(int(n_destinations), n)
+    rng = SecureRandom(seed, label="mdp-travel-destinations")
+    dest = np.sort(rng.permutation(n)[:T])
+    di = distance[:, dest]  # (n, T)
+    dk = distance[outputs][:, dest]  # (K, T)
+    return np.abs(di[:, None, :] - dk[None, :, :]).mean(axis=2)
+
+
+def build_pmo(dataset: SecretDataset, eps: float | None = None, eta: float | None = None, *,
+              n_outputs: int | None = None, loss: str = "distance", seed: int | str | None = None,
+              prune: bool = True) -> PMOProblem:
+    """Validate parameters and build a :class:`PMOProblem`.
+
+    Raises
+    ------
+    InputError
+        ``eps <= 0``, ``eta <= 0``, ``K <= 0`` or ``K > n``, unknown loss.
+    """
+    eps = dataset.default_eps if eps is None else eps
+    eta = dataset.default_eta if eta is None else eta
+    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+        raise InputError(f"eps must be a finite number > 0 (per {dataset.unit or 'unit'}), got {eps}")
+    if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
+        raise InputError(f"eta must be a finite number > 0 ({dataset.unit or 'units'}), got {eta}")
+    n = dataset.n
+    if n_outputs is None:
+        outputs = np.arange(n)
+    else:
+        K = int(n_outputs)
+        if K <= 0:
+            raise InputError(f"the number of outputs K must be >= 1, got {n_outputs}")
+        if K > n:
+            raise InputError(f"the number of outputs K = {K} exceeds the {n} records they are drawn from")
+        if K == n:
+            outputs = np.arange(n)
+        else:
+            from solvers.randomness import SecureRandom
+
+            outputs = np.sort(SecureRandom(seed, label="mdp-outputs").permutation(n)[:K])
+    if loss == "distance":
+        c = np.asarray(dataset.distance)[:, outputs].astype(float)
+    elif loss == "travel":
+        c = travel_cost_loss(np.asarray(dataset.distance), outputs, seed=seed)
+    else:
+        raise InputError(f"unknown loss {loss!r}: use distance or travel")
+    graph = build_graph(dataset.distance, float(eta))
+    rows, cols = graph.rows, graph.cols
+    if prune and rows.size:
+        keep = essential_edges(np.asarray(dataset.distance), rows, cols)
+        rows, cols = rows[keep], cols[keep]
+    c.setflags(write=False)
+    outputs.setflags(write=False)
+    return PMOProblem(dataset, float(eps), float(eta), outputs, c, loss, graph, (rows, cols))
+
+
+# ----------------------------------------------------------------------------------------
+# HiGHS plumbing
+
+
+def _new_highs(threads: int = 1, tight: bool = True) -> Any:
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", int(threads))
+    if tight:
+        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-9)
+    return h
+
+
+def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_lower: np.ndarray,
+                   row_upper: np.ndarray, starts: np.ndarray, index: np.ndarray, value: np.ndarray, *,
+                   solver: str = "choose", threads: int = 1, keep: bool = False) -> tuple[str, np.ndarray, np.ndarray, float, Any]:
+    """Solve a row-wise LP with HiGHS; returns ``(status, x, row_duals, objective, highs_or_None)``.
+
+    ``status`` is HiGHS's model-status text (``Optimal``, ``Infeasible``, ...). A failure of
+    the call itself (not of the model) raises :class:`SolverError`.
+    """
+    import highspy
+
+    h = _new_highs(threads)
+    if solver != "choose":
+        h.setOptionValue("solver", solver)
+    lp = highspy.HighsLp()
+    lp.num_col_ = int(cost.size)
+    lp.num_row_ = int(row_lower.size)
+    lp.col_cost_ = np.ascontiguousarray(cost, dtype=float)
+    lp.col_lower_ = np.ascontiguousarray(lower, dtype=float)
+    lp.col_upper_ = np.ascontiguousarray(upper, dtype=float)
+    lp.row_lower_ = np.ascontiguousarray(row_lower, dtype=float)
+    lp.row_upper_ = np.ascontiguousarray(row_upper, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = lp.num_col_
+    lp.a_matrix_.num_row_ = lp.num_row_
+    lp.a_matrix_.start_ = np.ascontiguousarray(starts, dtype=np.int32)
+    lp.a_matrix_.index_ = np.ascontiguousarray(index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.ascontiguousarray(value, dtype=float)
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the LP model (passModel failed)")
+    run_status = h.run()
+    if run_status == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS run failed (model status {h.modelStatusToString(h.getModelStatus())})")
+    status = h.modelStatusToString(h.getModelStatus())
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value, dtype=float)
+    duals = np.asarray(sol.row_dual, dtype=float)
+    obj = float(h.getInfo().objective_function_value)
+    return status, x, duals, obj, (h if keep else None)
+
+
+def build_block_lp(cost: np.ndarray, weights_rows: np.ndarray, weights_cols: np.ndarray, weights: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise arrays of the PMO restricted to ``m`` records (local indices) and ``K`` outputs.
+
+    Variables ``z[i, k]`` at column ``i*K + k``. Rows: for each pair ``e`` and output ``k``,
+    ``z[r_e, k] - w_e z[c_e, k] <= 0`` (row ``e*K + k``), then ``m`` unit-measure rows.
+
+    Returns ``(cost, lower, upper, row_lower, row_upper, starts, index, value)``.
+    """
+    m, K = cost.shape
+    E = weights_rows.size
+    k = np.arange(K)
+    # mDP rows: two nonzeros each
+    a = (weights_rows[:, None] * K + k[None, :]).ravel()
+    b = (weights_cols[:, None] * K + k[None, :]).ravel()
+    idx_mdp = np.column_stack([a, b]).ravel()
+    val_mdp = np.column_stack([np.ones(E * K), -np.repeat(weights, K)]).ravel()
+    idx_unit = np.arange(m * K)
+    val_unit = np.ones(m * K)
+    starts = np.concatenate([np.arange(0, 2 * E * K, 2), 2 * E * K + np.arange(0, m * K + 1, K)])
+    index = np.concatenate([idx_mdp, idx_unit])
+    value = np.concatenate([val_mdp, val_unit])
+    row_lower = np.concatenate([np.full(E * K, -np.inf), np.ones(m)])
+    row_upper = np.concatenate([np.zeros(E * K), np.ones(m)])
+    return (cost.ravel().astype(float), np.zeros(m * K), np.ones(m * K), row_lower, row_upper, starts, index, value)
+
+
+# ----------------------------------------------------------------------------------------
+# Exact repair and verification
+
+
+def _upward_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np.ndarray, max_passes: int = 200) -> int:
+    """In place: ``Z[j] = max(Z[j], Z[i] * inv_w)`` over pairs ``(i, j)`` until stable; returns passes."""
+    if rows.size == 0:
+        return 0
+    order = np.argsort(cols, kind="stable")
+    r, c, iw = rows[order], cols[order], inv_w[order]
+    targets, first = np.unique(c, return_index=True)
+    for passes in range(1, max_passes + 1):
+        cand = Z[r] * iw[:, None]
+        best = np.maximum.reduceat(cand, first, axis=0)
+        cur = Z[targets]
+        if not np.any(best > cur):
+            return passes
+        Z[targets] = np.maximum(cur, best)
+    raise SolverError(f"mechanism repair did not converge in {max_passes} passes")
+
+
+def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, dict[str, float]]:
+    """Make a solver's approximate PMO solution exactly feasible (see module docstring).
+
+    Returns the repaired ``(n, K)`` matrix and figures on how much was changed
+    (``max_abs_change``, ``mix_lambda``, ``closure_passes``).
+    """
+    Z0 = np.asarray(Z, dtype=float)
+    n, K = Z0.shape
+    X = np.clip(Z0, 0.0, None)
+    rows, cols = problem.graph.rows, problem.graph.cols
+    d = np.asarray(problem.dataset.distance)[rows, cols]
+    inv_w = np.exp(-problem.eps * d)
+    passes = 0
+    for _round in range(8):
+        passes += _upward_closure(X, rows, cols, inv_w)
+        s = X.sum(axis=1)
+        if np.any(s <= 0):
+            i = int(np.argmin(s))
+            raise SolverError(f"solver returned an all-zero row for record {i}; cannot repair")
+        X /= s[:, None]
+        if np.max(np.abs(s - 1.0)) <= 1e-15:
+            break
+    lam = 0.0
+    if rows.size:
+        w = np.exp(problem.eps * d)
+        chunk = max(1, (32 * 1024 * 1024) // (8 * K))
+        for start in range(0, rows.size, chunk):
+            sl = slice(start, start + chunk)
+            a = X[rows[sl]] - w[sl, None] * X[cols[sl]]
+            slack = ((w[sl] - 1.0) / K)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(a > 1e-13 * X[rows[sl]], a / (a + slack), 0.0)
+            lam = max(lam, float(need.max()))
+    if lam > 0:
+        lam = min(1.0, 2.0 * lam + 1e-15)
+        X = (1.0 - lam) * X + lam / K
+        X /= X.sum(axis=1)[:, None]
+    return X, {"max_abs_change": float(np.max(np.abs(X - Z0))), "mix_lambda": lam, "closure_passes": float(passes)}
+
+
+def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = False) -> tuple[np.ndarray, VerificationReport, dict[str, float]]:
+    """Repair then verify; a failed verification raises :class:`VerificationError`."""
+    X, info = repair_mechanism(Z, problem)
+    report = verify_mechanism(X, problem.dataset.distance, problem.eps, eta=problem.eta, exact=exact)
+    return X, report, info
+
+
+def solve_direct(problem: PMOProblem, *, threads: int = 1, exact_check: bool = False, solver: str = "choose") -> MechanismResult:
+    """Solve the whole PMO with HiGHS (``direct``); returns a verified mechanism.
+
+    The lower bound is HiGHS's optimal objective; the upper bound and the objective are the
+    loss of the repaired, verified mechanism.
+    """
+    t0 = time.perf_counter()
+    n, K = problem.n, problem.K
+    rows, cols = problem.lp_edges
+    w = np.exp(problem.eps * np.asarray(problem.dataset.distance)[rows, cols])
+    arrays = build_block_lp(problem.cost, rows, cols, w)
+    logger.info("direct PMO: %d records x %d outputs, %d rows", n, K, arrays[3].size)
+    status, x, _, obj, _ = highs_solve_lp(*arrays, solver=solver, threads=threads)
+    if status != "Optimal":
+        raise SolverError(f"HiGHS did not solve the PMO LP to optimality (model status: {status})")
+    Z = x.reshape(n, K)
+    X, report, info = finalize_mechanism(Z, problem, exact=exact_check)
+    upper = problem.objective_of(X)
+    lower = min(obj, upper)
+    gap = (upper - lower) / max(abs(upper), 1e-300)
+    elapsed = time.perf_counter() - t0
+    return MechanismResult(
+        method="direct", status="optimal", mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
+        rel_gap=gap, iterations=1, time_s=elapsed, verification=report,
+        history=(IterationRecord(1, lower, upper, elapsed),),
+        details={"lp_rows": int(arrays[3].size), "lp_cols": int(n * K), "solver_objective": obj, **info},
+    )
