@@ -80,11 +80,14 @@ class LocalParties:
     startup_timeout : seconds every party gets to print ``LISTENING``.
     idle_timeout : each party's ``--idle-timeout``.
     grace_s : seconds between SIGTERM and SIGKILL on exit.
+    blas_threads : BLAS/OpenMP threads per party process; None: cores // parties (at least
+        1), so parties masking at the same time do not oversubscribe the cores. Variables
+        already set in the environment win.
     """
 
     def __init__(self, blocks: Sequence[ColumnBlock], workdir: Path, *, insecure: bool = False,
                  seed: str | None = None, startup_timeout: float = 30.0, idle_timeout: float = 600.0,
-                 grace_s: float = 5.0) -> None:
+                 grace_s: float = 5.0, blas_threads: int | None = None) -> None:
         self.blocks = list(blocks)
         self.ids = validate_party_ids([b.party_id for b in self.blocks])
         self.workdir = Path(workdir)
@@ -93,6 +96,7 @@ class LocalParties:
         self.startup_timeout = startup_timeout
         self.idle_timeout = idle_timeout
         self.grace_s = grace_s
+        self.blas_threads = blas_threads or max(1, (os.cpu_count() or 1) // max(1, len(self.blocks)))
         self.certs_dir = self.workdir / "certs"
         self.endpoints: dict[str, str] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -118,6 +122,8 @@ class LocalParties:
         env = dict(os.environ)
         env[PARENT_PID_ENV] = str(os.getpid())
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.setdefault(var, str(self.blas_threads))
         for block in self.blocks:
             pid = block.party_id
             data = self.workdir / f"{pid}.npz"
@@ -185,14 +191,28 @@ class LocalParties:
         """Process id of each party."""
         return {pid: proc.pid for pid, proc in self._procs.items()}
 
-    def links(self, deadline_s: float = 120.0) -> list["object"]:
-        """One ``GrpcPartyLink`` per party (mTLS unless insecure); closed on exit."""
+    def links(self, deadline_s: float = 120.0, *, wait_ready: bool = True,
+              ready_timeout: float | None = None) -> list["object"]:
+        """One ``GrpcPartyLink`` per party (mTLS unless insecure); closed on exit.
+
+        With ``wait_ready`` (default), each link first checks the party's health service,
+        which also sets up its TLS connection -- as ``securelp coordinator --wait`` does --
+        so a session's timings do not include connection set-up. ``ready_timeout``
+        defaults to ``startup_timeout``.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
         from coordinator.grpc_link import ChannelTls, GrpcPartyLink
 
         tls = None if self.insecure else ChannelTls.from_dir(self.certs_dir)
         made = [GrpcPartyLink(pid, self.endpoints[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s)
                 for pid in self.ids]
         self._links.extend(made)
+        if wait_ready:
+            with ThreadPoolExecutor(max_workers=min(16, len(made))) as pool:
+                timeout = self.startup_timeout if ready_timeout is None else ready_timeout
+                for fut in [pool.submit(link.wait_ready, timeout) for link in made]:
+                    fut.result()
         return list(made)
 
     def kill(self, party_id: str, sig: int = signal.SIGKILL) -> None:

@@ -149,7 +149,7 @@ def test_hung_party_hits_the_deadline(tmp_path):
         cluster.kill("frozen", signal.SIGSTOP)
         start = time.monotonic()
         with pytest.raises(TransportError, match=r"party frozen at 127\.0\.0\.1:\d+ did not answer hello within 2 s"):
-            run_secure_lp(public, cluster.links(deadline_s=2), SessionConfig(deadline_s=2))
+            run_secure_lp(public, cluster.links(deadline_s=2, wait_ready=False), SessionConfig(deadline_s=2))
         assert time.monotonic() - start < 2 + 8  # the deadline plus the best-effort close of the others
     # a stopped process ignores SIGTERM: the launcher had to SIGKILL it
 
@@ -159,8 +159,12 @@ def test_unreachable_party(tmp_path):
     public, blocks = blocks_of(lp, [4, 5], ["here", "gone"])
     with LocalParties(blocks, tmp_path) as cluster:
         cluster.kill("gone")
+        start = time.monotonic()
+        with pytest.raises(TransportError, match=r"party gone at 127\.0\.0\.1:\d+ was not ready within 2 s"):
+            cluster.links(ready_timeout=2)
+        assert time.monotonic() - start < 8
         with pytest.raises(TransportError, match=r"party gone at 127\.0\.0\.1:\d+ is unreachable"):
-            run_secure_lp(public, cluster.links(deadline_s=10), SessionConfig())
+            run_secure_lp(public, cluster.links(deadline_s=10, wait_ready=False), SessionConfig())
 
 
 def test_certificates_from_another_ca_are_refused(tmp_path):
@@ -288,15 +292,15 @@ def test_ctrl_c_during_demo_leaves_no_party(tmp_path):
             demo.wait()
 
 
-def test_split_certs_party_coordinator_commands_end_to_end(tmp_path):
-    mps = shared_path("netlib", "afiro.mps")
-    central = HighsBackend().solve(read_mps(mps))
+def _cli_session(tmp_path, mps, ids=("a1", "a2", "a3")):
+    """split + certs + one `securelp party` process per id + `securelp coordinator`, all via the CLI."""
     run = lambda *a: subprocess.run(PY + list(a), capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
-    assert run("split", str(mps), "--parties", "3", "--ids", "a1,a2,a3", "--out", "blocks").returncode == 0
-    assert run("certs", "--out", "certs", "--parties", "a1,a2,a3").returncode == 0
+    res = run("split", str(mps), "--parties", str(len(ids)), "--ids", ",".join(ids), "--out", "blocks")
+    assert res.returncode == 0, res.stderr
+    assert run("certs", "--out", "certs", "--parties", ",".join(ids)).returncode == 0
     parties = {}
     try:
-        for pid in ("a1", "a2", "a3"):
+        for pid in ids:
             parties[pid] = subprocess.Popen(
                 PY + ["party", "--listen", "127.0.0.1:0", "--data", f"blocks/{pid}.npz", "--id", pid,
                       "--certs", "certs", "--idle-timeout", "60"],
@@ -304,18 +308,38 @@ def test_split_certs_party_coordinator_commands_end_to_end(tmp_path):
         addrs = {pid: p.stdout.readline().split()[1] for pid, p in parties.items()}
         res = run("coordinator", "--public", "blocks/public.npz", *[f"--party={k}={v}" for k, v in addrs.items()],
                   "--certs", "certs", "--json", "r.json")
-        assert res.returncode == 0, res.stderr
-        report = json.loads((tmp_path / "r.json").read_text())
-        assert report["transport"] == "grpc" and report["status"] == "optimal"
-        assert abs(report["objective"] - central.objective) <= 1e-8 * max(1.0, abs(central.objective))
-        assert [p["id"] for p in report["parties"]] == ["a1", "a2", "a3"]
-        assert all(p["bytes_sent"] > 0 for p in report["parties"])
-        assert all(p.wait(timeout=15) == 0 for p in parties.values())
+        codes = {pid: p.wait(timeout=15) for pid, p in parties.items()}
+        finals = {pid: p.stdout.read() for pid, p in parties.items()}
     finally:
         for p in parties.values():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+    return res, codes, finals
+
+
+def test_split_certs_party_coordinator_commands_end_to_end(tmp_path):
+    mps = shared_path("netlib", "afiro.mps")
+    central = HighsBackend().solve(read_mps(mps))
+    res, codes, finals = _cli_session(tmp_path, mps)
+    assert res.returncode == 0, res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["transport"] == "grpc" and report["status"] == "optimal"
+    assert abs(report["objective"] - central.objective) <= 1e-8 * max(1.0, abs(central.objective))
+    assert [p["id"] for p in report["parties"]] == ["a1", "a2", "a3"]
+    assert all(p["bytes_sent"] > 0 for p in report["parties"])
+    assert codes == {"a1": 0, "a2": 0, "a3": 0}
+    assert all("status optimal" in text for text in finals.values())
+
+
+def test_cli_infeasible_exit_code_for_coordinator_and_parties(tmp_path):
+    mps = tmp_path / "infeasible.mps"
+    mps.write_text(INFEASIBLE_MPS)
+    res, codes, finals = _cli_session(tmp_path, mps, ids=("l", "r"))
+    assert res.returncode == ExitCode.INFEASIBLE, res.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "infeasible"
+    assert codes == {"l": int(ExitCode.INFEASIBLE), "r": int(ExitCode.INFEASIBLE)}
+    assert all("status infeasible" in text for text in finals.values())
 
 
 @pytest.mark.slow
