@@ -97,7 +97,14 @@ class MasterSpec:
 
 @dataclass(frozen=True)
 class SubproblemSpec:
-    """One block ``m``: ``min c' y`` s.t. rows (some linked to ``x``), ``0 <= y <= upper``."""
+    """One block ``m``: ``min c' y`` s.t. rows (some linked to ``x``), ``0 <= y <= upper``.
+
+    ``unit_rows`` optionally lists equality rows ``sum_{j in S_r} y_j = b_r`` (coefficients 1,
+    disjoint ``S_r``). Their free duals are shifted down by ``max_j (-reduced_j)^+`` before a
+    cut is formed, which makes every reduced cost in ``S_r`` non-negative at a cost of one
+    ``delta_r b_r`` instead of ``sum_j min(0, reduced_j) u_j``: a much tighter valid cut when
+    the solver's duals are slightly infeasible.
+    """
 
     name: str
     cost: np.ndarray
@@ -105,6 +112,7 @@ class SubproblemSpec:
     rows: RowBlock
     linked: LinkedRows
     theta_lower: float = 0.0
+    unit_rows: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -169,11 +177,27 @@ def _pass_model(h: Any, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, 
 
 
 def _run(h: Any, what: str) -> str:
+    """Run HiGHS; on a numerically inconclusive end, retry cold, then with the interior-point solver."""
     import highspy
 
-    if h.run() == highspy.HighsStatus.kError:
-        raise SolverError(f"HiGHS failed on {what} (model status {h.modelStatusToString(h.getModelStatus())})")
-    return h.modelStatusToString(h.getModelStatus())
+    status = ""
+    for attempt in range(3):
+        if attempt == 0 and h.getOptionValue("solver")[1] != "choose":
+            h.setOptionValue("solver", "choose")  # undo a previous fallback before the warm run
+        if attempt == 1:
+            h.clearSolver()
+        elif attempt == 2:
+            h.clearSolver()
+            h.setOptionValue("solver", "ipm")
+        if h.run() == highspy.HighsStatus.kError and attempt == 2:
+            raise SolverError(f"HiGHS failed on {what} (model status {h.modelStatusToString(h.getModelStatus())})")
+        status = h.modelStatusToString(h.getModelStatus())
+        if status in ("Optimal", "Infeasible"):
+            break
+        logger.debug("HiGHS ended %s with %s (attempt %d); retrying", what, status, attempt + 1)
+    if status == "Optimal" and not h.getSolution().dual_valid:
+        raise SolverError(f"HiGHS reported {what} optimal without a valid dual solution")
+    return status
 
 
 def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr_matrix, cost: np.ndarray,
@@ -189,8 +213,10 @@ def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr
 class _Block:
     """A block's HiGHS models (optimality and, lazily, phase-1) and cut generation."""
 
-    def __init__(self, spec: SubproblemSpec):
+    def __init__(self, spec: SubproblemSpec, x_upper: np.ndarray, clean_rel: float = 1e-7):
         self.spec = spec
+        self.x_upper = x_upper
+        self.clean_rel = clean_rel
         n_y = spec.cost.size
         self.n_y = n_y
         self.A = spec.rows.matrix(n_y)
@@ -205,6 +231,14 @@ class _Block:
         self.nonlinked = np.ones(spec.rows.n_rows, dtype=bool)
         self.nonlinked[spec.linked.rows] = False
         self.solve_seconds = 0.0
+        if spec.unit_rows is not None and spec.unit_rows.size:
+            # column -> position of its unit row (-1 if none)
+            pos = np.full(n_y, -1, dtype=np.int64)
+            U = self.A[spec.unit_rows]
+            for t in range(U.shape[0]):
+                pos[U.indices[U.indptr[t] : U.indptr[t + 1]]] = t
+            self.unit_col_mask = pos >= 0
+            self.unit_row_pos = pos
 
     def _linked_upper(self, x: np.ndarray) -> np.ndarray:
         L = self.spec.linked
@@ -218,6 +252,17 @@ class _Block:
             lr = self.spec.linked.rows
             pi = pi.copy()
             pi[lr] = np.clip(pi[lr], pi_floor, 0.0)
+        if self.spec.unit_rows is not None and self.spec.unit_rows.size:
+            pi = pi.copy()
+            pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
+            pi[(pi < 0) & ~np.isfinite(upper_now)] = 0.0
+            reduced = cost - AT @ pi
+            ur = self.spec.unit_rows
+            neg = np.maximum(-reduced, 0.0)
+            # per unit row: the largest negative reduced cost among its columns
+            shift = np.zeros(ur.size)
+            np.maximum.at(shift, self.unit_row_pos[self.unit_col_mask], neg[self.unit_col_mask])
+            pi[ur] -= shift
         pi, bound_term = _dual_bound(pi, lower, upper_now, AT, cost, col_upper)
         alpha = bound_term
         pos = pi > 0
@@ -231,6 +276,13 @@ class _Block:
         nz = coef != 0
         vars_, inv = np.unique(L.var[nz], return_inverse=True)
         beta = np.bincount(inv, weights=coef[nz], minlength=vars_.size) if vars_.size else np.zeros(0)
+        if beta.size:
+            # safe cleaning: drop coefficients below 1e-7 of the largest, replacing beta_v x_v by
+            # its minimum over the variable's box [lx, ux] (here lx = 0), so the cut stays valid
+            small = np.abs(beta) < self.clean_rel * np.abs(beta).max()
+            if np.any(small):
+                alpha += float(np.sum(np.minimum(beta[small], 0.0) * self.x_upper[vars_[small]]))
+                vars_, beta = vars_[~small], beta[~small]
         return alpha, vars_.astype(np.int64), beta
 
     def solve(self, x: np.ndarray) -> dict[str, Any]:
@@ -265,10 +317,32 @@ class _Block:
             cost1 = np.zeros(self.n_y)
             alpha, vars_, beta = self._cut(pi, upper_now, cost1, self.spec.upper, self.AT, pi_floor=-1.0)
             violation = alpha + float(beta @ x[vars_]) if vars_.size else alpha
-        if violation > 1e-9:
+            scale = abs(alpha) + (float(np.abs(beta) @ np.abs(x[vars_])) if vars_.size else 0.0)
+        else:
+            scale = 0.0
+        # the Farkas value is relative to the size of its terms (x^ may live at 1e-9 scales)
+        if violation > 1e-9 * scale and violation > 0:
             self.solve_seconds += time.perf_counter() - t0
             return {"feasible": False, "alpha": alpha, "vars": vars_, "beta": beta, "violation": violation}
         # Infeasible only within the solvers' tolerances (x^ sits on the feasibility boundary):
+        # first re-solve with the linked bounds relaxed by a hair (the cut below still uses the
+        # exact bounds, so it stays valid; the caller repairs the solution exactly).
+        for relax in (0.0, 1e-10, 1e-8):
+            self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub + relax * np.maximum(np.abs(ub), 1e-3))
+            if relax == 0.0:  # HiGHS's "infeasible" may be a presolve artefact: cold, without presolve
+                self.h.clearSolver()
+                self.h.setOptionValue("presolve", "off")
+            st = _run(self.h, f"relaxed Benders block {self.spec.name}")
+            self.h.setOptionValue("presolve", "choose")
+            if st == "Optimal":
+                sol = self.h.getSolution()
+                y = np.asarray(sol.col_value, dtype=float)
+                pi = np.asarray(sol.row_dual, dtype=float)
+                alpha, vars_, beta = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
+                self.solve_seconds += time.perf_counter() - t0
+                return {"feasible": True, "y": y, "value": float(self.spec.cost @ y), "alpha": alpha, "vars": vars_,
+                        "beta": beta}
+        # then the elastic block
         # solve the elastic block (slack on the linked rows at a large price) instead; its
         # solution is feasible up to tolerance (the caller repairs exactly) and its duals give
         # a valid optimality cut.
@@ -414,7 +488,9 @@ class BendersEngine:
             progress: Callable[[BendersIteration], None] | None = None) -> BendersResult:
         """Iterate until ``(UB - LB) / |UB| <= gap``, the iteration cap, the time limit, or no new cut."""
         t0 = time.perf_counter()
-        blocks = [_Block(s) for s in self.specs]
+        if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
+            raise SolverError("the Benders engine needs master variables in [0, finite upper]")
+        blocks = [_Block(s, self.master.upper) for s in self.specs]
         x_all = np.zeros(self.master.n)
         # blocks with no link to the master are solved once
         const = 0.0

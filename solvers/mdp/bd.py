@@ -15,8 +15,8 @@ and internal records ``I_m``:
 * Property 3.2 (initial cuts): for boundary records ``b, b'`` of the same subset joined by a
   path through that subset, ``z_bk <= exp(eps delta_m(b, b')) z_b'k`` holds for every
   feasible mechanism (chain the mDP rows along the shortest path, length ``delta_m``); these
-  rows are added to the master up front (when not implied by master rows alone and
-  ``delta_m <= 2 eta``), removing most feasibility cuts;
+  rows are added to the master up front (when not implied by master rows alone,
+  ``delta_m <= 2 eta`` and ``exp(eps delta_m) <= 1e8``), removing most feasibility cuts;
 * ``theta_m`` starts at the trivial bound ``sum_{i in I_m} p_i min_k c_ik``;
 * feasibility cuts come from normalised Farkas rays (phase-1 duals), optimality cuts from
   the blocks' duals, both with the weak-duality bound term (valid for any duals).
@@ -90,7 +90,9 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
         Bgraph = sp.csr_matrix((full_w[bmask[problem.graph.rows] & bmask[problem.graph.cols]],
                                 (problem.graph.rows[bmask[problem.graph.rows] & bmask[problem.graph.cols]],
                                  problem.graph.cols[bmask[problem.graph.rows] & bmask[problem.graph.cols]])), shape=(n, n))
-        limit = 2.0 * problem.eta
+        # rows with exp(eps delta) above 1e8 are left out: HiGHS refuses matrix values >= 1e15
+        # and such weak rows only hurt the master's conditioning
+        limit = min(2.0 * problem.eta, np.log(1e8) / eps)
         pr, pc, pd = [], [], []
         for m in range(partition.n_subsets):
             members = np.flatnonzero(labels == m)
@@ -174,15 +176,16 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
             lo.append(np.full(Eb * K, -np.inf)); up.append(np.zeros(Eb * K))
             link_rows.append(rid); link_var.append((bb_[:, None] * K + kk).ravel()); link_gamma.append(np.repeat(ww, K))
             nr += Eb * K
-        # boundary -> internal: x_bk - w z_ik <= 0  =>  -w z_ik <= -x_bk
+        # boundary -> internal: x_bk - w z_ik <= 0
         sel = bmask[er] & inI_c
         bb_, a, ww = posB[er[sel]], posI[ec[sel]], w[sel]
         Eb2 = a.size
         if Eb2:
             rid = nr + (np.arange(Eb2)[:, None] * K + kk).ravel()
-            rr.append(rid); cc.append((a[:, None] * K + kk).ravel()); vv.append(-np.repeat(ww, K))
+            # scaled by 1/w: -z_ik <= -x_bk / w (unit coefficient on the block variable)
+            rr.append(rid); cc.append((a[:, None] * K + kk).ravel()); vv.append(-np.ones(Eb2 * K))
             lo.append(np.full(Eb2 * K, -np.inf)); up.append(np.zeros(Eb2 * K))
-            link_rows.append(rid); link_var.append((bb_[:, None] * K + kk).ravel()); link_gamma.append(-np.ones(Eb2 * K))
+            link_rows.append(rid); link_var.append((bb_[:, None] * K + kk).ravel()); link_gamma.append(-np.repeat(1.0 / ww, K))
             nr += Eb2 * K
         # unit rows
         rid = nr + np.repeat(np.arange(Im.size), K)
@@ -197,7 +200,8 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
             linked = LinkedRows(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
         c_m = cost[Im]
         blocks.append(SubproblemSpec(f"subset{m}", c_m.ravel(), np.ones(Im.size * K), rows, linked,
-                                     theta_lower=float(c_m.min(axis=1).sum())))
+                                     theta_lower=float(c_m.min(axis=1).sum()),
+                                     unit_rows=np.arange(nr - Im.size, nr)))
         internal_ids.append(Im)
     return master, blocks, B, internal_ids, n_init
 

@@ -218,7 +218,7 @@ def _new_highs(threads: int = 1, tight: bool = True) -> Any:
 
 def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_lower: np.ndarray,
                    row_upper: np.ndarray, starts: np.ndarray, index: np.ndarray, value: np.ndarray, *,
-                   solver: str = "choose", threads: int = 1, keep: bool = False) -> tuple[str, np.ndarray, np.ndarray, float, Any]:
+                   solver: str = "choose", threads: int = 1, keep: bool = False, time_limit: float | None = None) -> tuple[str, np.ndarray, np.ndarray, float, Any]:
     """Solve a row-wise LP with HiGHS; returns ``(status, x, row_duals, objective, highs_or_None)``.
 
     ``status`` is HiGHS's model-status text (``Optimal``, ``Infeasible``, ...). A failure of
@@ -229,6 +229,8 @@ def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_l
     h = _new_highs(threads)
     if solver != "choose":
         h.setOptionValue("solver", solver)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
     lp = highspy.HighsLp()
     lp.num_col_ = int(cost.size)
     lp.num_row_ = int(row_lower.size)
@@ -351,7 +353,8 @@ def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = Fals
     return X, report, info
 
 
-def solve_direct(problem: PMOProblem, *, threads: int = 1, exact_check: bool = False, solver: str = "choose") -> MechanismResult:
+def solve_direct(problem: PMOProblem, *, threads: int = 1, exact_check: bool = False, solver: str = "choose",
+                 time_limit: float | None = None) -> MechanismResult:
     """Solve the whole PMO with HiGHS (``direct``); returns a verified mechanism.
 
     The lower bound is HiGHS's optimal objective; the upper bound and the objective are the
@@ -363,7 +366,7 @@ def solve_direct(problem: PMOProblem, *, threads: int = 1, exact_check: bool = F
     w = np.exp(problem.eps * np.asarray(problem.dataset.distance)[rows, cols])
     arrays = build_block_lp(problem.cost, rows, cols, w)
     logger.info("direct PMO: %d records x %d outputs, %d rows", n, K, arrays[3].size)
-    status, x, _, obj, _ = highs_solve_lp(*arrays, solver=solver, threads=threads)
+    status, x, _, obj, _ = highs_solve_lp(*arrays, solver=solver, threads=threads, time_limit=time_limit)
     if status != "Optimal":
         raise SolverError(f"HiGHS did not solve the PMO LP to optimality (model status: {status})")
     Z = x.reshape(n, K)

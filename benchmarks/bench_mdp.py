@@ -1,0 +1,99 @@
+"""Benchmark: direct (HiGHS on the whole PMO) vs Qiu's BD, and partition statistics.
+
+Usage:
+    python benchmarks/bench_mdp.py partitions            # Tables 1-2 style statistics (M = 25)
+    python benchmarks/bench_mdp.py solve NAME [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
+                                                         # gaussian1000, gaussian2000, grid10x10_eps1
+Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solvers.errors import SecureLPError  # noqa: E402
+from solvers.mdp.datasets import load_dataset  # noqa: E402
+from solvers.mdp.graph import build_graph  # noqa: E402
+from solvers.mdp.partition import PARTITIONERS, partition_records  # noqa: E402
+from solvers.mdp.pmo import build_pmo, solve_direct  # noqa: E402
+
+INSTANCES = {
+    "grid10x10_eps1": ("grid", dict(rows=10, cols=10), 1.0, 2.0),
+    "grid20x25_eps1": ("grid", dict(rows=20, cols=25), 1.0, 2.0),
+    "grid20x25_eps10": ("grid", dict(rows=20, cols=25), 10.0, 2.0),
+    "rome": ("rome", {}, 10.0, 2.0),
+    "gaussian1000": ("gaussian", dict(n_records=1000, seed=0), 1.0, 0.5),
+    "gaussian2000": ("gaussian", dict(n_records=2000, seed=0), 1.0, 0.5),
+}
+
+
+def partitions() -> None:
+    sets = [("rome", {}), ("grid", dict(rows=20, cols=25)), ("gaussian", dict(n_records=500, seed=0)),
+            ("text", dict(n_records=500))]
+    for name, kw in sets:
+        try:
+            ds = load_dataset(name, **kw)
+        except SecureLPError as exc:
+            print(json.dumps({"dataset": name, "error": str(exc)}), flush=True)
+            continue
+        g = build_graph(ds.distance, ds.default_eta)
+        for method in PARTITIONERS:
+            t = time.perf_counter()
+            part = partition_records(method, ds.distance, g.rows, g.cols, 25, coords=ds.coords, eps=ds.default_eps)
+            sizes = part.sizes
+            print(json.dumps({"dataset": name, "n": ds.n, "eta": ds.default_eta, "edges": g.n_edges,
+                              "components": g.n_components, "partitioner": method, "M": part.n_subsets,
+                              "min_size": min(sizes), "max_size": max(sizes), "n_boundary": part.n_boundary,
+                              "n_internal": ds.n - part.n_boundary, "seconds": round(time.perf_counter() - t, 3)}),
+                  flush=True)
+
+
+def solve(name: str, method: str, cap: float, partitioner: str, subsets: int) -> None:
+    ds_name, kw, eps, eta = INSTANCES[name]
+    ds = load_dataset(ds_name, **kw)
+    p = build_pmo(ds, eps, eta)
+    row = {"instance": name, "method": method, "n": p.n, "K": p.K, "edges": p.graph.n_edges,
+           "lp_rows": int(p.lp_edges[0].size * p.K + p.n), "cap_s": cap}
+    t = time.perf_counter()
+    try:
+        if method == "direct":
+            r = solve_direct(p, time_limit=cap)
+        else:
+            from solvers.mdp.bd import solve_bd
+
+            r = solve_bd(p, partitioner=partitioner, n_subsets=subsets, gap=1e-4, time_limit=cap, max_iterations=100000)
+            row.update(partitioner=partitioner, M=subsets, n_boundary=r.partition["n_boundary"],
+                       mp_components=len(r.partition["mp_component_sizes"]))
+        row.update(status=r.status, objective=r.objective, lower=r.lower_bound, upper=r.upper_bound,
+                   rel_gap=r.rel_gap, iterations=r.iterations, time_s=round(r.time_s, 2),
+                   max_mdp_violation=r.verification.max_mdp_violation)
+    except SecureLPError as exc:
+        row.update(status="error", error=str(exc), time_s=round(time.perf_counter() - t, 2))
+    print(json.dumps(row), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("partitions")
+    s = sub.add_parser("solve")
+    s.add_argument("name", choices=sorted(INSTANCES))
+    s.add_argument("--method", choices=["direct", "bd"], default="bd")
+    s.add_argument("--cap", type=float, default=600.0, help="time cap in seconds")
+    s.add_argument("--partitioner", default="kmdv")
+    s.add_argument("--subsets", type=int, default=25)
+    a = ap.parse_args()
+    if a.cmd == "partitions":
+        partitions()
+    else:
+        solve(a.name, a.method, a.cap, a.partitioner, a.subsets)
+
+
+if __name__ == "__main__":
+    main()

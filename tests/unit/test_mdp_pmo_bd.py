@@ -1,0 +1,156 @@
+"""PMO LP, exact repair, direct vs Qiu's BD (both verified), partitioners, bad inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solvers.errors import InputError
+from solvers.mdp.bd import solve_bd
+from solvers.mdp.datasets import SecretDataset, load_dataset
+from solvers.mdp.expmech import solve_expmech
+from solvers.mdp.graph import build_graph, essential_edges
+from solvers.mdp.partition import PARTITIONERS, partition_records
+from solvers.mdp.pmo import build_pmo, repair_mechanism, solve_direct
+from solvers.mdp.verify import verify_mechanism
+
+
+def _subset(ds: SecretDataset, idx: np.ndarray, name: str) -> SecretDataset:
+    coords = None if ds.coords is None else ds.coords[idx]
+    return SecretDataset(name, tuple(ds.labels[i] for i in idx), ds.distance[np.ix_(idx, idx)], coords,
+                         np.full(idx.size, 1.0 / idx.size), ds.default_eps, ds.default_eta, ds.unit)
+
+
+def _check_equal(problem, partitioner="kmdv", M=3, **kw):
+    direct = solve_direct(problem)
+    bd = solve_bd(problem, partitioner=partitioner, n_subsets=M, gap=1e-9, **kw)
+    for r in (direct, bd):
+        verify_mechanism(r.mechanism, problem.dataset.distance, problem.eps, eta=problem.eta)
+        assert r.mechanism.shape == (problem.n, problem.K)
+        assert r.objective == pytest.approx(problem.objective_of(r.mechanism), rel=1e-12)
+    assert bd.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert bd.lower_bound <= bd.upper_bound and bd.rel_gap <= 1e-6
+    return direct, bd
+
+
+def test_direct_beats_exponential_mechanism_and_is_verified() -> None:
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
+    d = solve_direct(p, exact_check=True)
+    e = solve_expmech(p)
+    assert d.verification.exact and d.verification.max_mdp_violation <= 1e-9
+    assert d.objective < e.objective
+    assert d.lower_bound <= d.objective <= d.lower_bound * (1 + 1e-8)
+
+
+def test_essential_edges_prune_only_implied_constraints() -> None:
+    g = load_dataset("grid", rows=4, cols=4)
+    gr = build_graph(g.distance, 2.0)
+    keep = essential_edges(np.asarray(g.distance), gr.rows, gr.cols)
+    d = g.distance[gr.rows, gr.cols]
+    assert np.all(keep[d < 1.5])  # unit and diagonal steps stay
+    assert not np.any(keep[np.isclose(d, 2.0)])  # straight 2-steps are implied by two 1-steps
+    p_full = build_pmo(g, 1.0, 2.0, prune=False)
+    p_pruned = build_pmo(g, 1.0, 2.0)
+    assert solve_direct(p_full).objective == pytest.approx(solve_direct(p_pruned).objective, rel=1e-9)
+
+
+def test_repair_makes_a_slightly_infeasible_solution_exact() -> None:
+    p = build_pmo(load_dataset("grid", rows=3, cols=3), 2.0, 1.5)
+    Z = solve_direct(p).mechanism.copy()
+    rng = np.random.default_rng(0)
+    Z += rng.uniform(-1e-8, 1e-8, Z.shape)  # what a solver tolerance may leave
+    with pytest.raises(Exception):
+        verify_mechanism(Z, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
+    X, info = repair_mechanism(Z, p)
+    verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
+    assert info["max_abs_change"] < 1e-6
+
+
+@pytest.mark.parametrize("partitioner", PARTITIONERS)
+def test_bd_equals_direct_on_a_grid_for_every_partitioner(partitioner: str) -> None:
+    p = build_pmo(load_dataset("grid", rows=4, cols=5), 1.0, 1.5)
+    _, bd = _check_equal(p, partitioner=partitioner, M=2)
+    part = bd.partition
+    assert sum(part["sizes"]) == 20 and part["n_boundary"] == int(np.sum(part["boundary"]))
+
+
+@pytest.mark.xfail(strict=True, reason="known weakness: at eps*d >= ~10 the Benders blocks' LPs work at 1e-9 "
+                   "value scales where HiGHS's tolerances misjudge feasibility; BD stalls (documented in docs/mdp.md)")
+def test_bd_equals_direct_high_eps_grid() -> None:
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
+    _check_equal(p, partitioner="kmrec", M=2)
+
+
+def test_bd_equals_direct_on_rome_subset_with_components() -> None:
+    rome = load_dataset("rome")
+    p = build_pmo(_subset(rome, np.arange(40), "rome40"), 10.0, 2.0)
+    assert p.graph.n_components > 1  # disconnected mDP graph is not an error
+    _check_equal(p, partitioner="kmdv", M=3)
+
+
+def test_bd_equals_direct_on_gaussian_and_travel_loss() -> None:
+    g = load_dataset("gaussian", n_records=24, seed=3)
+    p = build_pmo(g, 1.0, 0.9, loss="travel", seed=1)
+    assert p.loss_name == "travel" and p.loss.shape == (24, 24)
+    _check_equal(p, partitioner="kmrec", M=3)
+
+
+def test_bd_equals_direct_on_a_fresh_points_file(tmp_path: Path) -> None:
+    # a points file never shipped with the repo, drawn fresh each run
+    pts = np.random.default_rng().uniform(0, 4, size=(18, 2))
+    f = tmp_path / "pts.csv"
+    f.write_text("x,y\n" + "\n".join(f"{float(a)!r},{float(b)!r}" for a, b in pts))
+    ds = load_dataset("points", path=str(f))
+    p = build_pmo(ds, 1.0, 1.5, n_outputs=10, seed=2)
+    assert p.K == 10
+    _check_equal(p, partitioner="bsc", M=2)
+
+
+def test_bd_without_initial_cuts_and_single_subset() -> None:
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
+    _check_equal(p, M=2, initial_cuts=False)
+    _, bd = _check_equal(p, M=1)  # everything internal: one block, empty master
+    assert bd.partition["n_boundary"] == 0
+
+
+def test_bd_history_and_iteration_cap() -> None:
+    p = build_pmo(load_dataset("grid", rows=4, cols=5), 1.0, 1.5)
+    r = solve_bd(p, partitioner="kmdv", n_subsets=2, gap=1e-9)
+    lowers = [h.lower for h in r.history]
+    uppers = [h.upper for h in r.history]
+    assert all(b >= a - 1e-12 for a, b in zip(lowers, lowers[1:]))
+    assert all(b <= a for a, b in zip(uppers, uppers[1:]))
+    assert r.history[-1].upper == pytest.approx(r.upper_bound, rel=1e-12)
+
+
+def test_partition_boundary_definition() -> None:
+    g = load_dataset("grid", rows=2, cols=6)
+    gr = build_graph(g.distance, 1.0)
+    part = partition_records("kmrec", g.distance, gr.rows, gr.cols, 2, coords=g.coords)
+    for i in range(g.n):
+        nb = gr.cols[gr.rows == i]
+        assert part.boundary[i] == bool(np.any(part.labels[nb] != part.labels[i]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [(dict(eps=0.0), "eps"), (dict(eps=-1.0), "eps"), (dict(eta=0.0), "eta"), (dict(n_outputs=0), "K"),
+     (dict(n_outputs=99), "exceeds"), (dict(loss="nope"), "loss")],
+)
+def test_bad_pmo_parameters(kwargs: dict, match: str) -> None:
+    g = load_dataset("grid", rows=3, cols=3)
+    args = {"eps": 1.0, "eta": 1.5, **kwargs}
+    with pytest.raises(InputError, match=match):
+        build_pmo(g, args.pop("eps"), args.pop("eta"), **args)
+
+
+def test_bad_bd_parameters() -> None:
+    p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
+    with pytest.raises(InputError, match="gap"):
+        solve_bd(p, gap=0.0)
+    with pytest.raises(InputError, match="partitioner"):
+        solve_bd(p, partitioner="nope")
+    with pytest.raises(InputError, match="subsets"):
+        solve_bd(p, n_subsets=0)
