@@ -1,0 +1,79 @@
+"""``securelp mdp``: JSON keys, artefacts, and one-line errors with the input exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coordinator.cli import main
+from solvers.errors import ExitCode
+from solvers.mdp.datasets import load_dataset
+from solvers.mdp.verify import verify_mechanism
+
+KEYS = {"status", "method", "objective", "lower_bound", "upper_bound", "rel_gap", "iterations", "time_s",
+        "n_records", "n_outputs", "n_edges", "verification", "partition", "history"}
+
+
+def _run(tmp_path: Path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / "r.json"
+    rc = main(["mdp", *extra, "--json", str(out)])
+    return rc, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def test_bd_report_keys_plot_and_mechanism(tmp_path: Path) -> None:
+    z = tmp_path / "z.npy"
+    png = tmp_path / "p.png"
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "5", "--cell-km", "1", "--eps", "1",
+                   "--eta", "1.5", "--method", "bd", "--partitioner", "kmrec", "--subsets", "2", "--gap", "1e-6",
+                   "--save-mechanism", str(z), "--plot", str(png))
+    assert rc == 0
+    assert KEYS <= set(rep)
+    assert set(rep["verification"]) == {"max_row_sum_error", "min_entry", "max_mdp_violation"}
+    assert set(rep["partition"]) == {"sizes", "n_boundary", "mp_component_sizes"}
+    assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-6 and rep["n_records"] == 20
+    assert all(set(h) == {"lower", "upper", "seconds"} for h in rep["history"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    P = np.load(z)
+    verify_mechanism(P, load_dataset("grid", rows=4, cols=5).distance, 1.0, eta=1.5)
+    rc, direct = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "5", "--eps", "1", "--eta", "1.5",
+                      "--method", "direct")
+    assert rc == 0 and direct["objective"] == pytest.approx(rep["objective"], rel=1e-6)
+
+
+def test_points_file_via_cli(tmp_path: Path) -> None:
+    f = tmp_path / "pts.csv"
+    f.write_text("41.90,12.49\n41.905,12.50\n41.91,12.495\n41.93,12.52\n41.935,12.525\n")
+    rc, rep = _run(tmp_path, "--dataset", "points", "--points", str(f), "--metric", "haversine", "--eps", "2",
+                   "--eta", "2", "--method", "expmech")
+    assert rc == 0 and rep["method"] == "expmech" and rep["n_records"] == 5
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [(["--eps", "0"], "eps"), (["--eta", "-1"], "eta"), (["--method", "bd", "--gap", "0"], "gap"),
+     (["--outputs", "0"], "K")],
+)
+def test_bad_values_are_one_line_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                              needle: str) -> None:
+    rc, _ = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "3", *args)
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT)
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_prior_and_points_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prior = tmp_path / "prior.txt"
+    prior.write_text("0.5 0.5")
+    rc, _ = _run(tmp_path, "--dataset", "grid", "--rows", "2", "--cols", "2", "--prior", str(prior))
+    assert rc == int(ExitCode.INPUT) and "prior.txt" in capsys.readouterr().err
+    pts = tmp_path / "p.csv"
+    pts.write_text("0,0\n1,x\n")
+    rc, _ = _run(tmp_path, "--dataset", "points", "--points", str(pts))
+    assert rc == int(ExitCode.INPUT) and "line 2" in capsys.readouterr().err
+    dup = tmp_path / "d.csv"
+    dup.write_text("0,0\n1,1\n0,0\n")
+    rc, _ = _run(tmp_path, "--dataset", "points", "--points", str(dup))
+    assert rc == int(ExitCode.INPUT) and "duplicate" in capsys.readouterr().err
