@@ -217,11 +217,16 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, margin: 
     y = np.asarray(noisy_cum)
     yf = y.astype(np.float64)
     n_sizes = y.shape[1]
-    # incumbent: M_c^dp (feasible for Model 3)
-    inc_counts = solve_model1(hier, algorithm2(yf), total).x
-    inc_cum = to_cumulative(inc_counts)
-    z = squared_distance(inc_cum, y)
     proj, fp = model3_relaxation(hier, yf, total)
+    # incumbents (feasible for Model 3): the M_c^dp release, and the Model 1 DP applied to the
+    # counts of the projection p; the better one sets the box radius
+    inc_cum, z = None, np.inf
+    for counts_in in (algorithm2(yf), from_cumulative(np.maximum(proj, 0.0))):
+        cand = to_cumulative(solve_model1(hier, counts_in, total).x)
+        val = squared_distance(cand, y)
+        if val < z:
+            inc_cum, z = cand, val
+    assert inc_cum is not None
     radius = math.sqrt(max(0.0, z - fp) + 1e-6 * max(1.0, abs(z))) + margin
     lo = np.clip(np.ceil(proj - radius), 0, total).astype(np.int64)
     hi = np.clip(np.floor(proj + radius), 0, total).astype(np.int64)
