@@ -8,7 +8,8 @@
 Usage::
 
     python benchmarks/bench_census.py [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
-        [--skip-taxi] [--skip-census] [--json out.json]
+        [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
+        [--json out.json]
 
 Mechanisms that refuse an instance (ResourceError: e.g. cqp/chain beyond the HiGHS QP size)
 are reported as such, never as numbers.
@@ -26,7 +27,7 @@ import numpy as np
 
 from solvers.errors import SecureLPError
 from solvers.hierarchy import mechanisms as mech
-from solvers.hierarchy.model import read_counts_csv
+from solvers.hierarchy.model import GroupSizeData, read_counts_csv
 from solvers.hierarchy.synthetic import census_synthetic
 from solvers.randomness import SecureRandom
 
@@ -42,10 +43,18 @@ def run_once(name: str, data, eps: Fraction, rng: SecureRandom) -> dict:
     return {"noise_s": t1 - t0, "post_s": pp.time_s, "objective": pp.objective, **m, "details": pp.details}
 
 
-def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str]) -> list[dict]:
+def taxi_lumped(k: int) -> GroupSizeData:
+    """The taxi hierarchy with sizes >= k lumped into one size class k ("k+")."""
     data = read_counts_csv(TAXI)
+    c = data.counts[:, :k].copy()
+    c[:, k - 1] += data.counts[:, k:].sum(axis=1)
+    return GroupSizeData(data.hierarchy, c)
+
+
+def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str], data=None, title: str = "Kuo taxi hierarchy") -> list[dict]:
+    data = read_counts_csv(TAXI) if data is None else data
     levels = sorted(data.hierarchy.levels())
-    print(f"\n### Kuo taxi hierarchy: {data.hierarchy.size} regions, L = {data.hierarchy.depth}, "
+    print(f"\n### {title}: {data.hierarchy.size} regions, L = {data.hierarchy.depth}, "
           f"N = {data.max_size}, G = {data.total}; {reps} repetitions per cell\n")
     print("| eps | mechanism | L1 level 1 | L1 level 2 | L1 level 3 | violations | negative | non-integer | total = G | post-process s (mean) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -115,6 +124,9 @@ def main() -> None:
     ap.add_argument("--seed", default="bench-census")
     ap.add_argument("--skip-taxi", action="store_true")
     ap.add_argument("--skip-census", action="store_true")
+    ap.add_argument("--lumped", type=int, default=0, metavar="K",
+                    help="also run the table on the taxi hierarchy with sizes >= K lumped (small enough for chain)")
+    ap.add_argument("--lumped-reps", type=int, default=10)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     out: dict = {}
@@ -123,6 +135,9 @@ def main() -> None:
             print(f"taxi data not found at {TAXI}; skipping table 7")
         else:
             out["table7"] = table7(args.reps, args.eps, args.seed, args.taxi_mechanisms)
+    if args.lumped and TAXI.is_file():
+        out["lumped"] = table7(args.lumped_reps, args.eps, args.seed, list(mech.MECHANISMS), taxi_lumped(args.lumped),
+                               title=f"Kuo taxi hierarchy, sizes >= {args.lumped} lumped into one class")
     if not args.skip_census:
         out["census"] = census_scaling(args.sizes, args.census_eps, args.seed, args.census_mechanisms)
     if args.json:
