@@ -119,3 +119,35 @@ def test_party_error_class_crosses_the_wire():
     finally:
         link.shutdown()
         server.stop(0)
+
+
+def test_a_client_certificate_of_the_session_ca_that_is_not_the_coordinator_is_refused(tmp_path):
+    # mint, with the session CA, a client certificate for "mallory": TLS accepts it (right CA,
+    # clientAuth), so only the party's identity check stands between mallory and the data.
+    from coordinator.certs import _certificate, _new_key, _pem_cert, _pem_key
+    from coordinator.grpc_link import ChannelTls
+    from party.server import ServerTls
+    from solvers.errors import AuthenticationError
+
+    ca_key = _new_key()
+    ca = _certificate("test CA", ca_key, "test CA", ca_key, ca=True, days=1, server=False, client=False)
+    keys = {name: _new_key() for name in ("solo", "coordinator", "mallory")}
+    certs = {name: _certificate(name, key, "test CA", ca_key, ca=False, days=1, server=(name == "solo"),
+                                client=(name != "solo")) for name, key in keys.items()}
+    server, port = create_server("127.0.0.1:0", _session("solo"), tls=ServerTls(
+        _pem_key(keys["solo"]), _pem_cert(certs["solo"]), _pem_cert(ca)))
+    hello = pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2)
+    try:
+        for who, ok in (("mallory", False), ("coordinator", True)):  # the coordinator is the negative control
+            link = GrpcPartyLink("solo", f"127.0.0.1:{port}", tls=ChannelTls(
+                _pem_cert(ca), _pem_key(keys[who]), _pem_cert(certs[who])), deadline_s=5)
+            try:
+                if ok:
+                    assert link.hello(hello).party_id == "solo"
+                else:
+                    with pytest.raises(AuthenticationError, match="names \\['mallory'\\], not 'coordinator'"):
+                        link.hello(hello)
+            finally:
+                link.shutdown()
+    finally:
+        server.stop(0)
