@@ -131,7 +131,7 @@ class BendersIteration:
 class BendersResult:
     """Outcome of :meth:`BendersEngine.run`."""
 
-    status: str  # "optimal" (gap reached), "iteration_limit", "time_limit", "stalled"
+    status: str  # "optimal" (gap reached), "iteration_limit", "time_limit", "stalled", "numerical_trouble"
     lower_bound: float
     upper_bound: float
     rel_gap: float
@@ -519,23 +519,31 @@ class BendersEngine:
         total_cuts = 0
         master_seconds = 0.0
         ub_seconds = 0.0
+        error_text = ""
         pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
         try:
             for it in range(1, max_iterations + 1):
                 tm = time.perf_counter()
                 lb_it = const
                 thetas: dict[int, float] = {}
-                for comp in comps:
-                    obj, xv, th = comp.solve()
-                    lb_it += obj
-                    x_all[comp.xvars] = xv
-                    thetas.update(th)
-                master_seconds += time.perf_counter() - tm
-                lower = max(lower, lb_it)
-                if pool is not None:
-                    results = list(pool.map(lambda b: blocks[b].solve(x_all), linked_ids))
-                else:
-                    results = [blocks[b].solve(x_all) for b in linked_ids]
+                try:
+                    for comp in comps:
+                        obj, xv, th = comp.solve()
+                        lb_it += obj
+                        x_all[comp.xvars] = xv
+                        thetas.update(th)
+                    master_seconds += time.perf_counter() - tm
+                    lower = max(lower, lb_it)
+                    if pool is not None:
+                        results = list(pool.map(lambda b: blocks[b].solve(x_all), linked_ids))
+                    else:
+                        results = [blocks[b].solve(x_all) for b in linked_ids]
+                except SolverError as exc:
+                    # numerical trouble: stop, keeping the bounds (and best verified solution) so far
+                    logger.warning("Benders stopped at iteration %d: %s", it, exc)
+                    status = "numerical_trouble"
+                    error_text = str(exc)
+                    break
                 n_opt = n_feas = 0
                 all_feasible = all(r["feasible"] for r in results)
                 for b, res in zip(linked_ids, results):
@@ -583,5 +591,6 @@ class BendersEngine:
             history=tuple(history), best_payload=best_payload, n_master_components=len(comps),
             master_component_sizes=tuple(sorted((int(c.n_x) for c in comps), reverse=True)), total_cuts=total_cuts,
             details={"master_seconds": master_seconds, "block_seconds": sum(b.solve_seconds for b in blocks),
-                     "upper_bound_seconds": ub_seconds, "n_blocks": len(blocks), "n_independent_blocks": len(fixed_y)},
+                     "upper_bound_seconds": ub_seconds, "n_blocks": len(blocks), "n_independent_blocks": len(fixed_y),
+                     "error": error_text},
         )

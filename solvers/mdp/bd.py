@@ -257,9 +257,10 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     engine = BendersEngine(master, blocks, upper_bound_fn=upper_bound, workers=workers)
     res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit, progress=on_iteration)
     if res.best_payload is None:
+        why = f" ({res.details['error']})" if res.details.get("error") else ""
         raise SolverError(
-            f"BD found no feasible mechanism in {res.iterations} iterations (lower bound {res.lower_bound:.6g}); "
-            "raise --max-iterations or use fewer subsets"
+            f"BD found no feasible mechanism in {res.iterations} iterations, status {res.status}{why}; "
+            f"lower bound {res.lower_bound:.6g}; raise --max-iterations, use fewer subsets, or use --method direct"
         )
     X, report, info = res.best_payload
     if exact_check:
