@@ -140,7 +140,9 @@ def model3_relaxation(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tup
     if y.size > MAX_QP_VARIABLES:
         raise ResourceError(
             f"the Model 3 relaxation has {y.size:,} variables; HiGHS's QP solver is limited here to "
-            f"{MAX_QP_VARIABLES:,} (cqp and chain do not scale to this instance; use cdp or hdp)"
+            f"{MAX_QP_VARIABLES:,}, and chain's exactness certificate needs that exact projection, so chain "
+            f"does not run on this instance (use cdp or hdp; cqp uses Dykstra's projections up to "
+            f"{MAX_DYKSTRA_CELLS:,} cells)"
         )
     a, lo, hi = model3_constraints(hier, n_sizes)
     nv = y.size
