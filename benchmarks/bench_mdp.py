@@ -64,6 +64,10 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int) ->
     try:
         if method == "direct":
             r = solve_direct(p, time_limit=cap)
+        elif method == "colgen":
+            from solvers.mdp.colgen import solve_colgen
+
+            r = solve_colgen(p, gap=1e-4, time_limit=cap)
         else:
             from solvers.mdp.bd import solve_bd
 
@@ -84,7 +88,7 @@ def main() -> None:
     sub.add_parser("partitions")
     s = sub.add_parser("solve")
     s.add_argument("name", choices=sorted(INSTANCES))
-    s.add_argument("--method", choices=["direct", "bd"], default="bd")
+    s.add_argument("--method", choices=["direct", "bd", "colgen"], default="bd")
     s.add_argument("--cap", type=float, default=600.0, help="time cap in seconds")
     s.add_argument("--partitioner", default="kmdv")
     s.add_argument("--subsets", type=int, default=25)
