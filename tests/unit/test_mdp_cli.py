@@ -77,3 +77,11 @@ def test_bad_prior_and_points_files(tmp_path: Path, capsys: pytest.CaptureFixtur
     dup.write_text("0,0\n1,1\n0,0\n")
     rc, _ = _run(tmp_path, "--dataset", "points", "--points", str(dup))
     assert rc == int(ExitCode.INPUT) and "duplicate" in capsys.readouterr().err
+
+
+def test_colgen_via_cli_matches_direct(tmp_path: Path) -> None:
+    base = ["--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "10", "--eta", "2"]
+    rc, cg = _run(tmp_path, *base, "--method", "colgen", "--gap", "1e-7")
+    assert rc == 0 and cg["method"] == "colgen" and cg["status"] == "optimal" and cg["rel_gap"] <= 1e-7
+    rc, d = _run(tmp_path, *base, "--method", "direct")
+    assert rc == 0 and cg["objective"] == pytest.approx(d["objective"], rel=1e-6)
