@@ -32,6 +32,7 @@ master's optimal value; the upper bound comes from a caller-supplied function th
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ __all__ = ["RowBlock", "LinkedRows", "MasterSpec", "SubproblemSpec", "BendersIte
 logger = logging.getLogger(__name__)
 
 INF = np.inf
+_RETRY_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,12 @@ def _run(h: Any, what: str) -> str:
         elif attempt == 2:
             h.clearSolver()
             h.setOptionValue("solver", "ipm")
-        if h.run() == highspy.HighsStatus.kError and attempt == 2:
+        if attempt == 0:
+            run_status = h.run()
+        else:  # retries run alone: inconclusive ends were seen under concurrent HiGHS runs
+            with _RETRY_LOCK:
+                run_status = h.run()
+        if run_status == highspy.HighsStatus.kError and attempt == 2:
             raise SolverError(f"HiGHS failed on {what} (model status {h.modelStatusToString(h.getModelStatus())})")
         status = h.modelStatusToString(h.getModelStatus())
         if status in ("Optimal", "Infeasible"):

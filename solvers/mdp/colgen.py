@@ -26,6 +26,7 @@ bound by more than a tenth of the target gap. Start rays: ``1/n`` (always in ``C
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -40,6 +41,8 @@ from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem, finali
 __all__ = ["solve_colgen"]
 
 logger = logging.getLogger(__name__)
+
+_RETRY_LOCK = threading.Lock()
 
 
 def _highs() -> Any:
@@ -161,6 +164,11 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                 continue
             h.changeColsCost(n, np.arange(n, dtype=np.int32), g)
             h.run()
+            if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+                # rare inconclusive ends under concurrent HiGHS runs: retry cold, alone
+                with _RETRY_LOCK:
+                    h.clearSolver()
+                    h.run()
             if h.modelStatusToString(h.getModelStatus()) != "Optimal":
                 raise SolverError(f"pricing LP of output {k} ended with {h.modelStatusToString(h.getModelStatus())}")
             sol = h.getSolution()
