@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: subcommands that never construct a HiGHS model
+_NO_SOLVER_COMMANDS = frozenset({"certs", "party"})
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with our exit code for usage errors."""
 
@@ -82,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.CONFIG)
     _configure_logging(args.verbose)
     try:
+        if args.command not in _NO_SOLVER_COMMANDS:
+            from solvers.lp.highs import consume_highs_banner
+
+            consume_highs_banner()  # keep HiGHS's banner out of stdout (``--json -``)
         return int(args.func(args))
     except SecureLPError as exc:
         print(f"securelp {args.command}: error: {exc}", file=sys.stderr)

@@ -83,3 +83,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def quiet_output(json_path: str | None) -> bool:
     """True when progress output must stay quiet: JSON to stdout, or no terminal."""
     return json_path == "-" or not sys.stderr.isatty()
+
+
+def human_stream(json_path: str | None) -> Any:
+    """Where the human-readable report goes: stderr when the JSON report takes stdout."""
+    return sys.stderr if json_path == "-" else sys.stdout

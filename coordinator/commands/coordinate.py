@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from coordinator.grpc_link import ChannelTls, GrpcPartyLink
     from coordinator.protocol import SessionConfig, run_secure_lp
     from coordinator.report import build_report, format_report
-    from coordinator.reporting import write_json_report
+    from coordinator.reporting import human_stream, write_json_report
     from solvers.lp.partition import load_public
 
     if args.certs and args.insecure:
@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for link in links:
             link.shutdown()
-    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip()))
+    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip()),
+          file=human_stream(args.json))
     if args.json:
         write_json_report(args.json, build_report(outcome, None, extra={
             "problem": public.name, "endpoints": {name: address for name, address in parties}}))

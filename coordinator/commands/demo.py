@@ -18,7 +18,7 @@ from coordinator.examples import EXAMPLES, mangasarian_example
 from coordinator.leakage import audit_entry, check_against_truth
 from coordinator.protocol import SessionConfig, run_secure_lp
 from coordinator.report import build_report, format_report
-from coordinator.reporting import write_json_report
+from coordinator.reporting import human_stream, write_json_report
 from coordinator.simulation import simulate
 from solvers.lp.partition import split_columns
 
@@ -56,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
         by_id = {b.party_id: b for b in blocks}
         audits = {e.party_id: check_against_truth(audit_entry(e), by_id[e.party_id], config.bounds_mode)
                   for e in outcome.transcript}
-    print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}"))
-    print(f"  known optimal value {known_value:.15g} (from the construction)")
+    out = human_stream(args.json)
+    print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}"), file=out)
+    print(f"  known optimal value {known_value:.15g} (from the construction)", file=out)
     if args.transport == "grpc":
-        print(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary")
+        print(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary", file=out)
     if args.json:
         write_json_report(args.json, build_report(outcome, audits, extra={
             "example": args.example, "known_objective": known_value, "process_start_s": startup}))

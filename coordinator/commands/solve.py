@@ -8,7 +8,7 @@ import logging
 from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
 from coordinator.protocol import SessionConfig
 from coordinator.report import build_report, format_report
-from coordinator.reporting import write_json_report
+from coordinator.reporting import human_stream, write_json_report
 from coordinator.simulation import TRANSPORTS, simulate
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, split_columns
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
     outcome, audits = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
                                insecure=args.insecure)
-    print(format_report(outcome, title=f"securelp solve {lp.name}"))
+    print(format_report(outcome, title=f"securelp solve {lp.name}"), file=human_stream(args.json))
     if args.json:
         write_json_report(args.json, build_report(outcome, audits, extra={"problem": lp.name}))
     return int(STATUS_EXIT[outcome.status])

@@ -151,7 +151,8 @@ def _highs(threads: int = 1) -> Any:
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", int(threads))
+    # no 'threads' option: HiGHS >= 1.16 sizes one task scheduler per process at its first run
+    # and refuses to run a later model that asks for another thread count (status 'Not Set')
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("dual_feasibility_tolerance", 1e-9)
     return h

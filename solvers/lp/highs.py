@@ -10,6 +10,9 @@ without presolve so the parties learn which.
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 import time
 
 import numpy as np
@@ -33,6 +36,38 @@ _STATUS_TABLE = {
     "kInterrupt": SolveStatus.LIMIT,
     "kHighsInterrupt": SolveStatus.LIMIT,
 }
+
+
+_BANNER_LOCK = threading.Lock()
+_banner_consumed = False
+
+
+def consume_highs_banner() -> None:
+    """Create (and drop) the process's first ``highspy.Highs`` with C-level stdout muted.
+
+    highspy >= 1.16 prints its copyright banner to file descriptor 1 when the first
+    ``Highs`` object of a process is constructed, before any option can be set; on a
+    command whose report goes to stdout (``--json -``) that banner would corrupt it. The
+    CLI calls this once at start-up, before any other thread runs. Idempotent.
+    """
+    global _banner_consumed
+    with _BANNER_LOCK:
+        if _banner_consumed:
+            return
+        import highspy
+
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 1)
+                try:
+                    highspy.Highs()
+                finally:
+                    os.dup2(saved, 1)
+        finally:
+            os.close(saved)
+        _banner_consumed = True
 
 
 def _new_highs(options: dict[str, object]) -> "object":

@@ -209,7 +209,8 @@ def _new_highs(threads: int = 1, tight: bool = True) -> Any:
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", int(threads))
+    # no 'threads' option: HiGHS >= 1.16 sizes one task scheduler per process at its first run
+    # and refuses to run a later model that asks for another thread count (status 'Not Set')
     if tight:
         h.setOptionValue("primal_feasibility_tolerance", 1e-9)
         h.setOptionValue("dual_feasibility_tolerance", 1e-9)

@@ -78,3 +78,14 @@ def test_demo_inprocess_example_2(tmp_path):
     assert report["objective_rel_diff"] <= 1e-9
     assert report["k"] == 100 and len(report["parties"]) == 3
     assert "known optimal value" in r.stdout
+
+
+@pytest.mark.parametrize("argv", [["solve", "{tiny}", "--parties", "2"], ["demo", "--transport", "inprocess"]])
+def test_json_to_stdout_is_the_only_thing_on_stdout(tmp_path, argv):
+    """``--json -``: stdout parses as one JSON document (human report on stderr, no HiGHS banner)."""
+    tiny = _write(tmp_path, TINY_MPS, "tiny.mps")
+    r = securelp(*[a.format(tiny=tiny) for a in argv], "--json", "-")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["status"] == "optimal"
+    assert "objective (secure)" in r.stderr
