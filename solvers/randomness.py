@@ -21,6 +21,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 _ZERO_BLOCK = bytes(1 << 16)
+_CHUNK = 1 << 22  # keystream bytes per update_into call
 
 
 class SecureRandom:
@@ -52,11 +53,27 @@ class SecureRandom:
         """``n`` keystream bytes."""
         if n <= 0:
             return b""
-        out = bytearray()
-        while len(out) < n:
-            take = min(n - len(out), len(_ZERO_BLOCK))
-            out += self._enc.update(_ZERO_BLOCK[:take])
-        return bytes(out)
+        if n > len(_ZERO_BLOCK):
+            return self._keystream(n).tobytes()
+        return self._enc.update(_ZERO_BLOCK[:n])
+
+    def _keystream(self, n: int) -> np.ndarray:
+        """``n`` keystream bytes as a uint8 array, written in place (no intermediate copies).
+
+        The same bytes, in the same order, as ``n`` calls' worth of :meth:`bytes`: ChaCha20 is a
+        stream cipher, so chunking does not change the stream (reproducible runs stay equal).
+        """
+        out = np.empty(n, dtype=np.uint8)
+        zeros = np.zeros(min(n, _CHUNK), dtype=np.uint8)
+        view = memoryview(out)
+        done = 0
+        while done < n:
+            take = min(n - done, _CHUNK)
+            written = self._enc.update_into(zeros[:take], view[done:done + take])
+            if written != take:  # pragma: no cover - a stream cipher writes what it reads
+                raise RuntimeError("ChaCha20 keystream came back short")
+            done += take
+        return out
 
     def bits(self, k: int) -> int:
         """A uniform integer in [0, 2**k)."""
@@ -88,7 +105,7 @@ class SecureRandom:
 
     # -- numpy arrays -------------------------------------------------------------
     def _uint64(self, count: int) -> np.ndarray:
-        return np.frombuffer(self.bytes(8 * count), dtype="<u8").astype(np.uint64, copy=False)
+        return self._keystream(8 * count).view("<u8").astype(np.uint64, copy=False)
 
     def random(self, size: int | tuple[int, ...]) -> np.ndarray:
         """Uniform floats in [0, 1) with 53 random bits each."""
@@ -106,11 +123,19 @@ class SecureRandom:
         shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         half = (count + 1) // 2
-        u1 = 1.0 - self.random(half)  # (0, 1]
-        u2 = self.random(half)
-        r = np.sqrt(-2.0 * np.log(u1))
-        z = np.concatenate([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)])[:count]
-        return z.reshape(shape)
+        u = self.random(2 * half)  # first half -> radii, second half -> angles (one keystream read)
+        r = np.subtract(1.0, u[:half])  # (0, 1]
+        np.log(r, out=r)
+        np.multiply(r, -2.0, out=r)
+        np.sqrt(r, out=r)
+        theta = np.multiply(u[half:], 2 * np.pi)
+        z = np.empty(2 * half)
+        np.cos(theta, out=z[:half])
+        np.sin(theta, out=theta)
+        z[half:] = theta
+        z[:half] *= r
+        z[half:] *= r
+        return z[:count].reshape(shape)
 
     def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> np.ndarray:
         """Exactly uniform integers in [low, high) (vectorised rejection sampling)."""
