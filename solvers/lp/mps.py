@@ -73,7 +73,7 @@ def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
 
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"MPS file {p} does not exist")
+        raise InputError(f"MPS file {p} " + ("is a directory, not a file" if p.is_dir() else "does not exist"))
     try:
         with p.open("rb") as handle:
             head = handle.read(4096)

