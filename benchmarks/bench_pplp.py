@@ -7,7 +7,11 @@ mutual TLS and three real party processes (hello to close; process start exclude
 reported separately). Reports medians over ``--repeat`` runs and the ratios
 secure / central. Usage::
 
-    python -m benchmarks.bench_pplp --repeat 5 [--json out.json]
+    python -m benchmarks.bench_pplp --repeat 5 [--extra 300x3000,3000x300] [--json out.json]
+
+``--extra MxN,...`` adds instances built exactly like the examples (A ~ U[-50,50], a known
+solution, half the rows active) at other sizes, split 50/30/20 among three parties, to show
+how the secure/central ratio moves when the solve grows faster than the masking.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from coordinator.examples import mangasarian_example
+import numpy as np
+
+from coordinator.examples import mangasarian_example, random_solvable_lp
 from coordinator.protocol import SessionConfig, run_secure_lp
 from coordinator.simulation import simulated_links
 from solvers.lp import HighsBackend
@@ -55,12 +61,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--examples", default="1,2")
+    ap.add_argument("--extra", default="", help="more instances, e.g. 300x3000,3000x300")
     ap.add_argument("--no-grpc", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
-    for ex in [int(e) for e in args.examples.split(",")]:
-        lp, split, known = mangasarian_example(ex)
+    instances: list[tuple[str, object, tuple[int, ...]]] = []
+    for ex in [int(e) for e in args.examples.split(",") if e]:
+        lp, split, _ = mangasarian_example(ex)
+        instances.append((f"example {ex}", lp, split))
+    for spec in [e for e in (args.extra or "").split(",") if e]:
+        m, n = (int(v) for v in spec.lower().split("x"))
+        lp, _ = random_solvable_lp(m, n, np.random.default_rng(0), name=f"random-{m}x{n}")
+        split = (n // 2, (3 * n) // 10, n - n // 2 - (3 * n) // 10)
+        instances.append((f"{m}x{n}", lp, split))
+    for ex, lp, split in instances:
         public, blocks = split_columns(lp, split)
         res: dict[str, list] = {"central": [], "inprocess": [], "grpc": [], "grpc_start": [], "rel": []}
         phases: dict[str, list[dict]] = {"inprocess": [], "grpc": []}
@@ -85,7 +100,7 @@ def main() -> int:
                "median_phases_s": {t: {k: statistics.median(p[k] for p in ps) for k in ps[0]}
                                    for t, ps in phases.items() if ps}}
         rows.append(row)
-        print(f"example {ex} (m={lp.n_rows}, n={lp.n_cols}), medians of {args.repeat}: central {med['central']:.4f} s, "
+        print(f"{ex} (m={lp.n_rows}, n={lp.n_cols}), medians of {args.repeat}: central {med['central']:.4f} s, "
               f"secure in-process {med['inprocess']:.4f} s (x{row['ratio_inprocess']:.2f}), "
               + (f"secure gRPC+mTLS 3 processes {med['grpc']:.4f} s (x{row['ratio_grpc']:.2f}; process start "
                  f"{med['grpc_start']:.2f} s excluded), " if "grpc" in med else "")

