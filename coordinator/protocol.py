@@ -236,6 +236,17 @@ def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: 
                            bound_rows, bound_lower, bound_upper, None)
 
 
+def _dense_to_csc(M: np.ndarray) -> sp.csc_matrix:
+    """CSC of a dense matrix without scipy's COO detour (a masked sum has no zero entries
+    with probability 1; if it has some, the general conversion drops them)."""
+    m, k = M.shape
+    if m == 0 or k == 0 or not np.all(M):
+        return sp.csc_matrix(M)
+    indptr = np.arange(0, m * k + 1, m, dtype=np.int64)
+    indices = np.tile(np.arange(m, dtype=np.int32), k)
+    return sp.csc_matrix((np.asfortranarray(M).ravel(order="F"), indices, indptr), shape=(m, k))
+
+
 def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: int) -> tuple[LinearProgram, list[slice]]:
     """The coordinator's LP over [u, y_1, ..., y_p]; returns it and each party's y slice."""
     m = public.n_rows
@@ -246,7 +257,7 @@ def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: in
     for e in dense:
         AB += e.masked_a
         cB += e.masked_c
-    blocks = [sp.csc_matrix(AB)]
+    blocks = [_dense_to_csc(AB)]
     costs = [cB]
     lower = [np.full(k_used, -np.inf)]
     upper = [np.full(k_used, np.inf)]

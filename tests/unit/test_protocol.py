@@ -225,3 +225,12 @@ def test_64_parties_4096_columns_inprocess():
     assert outcome.status is SolveStatus.OPTIMAL
     assert abs(outcome.objective - central.objective) <= 1e-8 * max(1.0, abs(central.objective))
     assert all(s.outcome.objective == pytest.approx(outcome.objective) for s in sessions)
+
+
+def test_dense_to_csc_equals_scipy_with_and_without_zeros():
+    from coordinator.protocol import _dense_to_csc
+
+    rng = np.random.default_rng(0)
+    for M in (rng.standard_normal((7, 5)), np.where(rng.random((6, 4)) < 0.3, 0.0, 1.5), np.zeros((3, 0))):
+        fast, ref = _dense_to_csc(M), sp.csc_matrix(M)
+        assert fast.shape == ref.shape and (fast != ref).nnz == 0 and fast.nnz == ref.nnz
