@@ -1,8 +1,8 @@
-"""Benchmark: direct (HiGHS on the whole PMO) vs Qiu's BD, and partition statistics.
+"""Benchmark: direct (HiGHS on the whole PMO) vs BD (records: Qiu; columns: ours), and partition statistics.
 
 Usage:
     python benchmarks/bench_mdp.py partitions            # Tables 1-2 style statistics (M = 25)
-    python benchmarks/bench_mdp.py solve NAME [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
+    python benchmarks/bench_mdp.py solve NAME [--method bd --decomposition columns] [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
                                                          # gaussian1000, gaussian2000, grid10x10_eps1
 Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
 """
@@ -54,7 +54,7 @@ def partitions() -> None:
                   flush=True)
 
 
-def solve(name: str, method: str, cap: float, partitioner: str, subsets: int) -> None:
+def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, decomposition: str) -> None:
     ds_name, kw, eps, eta = INSTANCES[name]
     ds = load_dataset(ds_name, **kw)
     p = build_pmo(ds, eps, eta)
@@ -71,7 +71,13 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int) ->
         else:
             from solvers.mdp.bd import solve_bd
 
-            r = solve_bd(p, partitioner=partitioner, n_subsets=subsets, gap=1e-4, time_limit=cap, max_iterations=100000)
+            r = solve_bd(p, partitioner=partitioner, n_subsets=subsets, gap=1e-4, time_limit=cap, max_iterations=100000,
+                         decomposition=decomposition)
+            row.update(decomposition=decomposition)
+            if decomposition == "columns":
+                row.update(components=len(r.partition["sizes"]), largest_component=max(r.partition["sizes"]),
+                           pricing_lp_solves=r.details["pricing_lp_solves"], n_columns=r.details["n_columns"])
+        if method == "bd" and decomposition == "records":
             row.update(partitioner=partitioner, M=subsets, n_boundary=r.partition["n_boundary"],
                        mp_components=len(r.partition["mp_component_sizes"]))
         row.update(status=r.status, objective=r.objective, lower=r.lower_bound, upper=r.upper_bound,
@@ -92,11 +98,13 @@ def main() -> None:
     s.add_argument("--cap", type=float, default=600.0, help="time cap in seconds")
     s.add_argument("--partitioner", default="kmdv")
     s.add_argument("--subsets", type=int, default=25)
+    s.add_argument("--decomposition", choices=["records", "columns"], default="records",
+                   help="bd: Qiu's record partition (default) or by output column (docs/mdp.md)")
     a = ap.parse_args()
     if a.cmd == "partitions":
         partitions()
     else:
-        solve(a.name, a.method, a.cap, a.partitioner, a.subsets)
+        solve(a.name, a.method, a.cap, a.partitioner, a.subsets, a.decomposition)
 
 
 if __name__ == "__main__":

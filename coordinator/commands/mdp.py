@@ -53,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--outputs", type=int, default=None, help="number of outputs K (default: every record)")
     p.add_argument("--loss", default="distance", choices=["distance", "travel"], help="loss (default distance)")
     p.add_argument("--method", default="bd", choices=METHODS, help="method (default bd)")
+    p.add_argument("--decomposition", default="records", choices=["records", "columns"],
+                   help="bd: 'records' = Qiu's BD over a record partition (default); 'columns' = Benders on the "
+                        "PMO's dual by output column, i.e. column generation per mDP-graph component (docs/mdp.md)")
     p.add_argument("--partitioner", default="kmdv", choices=list(PARTITIONERS), help="BD partitioner (default kmdv)")
     p.add_argument("--subsets", type=int, default=25, help="BD subsets M (default 25)")
     p.add_argument("--gap", type=float, default=1e-4, help="BD relative gap to stop at (default 1e-4)")
@@ -117,6 +120,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "loss": problem.loss_name,
         "n_components": problem.graph.n_components,
         "partitioner": part.get("method"),
+        "decomposition": part.get("decomposition", "records" if result.method == "bd" else None),
     }
 
 
@@ -162,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             part_seed = abs(hash(seed)) % (2**31)
         result = solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
-                          max_iterations=args.max_iterations,
+                          decomposition=args.decomposition, max_iterations=args.max_iterations,
                           time_limit=args.time_limit if args.time_limit is not None else float("inf"),
                           workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
                           exact_check=args.exact_check, progress=progress)

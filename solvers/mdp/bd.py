@@ -27,6 +27,7 @@ repair and verification of :mod:`solvers.mdp.pmo`; the returned mechanism is the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any, Callable
@@ -207,10 +208,16 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
 
 
 def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int = 25, gap: float = 1e-4,
-             max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
+             decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
              progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
-    """Solve the PMO by Qiu's Benders decomposition; returns a verified mechanism.
+    """Solve the PMO by Benders decomposition; returns a verified mechanism.
+
+    ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
+    Benders decomposition of the PMO's *dual* with the unit-row duals as master variables and one
+    subproblem per output column -- in primal terms column generation per mDP-graph component
+    (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp.md for the equivalence); the partitioner
+    is not used then and ``partition`` reports the components.
 
     Raises
     ------
@@ -223,6 +230,17 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     """
     if not (gap > 0):
         raise InputError(f"the relative gap must be > 0, got {gap}")
+    if decomposition not in ("records", "columns"):
+        raise InputError(f"unknown decomposition {decomposition!r}: use records or columns")
+    if decomposition == "columns":
+        from solvers.mdp.colgen import solve_colgen
+
+        r = solve_colgen(problem, gap=gap, max_iterations=max_iterations, time_limit=time_limit, workers=workers,
+                         exact_check=exact_check, method_name="bd", progress=progress)
+        sizes = r.details["component_sizes"]
+        part = {"method": None, "decomposition": "columns", "sizes": sizes, "n_boundary": 0,
+                "mp_component_sizes": [], "kept_outputs": r.details["kept_outputs"]}
+        return dataclasses.replace(r, partition=part)
     if int(max_iterations) < 1:
         raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")
     t0 = time.perf_counter()
@@ -272,6 +290,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     history = tuple(IterationRecord(h.iteration, h.lower, h.upper, h.seconds) for h in res.history)
     part = {
         "method": partition.method,
+        "decomposition": "records",
         "sizes": partition.sizes,
         "n_boundary": partition.n_boundary,
         "internal_sizes": partition.internal_sizes(),

@@ -1,26 +1,49 @@
 """Decomposition of the PMO by output column (Dantzig-Wolfe / column generation) -- beyond Qiu.
 
-The mDP rows of the PMO (Qiu Eq. 5) couple records only *within one output column k*;
-only the unit-measure rows (Eq. 6) couple the columns. So the PMO is
+The mDP rows of the PMO (Qiu Eq. 5) couple records only *within one output column k* and
+only *within one connected component* of the mDP graph; the unit-measure rows (Eq. 6) couple
+the columns, but only record by record. So the PMO splits exactly into one LP per component
+``S`` (its records, all K outputs), and each of those is
 
-    min sum_k g_k' z_k   s.t.  sum_k z_k = 1 (per record),  z_k in C  (every k),
+    min sum_k g_k' z_k   s.t.  sum_k z_k = 1 (per record of S),  z_k in C_S  (every k),
 
-with ``g_k = p * c[:, k]`` and ``C = {z >= 0 : z_i <= exp(eps d_ij) z_j for neighbours}`` a
-polyhedral cone, the same for every column. Dantzig-Wolfe: ``z_k = sum_r lambda_kr r``
-over rays ``r`` of ``C`` (normalised ``sum_i r_i = 1``); the restricted master over the rays
-found so far has one row per record. Pricing column ``k`` with the master's row duals ``mu``
-is the small LP ``v_k = min { (g_k - mu)' r : r in C, sum r = 1 }`` (n variables, one HiGHS
-model per column re-solved warm with a new objective). A ray with ``v_k < 0`` enters.
+with ``g_k = p * c[:, k]`` restricted to ``S`` and ``C_S = {z >= 0 : z_i <= exp(eps d_ij) z_j,
+i ~ j in S}`` a polyhedral cone, the same for every column.
 
-Bounds. Upper: the restricted master's solution is a feasible mechanism; it is repaired
-and verified (:func:`solvers.mdp.pmo.finalize_mechanism`) before it counts. Lower
-(Lagrangian): every feasible ``z_k`` lies in ``C`` with ``sum_i z_ik <= n``, so for any ``mu``
-``OPT >= sum_i mu_i + n * sum_k min(0, v_k)``, with ``v_k`` HiGHS's optimal pricing value (so
-the bound is exact up to HiGHS's optimality tolerances, like ``direct``'s); the bound from the
-pricing duals with the weak-duality correction, free of tolerances but weaker at large
-``eps d``, is reported as ``lower_bound_from_duals``. A ray enters when it could move the
-bound by more than a tenth of the target gap. Start rays: ``1/n`` (always in ``C``) and
-``exp(-eps delta(., y_k))`` normalised, ``delta`` the shortest-path distance in the mDP graph.
+* Singleton components are solved in closed form (all mass on ``argmin_k c_ik``).
+* Dominated outputs are dropped per component: if ``g_k' <= g_k`` on ``S`` (entrywise), moving
+  column ``k``'s mass to ``k'`` keeps every constraint (``C_S`` is a convex cone) and does not
+  raise the loss, so some optimum has ``z_k = 0`` on ``S``.
+* Dantzig-Wolfe: ``z_k = sum_r lambda_kr r`` over points ``r`` of ``C_S`` found so far (the
+  restricted master, RMP, has one row per record). Pricing output ``k`` at duals ``mu`` is the
+  LP ``v_k(mu) = min {(g_k - mu)' z : z in C_S, 0 <= z <= 1}`` (the box is valid: every entry
+  of a mechanism is in [0, 1]). One warm HiGHS model per worker thread, and each output's last
+  optimal basis is kept and restored before its next pricing.
+* Lower bound (Lagrangian, relaxing the unit rows): for *any* ``mu``,
+  ``OPT_S >= sum_i mu_i + sum_k v_k(mu)``, and for any ``y >= 0`` (duals of the mDP rows)
+  ``v_k(mu) >= sum_i min(0, (g_k + A'y - mu)_i)`` by weak duality over the box. We evaluate
+  the bound this way only -- from the pricing LPs' duals, clipped to ``y >= 0`` -- so it does
+  not rest on HiGHS's tolerances. The vector ``q_k = g_k + A'y_k`` of each output's last
+  pricing is kept: it gives a valid bound at every later ``mu`` for the price of a vector
+  subtraction, and only outputs whose stored bound is below ``-tau`` (``tau`` = a 20th of the
+  target gap spread over the outputs) are priced again.
+* Dual stabilisation (Wentges smoothing): pricing is done at ``mu_s = a mu_c + (1 - a) mu_RMP``,
+  ``mu_c`` the duals with the best Lagrangian bound so far. A column enters when its reduced
+  cost at the RMP's duals is negative. When nothing enters (a mis-price) the bound at ``mu_s``
+  is at least ``a L(mu_c) + (1 - a) RMP`` (concavity), so the gap shrinks by a factor ``a``; the
+  next round prices at the RMP's own duals.
+* Upper bound: the RMP's mechanism, repaired and verified on the component; the returned
+  full matrix is repaired and verified again as a whole (:func:`solvers.mdp.pmo.finalize_mechanism`).
+
+Start columns per output: ``1/|S|`` and ``exp(-eps delta(., a_k))`` (``delta`` the shortest-path
+distance in the mDP graph, ``a_k`` the record of ``S`` with the smallest loss for output ``k``),
+both points of ``C_S``; at large ``eps d`` they are nearly optimal.
+
+Equivalence with Benders. This is Benders decomposition of the PMO's dual: the dual's
+complicating variables are the unit-row duals ``mu``; for fixed ``mu`` the dual splits into one
+problem per output column, and a pricing solution ``z`` (a point of ``C_S``) is exactly a Benders
+cut ``sum_k theta_k``-style inequality ``sum_i mu_i z_i <= g_k' z`` on ``mu``; the RMP is the dual of
+the Benders master. So it is offered as ``bd --decomposition columns``.
 """
 
 from __future__ import annotations
@@ -28,6 +51,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import types
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -36,9 +60,10 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
-from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem, finalize_mechanism
+from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem, finalize_mechanism, repair_mechanism
+from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["solve_colgen"]
+__all__ = ["solve_colgen", "undominated_outputs"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,195 +82,380 @@ def _highs() -> Any:
     return h
 
 
-def _pricing_model(n: int, rows: np.ndarray, cols: np.ndarray, w: np.ndarray) -> Any:
+def _pass_rowwise(h: Any, A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray, row_lower: np.ndarray,
+                  row_upper: np.ndarray) -> None:
     import highspy
 
-    E = rows.size
-    r_idx = np.concatenate([np.repeat(np.arange(E), 2), np.full(n, E)])
-    c_idx = np.concatenate([np.column_stack([rows, cols]).ravel(), np.arange(n)])
-    vals = np.concatenate([np.column_stack([np.ones(E), -w]).ravel(), np.ones(n)])
-    A = sp.csr_matrix((vals, (r_idx, c_idx)), shape=(E + 1, n))
     lp = highspy.HighsLp()
-    lp.num_col_ = n
-    lp.num_row_ = E + 1
-    lp.col_cost_ = np.zeros(n)
-    lp.col_lower_ = np.zeros(n)
-    lp.col_upper_ = np.ones(n)
-    lp.row_lower_ = np.concatenate([np.full(E, -np.inf), [1.0]])
-    lp.row_upper_ = np.concatenate([np.zeros(E), [1.0]])
+    lp.num_col_ = int(A.shape[1])
+    lp.num_row_ = int(A.shape[0])
+    lp.col_cost_ = np.zeros(A.shape[1])
+    lp.col_lower_ = np.asarray(lower, dtype=float)
+    lp.col_upper_ = np.asarray(upper, dtype=float)
+    lp.row_lower_ = np.asarray(row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(row_upper, dtype=float)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = n
-    lp.a_matrix_.num_row_ = E + 1
+    lp.a_matrix_.num_col_ = lp.num_col_
+    lp.a_matrix_.num_row_ = lp.num_row_
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data.astype(float)
-    h = _highs()
-    h.passModel(lp)
-    return h
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected a column-generation model (passModel failed)")
 
 
-def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int = 1000,
-                 time_limit: float = float("inf"), workers: int = 2,
-                 progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
-    """Solve the PMO by column generation over output columns; returns a verified mechanism."""
-    if not gap > 0:
-        raise InputError(f"the relative gap must be > 0, got {gap}")
-    import highspy
+def undominated_outputs(G: np.ndarray) -> np.ndarray:
+    """Indices of the columns of ``G`` (records x outputs) not dominated by another column.
 
-    t0 = time.perf_counter()
-    n, K = problem.n, problem.K
-    D = np.asarray(problem.dataset.distance)
-    rows, cols = problem.lp_edges
-    w = np.exp(problem.eps * D[rows, cols])
-    G = problem.cost  # (n, K)
-    # start rays
-    adj = sp.csr_matrix((D[problem.graph.rows, problem.graph.cols], (problem.graph.rows, problem.graph.cols)),
-                        shape=(n, n))
-    delta = dijkstra(adj, directed=False, indices=problem.outputs)  # (K, n)
-    master = _highs()
-    master.passModel(_empty_master(n))
-    col_owner: list[int] = []
-    col_ray: list[np.ndarray] = []
+    Column ``k`` is dominated when some ``k'`` has ``G[:, k'] <= G[:, k]`` entrywise and is either
+    smaller somewhere or equal with ``k' < k`` (so of equal columns the first is kept). A column
+    that is the strict minimum of some row is never dominated (checked first, cheaply).
+    """
+    m, K = G.shape
+    if K <= 1:
+        return np.arange(K)
+    keep = np.ones(K, dtype=bool)
+    order = np.argsort(G, axis=1, kind="stable")
+    best, second = order[:, 0], order[:, 1]
+    strict = G[np.arange(m), best] < G[np.arange(m), second]
+    sure = np.zeros(K, dtype=bool)
+    sure[best[strict]] = True
+    GT = G.T
+    for k in np.flatnonzero(~sure):
+        le = np.all(GT <= GT[k], axis=1)
+        le[k] = False
+        if not np.any(le):
+            continue
+        lt = np.any(GT[le] < GT[k], axis=1)
+        cand = np.flatnonzero(le)
+        if np.any(lt) or np.any(cand < k):
+            keep[k] = False
+    return np.flatnonzero(keep)
 
-    def add_columns(ks: list[int], vecs: list[np.ndarray]) -> None:
+
+class _ComponentCG:
+    """Column generation on one connected component (records ``idx``, kept outputs ``kept``)."""
+
+    def __init__(self, problem: PMOProblem, idx: np.ndarray, kept: np.ndarray, workers: int, gap: float,
+                 smoothing: float) -> None:
+        n = problem.n
+        self.problem = problem
+        self.idx, self.kept = idx, kept
+        self.m, self.Kc = idx.size, kept.size
+        self.gap, self.alpha = gap, smoothing
+        D = np.asarray(problem.dataset.distance)
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[idx] = np.arange(self.m)
+        er, ec = problem.lp_edges
+        sel = pos[er] >= 0
+        r, c = pos[er[sel]], pos[ec[sel]]
+        w = np.exp(problem.eps * D[er[sel], ec[sel]])
+        E = r.size
+        self.E = E
+        self.A = sp.csr_matrix((np.column_stack([np.ones(E), -w]).ravel(),
+                                (np.repeat(np.arange(E), 2), np.column_stack([r, c]).ravel())), shape=(E, self.m))
+        self.AT = self.A.T.tocsr()
+        self.G = np.ascontiguousarray(problem.cost[np.ix_(idx, kept)])  # m x Kc
+        self.Q = np.ascontiguousarray(self.G.T)  # Kc x m: g_k + A'y_k of the last pricing (y = 0 at first)
+        self.bases: list[Any] = [None] * self.Kc
+        # component sub-instance for repair and verification (pairs never cross components)
+        gr, gc = problem.graph.rows, problem.graph.cols
+        gsel = pos[gr] >= 0
+        self.sub = types.SimpleNamespace(
+            graph=types.SimpleNamespace(rows=pos[gr[gsel]], cols=pos[gc[gsel]]),
+            dataset=types.SimpleNamespace(distance=D[np.ix_(idx, idx)]), eps=problem.eps)
+        self.K = problem.K
+        # start columns
+        adj = sp.csr_matrix((D[gr[gsel], gc[gsel]], (pos[gr[gsel]], pos[gc[gsel]])), shape=(self.m, self.m))
+        anchors = np.argmin(self.G, axis=0)
+        ua, inv = np.unique(anchors, return_inverse=True)
+        delta = dijkstra(adj, directed=False, indices=ua)  # finite: the component is connected
+        self.master = _highs()
+        self.master.passModel(_empty_master(self.m))
+        self.col_owner: list[int] = []
+        self.col_ray: list[np.ndarray] = []
+        ks, vs = [], []
+        uni = np.full(self.m, 1.0 / self.m)
+        for j in range(self.Kc):
+            ks.append(j)
+            vs.append(uni)
+            prof = np.exp(-problem.eps * delta[inv[j]])
+            ks.append(j)
+            vs.append(prof / prof.sum())
+        self.add_columns(ks, vs)
+        nw = max(1, min(workers, self.Kc))
+        self.pricers = []
+        for _ in range(nw):
+            h = _highs()
+            # presolve off: when presolve solves a pricing LP outright (e.g. z = 0) its recovered
+            # row duals can be far from dual feasible, and the bound is built from them
+            h.setOptionValue("presolve", "off")
+            _pass_rowwise(h, self.A, np.zeros(self.m), np.ones(self.m), np.full(E, -np.inf), np.zeros(E))
+            self.pricers.append(h)
+        self.pool = ThreadPoolExecutor(max_workers=nw) if nw > 1 else None
+        self.lp_solves = 0
+        self.cold_retries = 0
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def add_columns(self, ks: list[int], vecs: list[np.ndarray]) -> None:
         if not ks:
             return
-        costs = np.array([float(G[:, k] @ v) for k, v in zip(ks, vecs)])
+        costs = np.array([float(self.G[:, k] @ v) for k, v in zip(ks, vecs)])
         idx_list, val_list, starts = [], [], [0]
         for v in vecs:
             nz = np.flatnonzero(v > 0)
             idx_list.append(nz)
             val_list.append(v[nz])
             starts.append(starts[-1] + nz.size)
-        idx = np.concatenate(idx_list).astype(np.int32)
-        val = np.concatenate(val_list)
-        master.addCols(len(ks), costs, np.zeros(len(ks)), np.full(len(ks), np.inf), int(idx.size),
-                       np.asarray(starts[:-1], dtype=np.int32), idx, val)
-        for k, v in zip(ks, vecs):
-            col_owner.append(k)
-            col_ray.append(v)
+        index = np.concatenate(idx_list).astype(np.int32)
+        value = np.concatenate(val_list)
+        self.master.addCols(len(ks), costs, np.zeros(len(ks)), np.full(len(ks), np.inf), int(index.size),
+                            np.asarray(starts[:-1], dtype=np.int32), index, value)
+        self.col_owner.extend(ks)
+        self.col_ray.extend(vecs)
 
-    ones = np.full(n, 1.0 / n)
-    init_k, init_v = [], []
-    for k in range(K):
-        init_k.append(k)
-        init_v.append(ones)
-        prof = np.exp(-problem.eps * np.where(np.isfinite(delta[k]), delta[k], np.inf))
-        prof[~np.isfinite(delta[k])] = 0.0
-        s = prof.sum()
-        if s > 0:
-            init_k.append(k)
-            init_v.append(prof / s)
-    add_columns(init_k, init_v)
+    def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
+        import highspy
 
-    pricers = [_pricing_model(n, rows, cols, w) for _ in range(min(K, max(1, workers)))]
-    # one model per worker; objective changes each call (warm start within a worker's sequence)
-    history: list[IterationRecord] = []
-    lower, upper = -np.inf, np.inf
-    lb_dual_best = -np.inf
-    best: tuple[np.ndarray, Any, dict] | None = None
-    status = "iteration_limit"
-    pool = ThreadPoolExecutor(max_workers=len(pricers)) if len(pricers) > 1 else None
+        if self.master.run() == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS failed on the column-generation master")
+        status = self.master.modelStatusToString(self.master.getModelStatus())
+        if status != "Optimal":
+            with _RETRY_LOCK:
+                self.master.clearSolver()
+                self.master.run()
+            status = self.master.modelStatusToString(self.master.getModelStatus())
+            if status != "Optimal":
+                raise SolverError(f"column-generation master ended with status {status}")
+        sol = self.master.getSolution()
+        return (np.asarray(sol.row_dual, dtype=float), float(self.master.getInfo().objective_function_value),
+                np.asarray(sol.col_value, dtype=float))
 
-    E = rows.size
-    A_price = sp.csr_matrix(
-        (np.concatenate([np.column_stack([np.ones(E), -w]).ravel(), np.ones(n)]),
-         (np.concatenate([np.repeat(np.arange(E), 2), np.full(n, E)]),
-          np.concatenate([np.column_stack([rows, cols]).ravel(), np.arange(n)]))), shape=(E + 1, n))
-    AT = A_price.T.tocsr()
-
-    def price(args: tuple[int, np.ndarray]) -> list[tuple[int, float, np.ndarray | None, float]]:
-        worker, mu = args
-        h = pricers[worker]
-        out = []
-        for k in range(worker, K, len(pricers)):
-            g = G[:, k] - mu
-            if np.all(g >= 0):
-                out.append((k, 0.0, None, 0.0))  # g >= 0: min over C with sum 1 is >= 0, no ray helps
-                continue
-            h.changeColsCost(n, np.arange(n, dtype=np.int32), g)
-            h.run()
-            if h.modelStatusToString(h.getModelStatus()) != "Optimal":
-                # rare inconclusive ends under concurrent HiGHS runs: retry cold, alone
+    def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
+        g = self.G[:, j] - mu
+        scale = float(np.max(np.abs(g)))
+        if scale == 0.0:
+            return j, None
+        h.changeColsCost(self.m, np.arange(self.m, dtype=np.int32), g / scale)
+        if self.bases[j] is not None:
+            h.setBasis(self.bases[j])
+        for attempt in range(3):
+            if attempt:
+                # a warm re-solve can end "Optimal" with row duals that certify far less than the
+                # primal value (seen with HiGHS 1.16 after a cost change); re-solve cold, alone
+                self.cold_retries += 1
                 with _RETRY_LOCK:
                     h.clearSolver()
+                    if attempt == 2:
+                        h.setOptionValue("solver", "ipm")
                     h.run()
+                    h.setOptionValue("solver", "choose")
+            else:
+                h.run()
             if h.modelStatusToString(h.getModelStatus()) != "Optimal":
-                raise SolverError(f"pricing LP of output {k} ended with {h.modelStatusToString(h.getModelStatus())}")
+                continue
             sol = h.getSolution()
-            z = np.clip(np.asarray(sol.col_value), 0.0, None)
-            # rigorous lower bound on v_k from the duals (weak duality), mDP-row duals clipped to <= 0;
-            pi = np.asarray(sol.row_dual, dtype=float)
-            pi[:-1] = np.minimum(pi[:-1], 0.0)
-            # shifting the free dual of the normalisation row makes every reduced cost >= 0 at a
-            # cost of the largest negative one (much tighter than summing them)
-            bound = float(pi[-1] - max(0.0, float(-(g - AT @ pi).min())))
-            out.append((k, float(g @ z), z / z.sum(), bound))
-        return out
+            z = np.clip(np.asarray(sol.col_value, dtype=float), 0.0, None)
+            y = np.maximum(0.0, -np.asarray(sol.row_dual, dtype=float)) * scale  # mDP-row duals, >= 0
+            q = self.G[:, j] + self.AT @ y
+            bound = float(np.minimum(0.0, q - mu).sum())
+            if bound >= float(g @ z) - tol:
+                break
+        else:
+            if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+                raise SolverError(f"pricing LP of output {int(self.kept[j])} ended with "
+                                  f"{h.modelStatusToString(h.getModelStatus())}")
+        # keep the better of the old and the new certificate for this mu
+        if bound >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
+            self.Q[j] = q
+        self.bases[j] = h.getBasis()
+        return j, z
 
-    try:
+    def price(self, js: np.ndarray, mu: np.ndarray, tol: float) -> list[tuple[int, np.ndarray | None]]:
+        nw = len(self.pricers)
+        parts = [js[w::nw] for w in range(nw)]
+
+        def work(w: int) -> list[tuple[int, np.ndarray | None]]:
+            return [self._price_one(self.pricers[w], int(j), mu, tol) for j in parts[w]]
+
+        self.lp_solves += int(js.size)
+        if self.pool is None:
+            return work(0)
+        return [r for part in self.pool.map(work, range(nw)) for r in part]
+
+    def mechanism_rows(self, lam: np.ndarray) -> np.ndarray:
+        """The RMP's mechanism on the component, as ``m x K`` (zero in dropped outputs)."""
+        Zc = np.zeros((self.m, self.Kc))
+        for j in np.flatnonzero(lam > 0):
+            Zc[:, self.col_owner[j]] += lam[j] * self.col_ray[j]
+        Z = np.zeros((self.m, self.K))
+        Z[:, self.kept] = Zc
+        return Z
+
+    def verified_rows(self, lam: np.ndarray) -> tuple[np.ndarray, float]:
+        X, _ = repair_mechanism(self.mechanism_rows(lam), self.sub)  # type: ignore[arg-type]
+        verify_mechanism(X, self.sub.dataset.distance, self.problem.eps, eta=self.problem.eta)
+        cost = self.problem.cost[self.idx]
+        return X, float(np.sum(cost * X))
+
+    def run(self, deadline: float, max_iterations: int, on_iter: Callable[[float, float], None]
+            ) -> tuple[np.ndarray, float, float, str, int]:
+        """Iterate; returns ``(rows m x K verified, lower, upper, status, iterations)``."""
+        # first stability centre: mu0_i = p_i min_k c_ik, where every reduced cost g_k - mu0 is >= 0, so
+        # L(mu0) = sum mu0 exactly (the trivial bound) -- a sane point to smooth the RMP's duals towards
+        mu_c: np.ndarray | None = self.G.min(axis=1)
+        best_lb = float(mu_c.sum())
+        upper, rows = np.inf, None
+        status = "iteration_limit"
+        alpha_next = self.alpha
+        it = 0
         for it in range(1, max_iterations + 1):
-            if master.run() == highspy.HighsStatus.kError:
-                raise SolverError("HiGHS failed on the column-generation master")
-            mstat = master.modelStatusToString(master.getModelStatus())
-            if mstat != "Optimal":
-                raise SolverError(f"column-generation master ended with status {mstat}")
-            sol = master.getSolution()
-            mu = np.asarray(sol.row_dual, dtype=float)
-            master_obj = float(master.getInfo().objective_function_value)
-            jobs = [(wk, mu) for wk in range(len(pricers))]
-            results = [r for part in (pool.map(price, jobs) if pool else map(price, jobs)) for r in part]
-            v = np.zeros(K)
-            new_k, new_v = [], []
-            # a column enters when it could move the Lagrangian bound by more than gap/10 in total
-            enter = -0.1 * gap * max(abs(master_obj), 1e-300) / (n * K)
-            dual_v = np.zeros(K)
-            for k, val, z, dbound in results:
-                v[k] = val
-                dual_v[k] = dbound
-                if z is not None and val < enter:
-                    new_k.append(k)
-                    new_v.append(z)
-            lb_it = float(mu.sum() + n * np.minimum(v, 0.0).sum())
-            lb_dual = float(mu.sum() + n * np.minimum(dual_v, 0.0).sum())  # tolerance-free, often weaker
-            lower = max(lower, lb_it)
-            lb_dual_best = max(lb_dual_best, lb_dual)
-            raw_gap = (master_obj - lower) / max(abs(master_obj), 1e-300)
-            if raw_gap <= gap or not new_k or it == max_iterations or time.perf_counter() - t0 > time_limit:
-                lam = np.asarray(sol.col_value, dtype=float)
-                Z = np.zeros((n, K))
-                for j, k in enumerate(col_owner):
-                    if lam[j] > 0:
-                        Z[:, k] += lam[j] * col_ray[j]
-                X, report, info = finalize_mechanism(Z, problem)
-                ub = problem.objective_of(X)
+            mu_r, obj_r, lam = self.solve_master()
+            scale = max(abs(obj_r), 1e-300)
+            tau = 0.05 * self.gap * scale / self.Kc
+            alpha = alpha_next if mu_c is not None else 0.0
+            mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
+            cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
+            js = np.flatnonzero(cheap < -tau)
+            js = js[np.argsort(cheap[js])]
+            out_of_time = time.perf_counter() > deadline
+            new_k: list[int] = []
+            new_v: list[np.ndarray] = []
+            if js.size and not out_of_time:
+                for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc):
+                    if z is None or z.sum() <= 0:
+                        continue
+                    if float((self.G[:, j] - mu_r) @ z) < -1e-3 * tau * max(1.0, float(z.max())):
+                        new_k.append(j)
+                        new_v.append(z / z.sum())
+                cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
+            lb = float(mu_s.sum() + cheap.sum())
+            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, alpha %.2f, priced %d, entered %d, columns %d",
+                         it, obj_r, lb, alpha, js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
+            if lb > best_lb:
+                best_lb, mu_c = lb, mu_s.copy()
+            raw_gap = (obj_r - best_lb) / scale
+            stop_now = (raw_gap <= self.gap or not new_k and alpha == 0.0 or out_of_time
+                        or it == max_iterations or time.perf_counter() > deadline)
+            if stop_now or it % 5 == 0:
+                X, ub = self.verified_rows(lam)
                 if ub < upper:
-                    upper, best = ub, (X, report, info)
-            history.append(IterationRecord(it, lower, upper, time.perf_counter() - t0))
-            if progress is not None:
-                progress(history[-1])
-            if np.isfinite(upper) and (upper - lower) / max(abs(upper), 1e-300) <= gap:
+                    upper, rows = ub, X
+            on_iter(max(best_lb, -np.inf), upper)
+            if np.isfinite(upper) and (upper - best_lb) / max(abs(upper), 1e-300) <= self.gap:
                 status = "optimal"
                 break
-            if not new_k:
-                status = "stalled"
-                break
-            if time.perf_counter() - t0 > time_limit:
+            if out_of_time or time.perf_counter() > deadline:
                 status = "time_limit"
                 break
-            add_columns(new_k, new_v)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-    if best is None:
-        raise SolverError(f"column generation ended ({status}) without a verified mechanism")
-    X, report, info = best
-    lower = min(lower, upper)
+            if not new_k:
+                if alpha == 0.0:
+                    status = "stalled"
+                    break
+                alpha_next = 0.0  # mis-price: next round at the RMP's own duals
+                continue
+            alpha_next = self.alpha
+            self.add_columns(new_k, new_v)
+        if rows is None:
+            _, _, lam = self.solve_master()
+            rows, upper = self.verified_rows(lam)
+        return rows, min(best_lb, upper), upper, status, it
+
+
+def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int = 1000,
+                 time_limit: float = float("inf"), workers: int = 2, smoothing: float = 0.5,
+                 exact_check: bool = False, method_name: str = "colgen",
+                 progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
+    """Solve the PMO by column generation over output columns, component by component.
+
+    Returns a verified mechanism with a certified gap (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        ``gap <= 0``, ``max_iterations < 1`` or ``smoothing`` outside ``[0, 1)``.
+    VerificationError
+        The assembled mechanism failed verification.
+    """
+    if not gap > 0:
+        raise InputError(f"the relative gap must be > 0, got {gap}")
+    if int(max_iterations) < 1:
+        raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")
+    if not 0.0 <= smoothing < 1.0:
+        raise InputError(f"the smoothing weight must be in [0, 1), got {smoothing}")
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit
+    n, K = problem.n, problem.K
+    G = problem.cost
+    comps = sorted(problem.graph.component_members(), key=lambda g: (g.size, int(g[0])))
+    trivial = np.array([float(G[c].min(axis=1).sum()) for c in comps])
+    lowers = trivial.copy()
+    uppers = np.full(len(comps), np.inf)
+    Z = np.zeros((n, K))
+    history: list[IterationRecord] = []
+    statuses: list[str] = []
+    lp_solves = 0
+    cold_retries = 0
+    n_columns = 0
+    kept_sizes: list[int] = []
+    total_it = 0
+
+    def record(ci: int, lo: float, up: float) -> None:
+        nonlocal total_it
+        total_it += 1
+        others = np.arange(len(comps)) != ci
+        lw = float(lowers[others].sum() + lo)
+        uw = float(uppers[others].sum() + up)
+        history.append(IterationRecord(total_it, lw, uw, time.perf_counter() - t0))
+        if progress is not None:
+            progress(history[-1])
+
+    for ci, idx in enumerate(comps):
+        if idx.size == 1:
+            i = int(idx[0])
+            k = int(np.argmin(G[i]))
+            Z[i, k] = 1.0
+            lowers[ci] = uppers[ci] = float(G[i, k])
+            kept_sizes.append(1)
+            continue
+        kept = undominated_outputs(G[idx])
+        kept_sizes.append(int(kept.size))
+        cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing)
+        try:
+            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_))
+        finally:
+            cg.close()
+        lp_solves += cg.lp_solves
+        cold_retries += cg.cold_retries
+        n_columns += len(cg.col_owner)
+        Z[idx] = rows
+        lowers[ci], uppers[ci] = max(lo, trivial[ci]), up
+        statuses.append(st)
+        logger.info("component of %d records, %d kept outputs: %s after %d iterations", idx.size, kept.size, st, its)
+    X, report, info = finalize_mechanism(Z, problem, exact=exact_check)
+    upper = problem.objective_of(X)
+    lower = min(float(lowers.sum()), upper)
+    rel_gap = (upper - lower) / max(abs(upper), 1e-300)
+    if rel_gap <= gap:
+        status = "optimal"
+    elif "time_limit" in statuses:
+        status = "time_limit"
+    elif "stalled" in statuses:
+        status = "stalled"
+    else:
+        status = "iteration_limit"
+    if not history:
+        history.append(IterationRecord(1, lower, upper, time.perf_counter() - t0))
+    sizes = [int(c.size) for c in comps]
     return MechanismResult(
-        method="colgen", status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
-        rel_gap=(upper - lower) / max(abs(upper), 1e-300), iterations=len(history),
-        time_s=time.perf_counter() - t0, verification=report, history=tuple(history),
-        details={"n_columns": len(col_owner), "lower_bound_from_duals": lb_dual_best, **info},
+        method=method_name, status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
+        rel_gap=rel_gap, iterations=len(history), time_s=time.perf_counter() - t0, verification=report,
+        history=tuple(history),
+        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "pricing_cold_retries": cold_retries, "component_sizes": sizes,
+                 "kept_outputs": kept_sizes, "smoothing": smoothing, **info},
     )
 
 
