@@ -188,12 +188,21 @@ def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str,
     return results
 
 
-def _close_all(links: Sequence[PartyLink], session_id: str, reason: str) -> None:
-    for link in links:
+def _close_all(links: Sequence[PartyLink], session_id: str, reason: str,
+               pool: ThreadPoolExecutor | None = None) -> None:
+    """Tell every party the session is over (best effort; concurrently when a pool is given)."""
+
+    def close(link: PartyLink) -> None:
         try:
             link.close(pb.CloseRequest(session_id=session_id, reason=reason))
         except Exception as exc:  # best effort: a dead party cannot be told
             log.info("could not close party %s: %s", link.party_id, exc)
+
+    if pool is None or len(links) == 1:
+        for link in links:
+            close(link)
+    else:
+        list(pool.map(close, links))
 
 
 def _finite(arr: np.ndarray | sp.spmatrix, party: str, what: str) -> None:
@@ -360,11 +369,12 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
                         "decode", pool)
         t_decode = time.perf_counter()
     except BaseException as exc:
-        _close_all(links, session_id, f"aborted: {exc.__class__.__name__}")
+        _close_all(links, session_id, f"aborted: {exc.__class__.__name__}", pool)
         raise
+    else:
+        _close_all(links, session_id, "done", pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    _close_all(links, session_id, "done")
     t_end = time.perf_counter()
 
     xs: list[np.ndarray] = []
