@@ -15,15 +15,10 @@ Model 3 (the chain model; our statement of C6-C10):
     (C9)       c_N^r >= 0
     (C10)      c integer.
 
-Exactness of ``chain``. Model 3's feasible set K (without C10) is convex and the objective
-is the squared Euclidean distance to ct, so for the projection p = argmin_K ||c - ct||^2 and
-any c in K, ||c - ct||^2 >= ||p - ct||^2 + ||c - p||^2. With any feasible integer incumbent
-of value z (the M_c^dp release), every integer point at least as good lies in the ball
-||c - p||^2 <= z - ||p - ct||^2, hence in the box p_i +- sqrt(z - f(p)) (plus a margin for
-the solver's tolerance). Inside that certified box the integer program is solved exactly:
-each square (c - ct)^2 on its integer range is encoded by its piecewise-linear interpolation
-(unit segments with increasing slopes, exact at integers), and HiGHS's branch and bound
-proves optimality. Algorithm 2 (our reading) projects each region's noisy chain onto
+Exactness of ``chain``: see ``solvers.hierarchy.chain`` — windowed piecewise-linear LPs
+give an integer point and integer Lagrange multipliers, and a Lagrangian optimality
+certificate, checked in code (exact integer arithmetic on integer inputs), proves the point
+optimal over the whole domain; windows are widened until it passes. Algorithm 2 (our reading) projects each region's noisy chain onto
 non-increasing, non-negative sequences (isotonic regression), rounds, and differences it into
 non-negative counts, which the Model 1 DP then makes consistent.
 """
@@ -31,21 +26,18 @@ non-negative counts, which the Model 1 DP then makes consistent.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import ResourceError, VerificationError
-from solvers.hierarchy.hdp import solve_model1, squared_distance
+from solvers.hierarchy.hdp import squared_distance
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.qp import solve_highs
 
 logger = logging.getLogger(__name__)
 
-#: Most segment columns the exact Model 3 MIP may use.
-MAX_CHAIN_SEGMENTS = 2_000_000
 #: Largest Model 3 relaxation handed to HiGHS's active-set QP (it did not finish the
 #: 152,489-variable Kuo taxi instance in 442 s; 1,550 variables took 3.5 s).
 MAX_QP_VARIABLES = 20_000
@@ -86,6 +78,11 @@ class ChainResult:
     incumbent_objective: float
     box_radius: float
     segments: int
+    rounds: int = 0
+    blocks: int = 0
+    certificate_min_slack: float = 0.0
+    certificate_exact_arithmetic: bool = True
+    lp_time_s: float = 0.0
 
 
 def consistency_rows(hier: Hierarchy, n_sizes: int) -> sp.csr_matrix:
@@ -206,79 +203,50 @@ def model3_relaxation_dykstra(
     return x, residual, it
 
 
-def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, margin: float = 1.0) -> ChainResult:
-    """Exact optimum of Model 3 (C6-C10) in a certified box (see module docstring).
+def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_halfwidth: int = 2) -> ChainResult:
+    """Exact optimum of Model 3 (C6-C10) with a checked Lagrangian certificate.
+
+    A real-valued approximation of the projection (Dykstra, max-norm residual 0.05) is
+    rounded to a feasible integer centre; windowed piecewise-linear LPs around it give an
+    integer point and integer multipliers, and ``chain.check_certificate`` proves the point
+    optimal over the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
+    until the check passes.
 
     Raises
     ------
+    InputError
+        Shapes or G invalid.
     ResourceError
-        The certified box needs more than ``MAX_CHAIN_SEGMENTS`` segment columns.
+        The windows needed exceed the LP size limits, or no certificate within the round limit.
     VerificationError
-        The MIP's answer is infeasible or worse than the incumbent (never expected).
+        The LP optimum was fractional or the final check failed (never expected).
     """
+    from solvers.hierarchy.chain import round_to_feasible, solve_model3_certified
+    from solvers.hierarchy.hdp import _check_inputs
+
     y = np.asarray(noisy_cum)
+    _check_inputs(hier, y, total)
+    total = int(total)
     yf = y.astype(np.float64)
-    n_sizes = y.shape[1]
-    proj, fp = model3_relaxation(hier, yf, total)
-    # incumbents (feasible for Model 3): the M_c^dp release, and the Model 1 DP applied to the
-    # counts of the projection p; the better one sets the box radius
-    inc_cum, z = None, np.inf
-    for counts_in in (algorithm2(yf), from_cumulative(np.maximum(proj, 0.0))):
-        cand = to_cumulative(solve_model1(hier, counts_in, total).x)
-        val = squared_distance(cand, y)
-        if val < z:
-            inc_cum, z = cand, val
-    assert inc_cum is not None
-    radius = math.sqrt(max(0.0, z - fp) + 1e-6 * max(1.0, abs(z))) + margin
-    lo = np.clip(np.ceil(proj - radius), 0, total).astype(np.int64)
-    hi = np.clip(np.floor(proj + radius), 0, total).astype(np.int64)
-    lo.flat[0] = hi.flat[0] = total
-    # any point better than the incumbent lies in [lo, hi]; the incumbent itself may lie outside
-    widths = (hi - lo).ravel()
-    segments = int(widths.sum())
-    if segments > MAX_CHAIN_SEGMENTS:
-        raise ResourceError(
-            f"chain: the certified box needs {segments:,} segment columns (> {MAX_CHAIN_SEGMENTS:,}); "
-            f"the exact Model 3 solve does not fit this instance"
-        )
-    nv = y.size
-    if segments == 0:
-        cum = lo.copy()
-        value = squared_distance(cum, y)
-        if value > z or not _model3_feasible(hier, cum, total):
-            cum, value = inc_cum, z
-        return ChainResult(cum, from_cumulative(cum), value, fp, z, radius, 0)
-    a3, rlo, rhi = model3_constraints(hier, n_sizes)
-    # segment columns: delta_{i,k} in [0, 1], slope f(lo_i + k + 1) - f(lo_i + k)
-    owner = np.repeat(np.arange(nv), widths)
-    start = np.repeat(np.cumsum(widths) - widths, widths)
-    k = np.arange(segments) - start
-    vals = lo.ravel()[owner] + k
-    slope = 2.0 * (vals - yf.ravel()[owner]) + 1.0
-    link = sp.hstack(
-        [sp.identity(nv, format="csr"), -sp.csr_matrix((np.ones(segments), (owner, np.arange(segments))), shape=(nv, segments))]
-    ).tocsr()
-    a = sp.vstack([sp.hstack([a3, sp.csr_matrix((a3.shape[0], segments))]), link]).tocsr()
-    row_lo = np.concatenate([rlo, lo.ravel().astype(np.float64)])
-    row_hi = np.concatenate([rhi, lo.ravel().astype(np.float64)])
-    cost = np.concatenate([np.zeros(nv), slope])
-    col_lo = np.concatenate([lo.ravel().astype(np.float64), np.zeros(segments)])
-    col_hi = np.concatenate([hi.ravel().astype(np.float64), np.ones(segments)])
-    integer = np.concatenate([np.ones(nv, dtype=bool), np.zeros(segments, dtype=bool)])
-    integral_data = np.issubdtype(y.dtype, np.integer)
-    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.5 if integral_data else 1e-7}
-    try:
-        out = solve_highs(cost, a, row_lo, row_hi, col_lo, col_hi, integer=integer, options=opts)
-        cum = np.rint(out.x[:nv]).reshape(y.shape).astype(np.int64)
-    except Exception as exc:  # infeasible box (incumbent outside and nothing better) is not an error
-        logger.info("chain MIP found no point better than the incumbent: %s", exc)
-        cum = inc_cum
-    if not _model3_feasible(hier, cum, total):
-        raise VerificationError("chain: the MIP returned an infeasible Model 3 point")
-    value = squared_distance(cum, y)
-    if value > z + 1e-9 * max(1.0, z):
-        cum, value = inc_cum, z
-    return ChainResult(cum, from_cumulative(cum), value, fp, z, radius, segments)
+    approx, _residual, _iterations = model3_relaxation_dykstra(hier, yf, total, tol=0.05, max_iter=3000)
+    center = round_to_feasible(hier, approx, total)
+    res = solve_model3_certified(hier, y, total, center, initial_halfwidth=initial_halfwidth)
+    if not _model3_feasible(hier, res.cumulative, total) or not res.certificate.ok:  # pragma: no cover
+        raise VerificationError("chain: the certified point fails Model 3 feasibility")
+    return ChainResult(
+        cumulative=res.cumulative,
+        counts=from_cumulative(res.cumulative),
+        objective=res.objective,
+        projection_objective=float(np.sum((approx - yf) ** 2)),
+        incumbent_objective=squared_distance(center, y),
+        box_radius=float(res.max_halfwidth),
+        segments=res.segments,
+        rounds=res.rounds,
+        blocks=res.blocks,
+        certificate_min_slack=res.certificate.min_slack,
+        certificate_exact_arithmetic=res.certificate.integral_arithmetic,
+        lp_time_s=res.lp_time_s,
+    )
 
 
 def _model3_feasible(hier: Hierarchy, cum: np.ndarray, total: int) -> bool:

@@ -92,10 +92,16 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) 
         ch = solve_model3(hier, noisy, total)
         counts, objective = ch.counts, ch.objective
         details = {
-            "relaxation_objective": ch.projection_objective,
-            "incumbent_objective": ch.incumbent_objective,
-            "certified_box_radius": ch.box_radius,
-            "mip_segments": ch.segments,
+            "certificate": "lagrangian",
+            "certificate_exact_arithmetic": ch.certificate_exact_arithmetic,
+            "certificate_min_slack": ch.certificate_min_slack,
+            "approx_relaxation_objective": ch.projection_objective,
+            "centre_objective": ch.incumbent_objective,
+            "lp_rounds": ch.rounds,
+            "lp_blocks": ch.blocks,
+            "lp_segments": ch.segments,
+            "max_window_halfwidth": int(ch.box_radius),
+            "lp_time_s": ch.lp_time_s,
         }
     elif mechanism == "hqp":
         counts, backend = baselines.hqp(hier, noisy, total)

@@ -1,0 +1,141 @@
+"""chain (exact Model 3) at scale: the Lagrangian certificate, its negative controls, and
+agreement with brute force / the windowed LP path on small instances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.errors import ResourceError
+from solvers.hierarchy import chain
+from solvers.hierarchy.chain import check_certificate, round_to_feasible
+from solvers.hierarchy.cumulative import (
+    model3_relaxation_dykstra,
+    solve_model3,
+    to_cumulative,
+)
+from solvers.hierarchy.hdp import squared_distance
+from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.synthetic import census_synthetic
+
+
+def _tree() -> Hierarchy:
+    return Hierarchy.from_parents(
+        ["r", "a", "b", "a0", "a1", "a2", "b0", "b1"], ["", "r", "r", "a", "a", "a", "b", "b"]
+    )
+
+
+def _certified(h: Hierarchy, y: np.ndarray, total: int):
+    approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
+    centre = round_to_feasible(h, approx, total)
+    return chain.solve_model3_certified(h, y, total, centre)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_certificate_passes_with_integer_arithmetic(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    h = _tree()
+    true = np.zeros((h.size, 12), dtype=np.int64)
+    true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            true[r] = true[list(h.children[r])].sum(axis=0)
+    y = true + rng.integers(-8, 9, size=true.shape)
+    res = _certified(h, y, int(true[0, 0]))
+    assert res.certificate.ok and res.certificate.integral_arithmetic
+    assert res.certificate.min_slack >= 0
+
+
+def test_certificate_negative_controls() -> None:
+    """The check must reject: a worse feasible point, wrong multipliers, an infeasible point."""
+    rng = np.random.default_rng(7)
+    h = _tree()
+    total = 40
+    y = rng.integers(-5, 30, size=(h.size, 6))
+    res = _certified(h, y, total)
+    lam, mu = _multipliers(h, y, total, res)
+    assert check_certificate(h, res.cumulative, y, total, lam, mu).ok
+    # 1. every feasible one-unit move that worsens the objective must be rejected
+    rejected = 0
+    leaves = list(h.leaves)
+    for l1 in leaves:
+        for l2 in leaves:
+            if l1 == l2:
+                continue
+            bumped = res.cumulative.copy()
+            bumped[l1, 0] += 1  # move one group of size 1 from l2 to l1 (c_1 only)
+            bumped[l2, 0] -= 1
+            if bumped[l2, 0] < (bumped[l2, 1] if bumped.shape[1] > 1 else 0):
+                continue
+            for r in reversed(range(h.size)):
+                if h.children[r]:
+                    bumped[r] = bumped[list(h.children[r])].sum(axis=0)
+            if squared_distance(bumped, y) > res.objective:
+                assert not check_certificate(h, bumped, y, total, lam, mu).ok
+                rejected += 1
+    assert rejected > 0
+    # 2. multipliers perturbed: rejected
+    lam_bad = lam.copy()
+    lam_bad[0, 0] += 0  # root size-1 row is free; perturb an interior row instead
+    lam_bad[1, 2] += 5
+    assert not check_certificate(h, res.cumulative, y, total, lam_bad, mu).ok
+    # 3. negative multiplier on a C8 row, and an infeasible point: rejected
+    mu_bad = mu.copy()
+    mu_bad[h.leaves[0], 0] = -1
+    assert not check_certificate(h, res.cumulative, y, total, lam, mu_bad).ok
+    infeasible = res.cumulative.copy()
+    infeasible[h.leaves[0], 1] = infeasible[h.leaves[0], 0] + 1
+    assert not check_certificate(h, infeasible, y, total, lam, mu).ok
+
+
+def _multipliers(h, y, total, res):
+    """Integer multipliers of the final LP (re-solved on windows +-1 around the optimum)."""
+    c = res.cumulative
+    lo = np.clip(c - 1, 0, total)
+    hi = np.clip(c + 1, 0, total)
+    lo[0, 0] = hi[0, 0] = total
+    x, lam, mu = chain._solve_block_lp(h, y.astype(float), lo, hi)
+    assert np.array_equal(np.rint(x).astype(np.int64), c) or squared_distance(np.rint(x).astype(np.int64), y) == res.objective
+    return np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
+
+
+def test_narrow_windows_are_widened_and_result_is_exact() -> None:
+    """A far-off centre forces several widening rounds; the result equals the default path."""
+    rng = np.random.default_rng(3)
+    h = _tree()
+    total = 60
+    y = rng.integers(-5, 40, size=(h.size, 5))
+    ref = solve_model3(h, y, total)
+    far = np.zeros_like(ref.cumulative)
+    far[h.leaves[0]] = total  # feasible: one leaf holds every group, all of size >= N
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            far[r] = far[list(h.children[r])].sum(axis=0)
+    res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    assert res.rounds > 1 and res.certificate.ok
+    assert res.objective == ref.objective
+
+
+def test_round_limit_is_resource_error() -> None:
+    rng = np.random.default_rng(4)
+    h = _tree()
+    total = 60
+    y = rng.integers(-5, 40, size=(h.size, 5))
+    far = np.zeros((h.size, 5), dtype=np.int64)
+    far[h.leaves[0]] = total
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            far[r] = far[list(h.children[r])].sum(axis=0)
+    with pytest.raises(ResourceError, match="no certificate"):
+        chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1, max_rounds=1)
+
+
+@pytest.mark.slow
+def test_census_shaped_instance_small_sizes() -> None:
+    """3,194 regions x 10 sizes (scaled-down census synthetic): certified, exact arithmetic."""
+    data = census_synthetic(max_size=10, seed=2, scale=0.001)
+    rng = np.random.default_rng(0)
+    y = to_cumulative(data.counts) + rng.integers(-3, 4, size=data.counts.shape)
+    res = solve_model3(data.hierarchy, y, data.total)
+    assert res.certificate_exact_arithmetic and res.certificate_min_slack >= 0
+    assert squared_distance(to_cumulative(res.counts), y) == res.objective
