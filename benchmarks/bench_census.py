@@ -11,8 +11,9 @@ Usage::
         [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
         [--json out.json]
 
-Mechanisms that refuse an instance (ResourceError: e.g. cqp/chain beyond the HiGHS QP size)
-are reported as such, never as numbers.
+Mechanisms that refuse an instance (ResourceError: e.g. cqp beyond Dykstra's size limit,
+chain beyond its LP segment limits) are reported as such, never as numbers. For chain the
+"DP rounds" column of the census table is its number of LP rounds.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str], dat
             rows.append({"eps": eps_text, "mechanism": name, "reps": reps,
                          "l1_mean": l1.mean(axis=0).tolist(), "l1_sd": (l1.std(axis=0, ddof=1) if reps > 1 else np.zeros(len(levels))).tolist(),
                          "violations_mean": float(viol.mean()), "negative": neg, "non_integer": nonint,
-                         "total_matches": tot, "post_s_mean": float(post)})
+                         "total_matches": tot, "post_s_mean": float(post),
+                         "post_s_max": float(max(r["post_s"] for r in runs)),
+                         "details": [r["details"] for r in runs]})
     return rows
 
 
@@ -106,7 +109,7 @@ def census_scaling(sizes: list[int], eps_list: list[str], seed: str, mechanisms:
                     continue
                 d = r["details"]
                 print(f"| {n} | {eps_text} | {name} | {data.counts.size:,} | {r['noise_s']:.2f} | {r['post_s']:.2f} | "
-                      f"{d.get('dp_rounds', '-')} | {d.get('max_window_halfwidth', '-')} | {r['constraint_violations']} | "
+                      f"{d.get('dp_rounds', d.get('lp_rounds', '-'))} | {d.get('max_window_halfwidth', '-')} | {r['constraint_violations']} | "
                       f"{r['negative_counts']} | {r['non_integer_counts']} | {r['l1_error_by_level']['3']:,.0f} |", flush=True)
                 rows.append({"N": n, "eps": eps_text, "mechanism": name, **{k: v for k, v in r.items() if k != "details"},
                              "details": d})
