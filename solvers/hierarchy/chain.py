@@ -381,15 +381,13 @@ def round_to_feasible(hier: Hierarchy, approx: np.ndarray, total: int) -> np.nda
         order = np.argsort(-frac, kind="stable")
         cum[leaves[order[0]], 0] += -excess  # one leaf takes the shortfall (chain stays non-increasing)
     while excess > 0:
-        room = cum[leaves, 0] - (cum[leaves, 1] if p.shape[1] > 1 else 0)
-        cand = np.nonzero(room > 0)[0]
-        if cand.size == 0:  # pragma: no cover - sum c_1 > G >= 0 means some room exists
+        # lower the top plateau of the leaf with the largest c_1 by one (stays non-increasing)
+        k = int(np.argmax(cum[leaves, 0]))
+        top = int(cum[leaves[k], 0])
+        if top <= 0:  # pragma: no cover - sum c_1 > G >= 0 means some leaf has c_1 > 0
             raise VerificationError("round_to_feasible: cannot lower the root total")
-        take = np.minimum(room[cand], excess)
-        k = int(cand[0])
-        step = int(take[0])
-        cum[leaves[k], 0] -= step
-        excess -= step
+        cum[leaves[k]] = np.minimum(cum[leaves[k]], top - 1)
+        excess -= 1
     for r in reversed(range(hier.size)):
         kids = list(hier.children[r])
         if kids:

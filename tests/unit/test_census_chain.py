@@ -139,3 +139,23 @@ def test_census_shaped_instance_small_sizes() -> None:
     res = solve_model3(data.hierarchy, y, data.total)
     assert res.certificate_exact_arithmetic and res.certificate_min_slack >= 0
     assert squared_distance(to_cumulative(res.counts), y) == res.objective
+
+
+def test_centre_repair_lowers_whole_plateaus() -> None:
+    """Regression (found by hypothesis): rounded leaf chains [1, 1] + [1, 1] with G = 1."""
+    h = Hierarchy.from_parents(["r", "a", "b", "a0", "b0"], ["", "r", "r", "a", "b"])
+    y = np.array([[0, 0], [0, 0], [0, 0], [0, 3], [0, 3]])
+    centre = round_to_feasible(h, np.array([[1.0, 0.0], [0.6, 1.4], [0.6, 1.4], [0.6, 1.4], [0.6, 1.4]]), 1)
+    assert int(centre[0, 0]) == 1 and np.all(np.diff(centre[h.leaves], axis=1) <= 0)
+    res = solve_model3(h, y, 1)
+    # brute force: the one group is in a0 or b0, of size 1 or 2
+    best = min(
+        squared_distance(to_cumulative(x), y)
+        for x in (
+            np.array([[1, 0], [1, 0], [0, 0], [1, 0], [0, 0]]),
+            np.array([[0, 1], [0, 1], [0, 0], [0, 1], [0, 0]]),
+            np.array([[1, 0], [0, 0], [1, 0], [0, 0], [1, 0]]),
+            np.array([[0, 1], [0, 0], [0, 1], [0, 0], [0, 1]]),
+        )
+    )
+    assert res.objective == best
