@@ -137,7 +137,8 @@ class _ComponentCG:
     """Column generation on one connected component (records ``idx``, kept outputs ``kept``)."""
 
     def __init__(self, problem: PMOProblem, idx: np.ndarray, kept: np.ndarray, workers: int, gap: float,
-                 smoothing: float) -> None:
+                 smoothing: float, boxstep: bool = True) -> None:
+        self.boxstep = boxstep
         n = problem.n
         self.problem = problem
         self.idx, self.kept = idx, kept
@@ -174,6 +175,14 @@ class _ComponentCG:
         self.master.passModel(_empty_master(self.m))
         self.col_owner: list[int] = []
         self.col_ray: list[np.ndarray] = []
+        # du Merle / boxstep stabilisation: columns 0..2m-1 are slacks +e_i (cost mu_c + D) and -e_i
+        # (cost -(mu_c - D)), which confine the RMP's duals to the box [mu_c - D, mu_c + D]; their upper
+        # bounds are 0 (box off) whenever the RMP must be a restriction of the PMO (upper bounds)
+        m = self.m
+        self.n_slack = 2 * m
+        self.master.addCols(2 * m, np.zeros(2 * m), np.zeros(2 * m), np.zeros(2 * m), 2 * m,
+                            np.arange(2 * m, dtype=np.int32), np.concatenate([np.arange(m), np.arange(m)]).astype(np.int32),
+                            np.concatenate([np.ones(m), -np.ones(m)]))
         ks, vs = [], []
         uni = np.full(self.m, 1.0 / self.m)
         for j in range(self.Kc):
@@ -217,6 +226,16 @@ class _ComponentCG:
         self.col_owner.extend(ks)
         self.col_ray.extend(vecs)
 
+    def set_box(self, center: np.ndarray | None, width: float) -> None:
+        """Confine the RMP's duals to ``[center - width, center + width]`` (``center=None``: no box)."""
+        m = self.m
+        idx = np.arange(2 * m, dtype=np.int32)
+        if center is None:
+            self.master.changeColsBounds(2 * m, idx, np.zeros(2 * m), np.zeros(2 * m))
+            return
+        self.master.changeColsCost(2 * m, idx, np.concatenate([center + width, -(center - width)]))
+        self.master.changeColsBounds(2 * m, idx, np.zeros(2 * m), np.full(2 * m, np.inf))
+
     def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
         import highspy
 
@@ -232,7 +251,21 @@ class _ComponentCG:
                 raise SolverError(f"column-generation master ended with status {status}")
         sol = self.master.getSolution()
         return (np.asarray(sol.row_dual, dtype=float), float(self.master.getInfo().objective_function_value),
-                np.asarray(sol.col_value, dtype=float))
+                np.asarray(sol.col_value, dtype=float)[self.n_slack:])
+
+    def box_binding(self) -> bool:
+        x = np.asarray(self.master.getSolution().col_value[: self.n_slack], dtype=float)
+        return bool(np.any(x > 1e-12))
+
+    def unboxed_rows(self, center: np.ndarray | None, width: float) -> tuple[np.ndarray, float]:
+        """Solve the RMP without the box (a restriction of the PMO) and return its verified rows."""
+        if center is not None:
+            self.set_box(None, 0.0)
+        _, _, lam = self.solve_master()
+        out = self.verified_rows(lam)
+        if center is not None:
+            self.set_box(center, width)
+        return out
 
     def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         g = self.G[:, j] - mu
@@ -311,15 +344,34 @@ class _ComponentCG:
         upper, rows = np.inf, None
         status = "iteration_limit"
         alpha_next = self.alpha
+        full = False  # partial pricing first: only outputs in use in the RMP or just entered
+        recent = np.zeros(0, dtype=np.int64)
+        owner = np.zeros(0, dtype=np.int64)
+        box_center: np.ndarray | None = None
+        width = 0.0
+        if self.boxstep:
+            _, obj0, _ = self.solve_master()
+            width = max(abs(obj0), 1e-300) / self.m  # the average unit-row dual
+            box_center = mu_c.copy()
+            self.set_box(box_center, width)
         it = 0
         for it in range(1, max_iterations + 1):
             mu_r, obj_r, lam = self.solve_master()
-            scale = max(abs(obj_r), 1e-300)
+            binding = box_center is not None and self.box_binding()
+            scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
             tau = 0.05 * self.gap * scale / self.Kc
             alpha = alpha_next if mu_c is not None else 0.0
             mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
             cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
-            js = np.flatnonzero(cheap < -tau)
+            candidates = cheap < -tau
+            if not full:
+                if owner.size != len(self.col_owner):
+                    owner = np.asarray(self.col_owner, dtype=np.int64)
+                in_use = np.zeros(self.Kc, dtype=bool)
+                in_use[owner[lam > 0]] = True
+                in_use[recent] = True
+                candidates &= in_use
+            js = np.flatnonzero(candidates)
             js = js[np.argsort(cheap[js])]
             out_of_time = time.perf_counter() > deadline
             new_k: list[int] = []
@@ -333,40 +385,58 @@ class _ComponentCG:
                         new_v.append(z / z.sum())
                 cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
             lb = float(mu_s.sum() + cheap.sum())
-            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, alpha %.2f, priced %d, entered %d, columns %d",
-                         it, obj_r, lb, alpha, js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
+            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
+                         "columns %d", it, obj_r, lb, alpha, binding, width, "full" if full else "partial",
+                         js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
             if lb > best_lb:
                 best_lb, mu_c = lb, mu_s.copy()
-            raw_gap = (obj_r - best_lb) / scale
-            stop_now = (raw_gap <= self.gap or not new_k and alpha == 0.0 or out_of_time
-                        or it == max_iterations or time.perf_counter() > deadline)
+                if box_center is not None:
+                    box_center = mu_c.copy()
+                    self.set_box(box_center, width)
+            converged = not new_k and alpha == 0.0 and full and not binding
+            near = (obj_r - best_lb) / scale <= self.gap and not binding
+            stop_now = near or converged or out_of_time or it == max_iterations or time.perf_counter() > deadline
             if stop_now or it % 5 == 0:
-                X, ub = self.verified_rows(lam)
+                X, ub = self.unboxed_rows(box_center, width)
                 if ub < upper:
                     upper, rows = ub, X
-            on_iter(max(best_lb, -np.inf), upper)
+            on_iter(best_lb, upper)
             if np.isfinite(upper) and (upper - best_lb) / max(abs(upper), 1e-300) <= self.gap:
                 status = "optimal"
                 break
             if out_of_time or time.perf_counter() > deadline:
                 status = "time_limit"
                 break
+            if converged and box_center is not None:
+                # no column at the RMP's own duals but the gap is open: the pricing certificates found
+                # at boxed duals were weak (seen at eps d ~ 10); drop the box and go on unstabilised
+                self.set_box(None, 0.0)
+                box_center = None
+                self.boxstep = False
+                continue
+            if converged:
+                status = "stalled"
+                break
             if not new_k:
-                if alpha == 0.0:
-                    status = "stalled"
-                    break
-                alpha_next = 0.0  # mis-price: next round at the RMP's own duals
+                if alpha > 0.0:
+                    alpha_next = 0.0  # mis-price: next round at the RMP's own duals
+                elif not full:
+                    full = True  # nothing more among the outputs in use: price every output
+                elif binding and box_center is not None:
+                    width *= 4.0  # no column at the box's optimum: widen the box
+                    self.set_box(box_center, width)
                 continue
             alpha_next = self.alpha
+            full = False
+            recent = np.asarray(sorted(set(new_k)), dtype=np.int64)
             self.add_columns(new_k, new_v)
         if rows is None:
-            _, _, lam = self.solve_master()
-            rows, upper = self.verified_rows(lam)
+            rows, upper = self.unboxed_rows(box_center, width)
         return rows, min(best_lb, upper), upper, status, it
 
 
 def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int = 1000,
-                 time_limit: float = float("inf"), workers: int = 2, smoothing: float = 0.5,
+                 time_limit: float = float("inf"), workers: int = 2, smoothing: float = 0.0, boxstep: bool = True,
                  exact_check: bool = False, method_name: str = "colgen",
                  progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
     """Solve the PMO by column generation over output columns, component by component.
@@ -423,7 +493,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             continue
         kept = undominated_outputs(G[idx])
         kept_sizes.append(int(kept.size))
-        cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing)
+        cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep)
         try:
             rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_))
         finally:
