@@ -25,14 +25,16 @@ floating point with a relative tolerance of 1e-9 (stated in the report).
 Such (c, pi) is found by linear programming: on a window [lo_i, hi_i] of integers per cell,
 each square is replaced by its piecewise-linear interpolation at the integers (unit segments,
 slopes 2(v - ct) + 1), which agrees with it at every integer. The constraint matrix of this
-model was found totally unimodular on every instance tested (an integral LP optimum and
-integral simplex duals then exist) — this is not proved here and the release does not rely
-on it: the LP's rounded point and rounded duals are handed to the certificate check, and a
+model had integral optima on every small instance tested (not in general: see below), and
+the release does not rely on it: the LP's rounded point and rounded duals are handed to the certificate check, and a
 release is made only if the check passes. Cells whose check fails on an artificial window
 bound (a lower end > 0 or an upper end < G) get their size's window re-centred on the LP
 point and widened (x4); a window of width >= G is the full domain, so a failure elsewhere is
 a VerificationError, and a window needing more segment columns than the limit is a
-ResourceError. The initial window is centred on the M_c^dp release (a feasible point).
+ResourceError. A fractional LP optimum (seen: a half-integral vertex on the Kuo taxi
+instance at eps = 0.1, so the matrix is not totally unimodular in general) leaves no
+certificate: ResourceError, no release. The initial window is centred on a feasible integer
+point (the rounded approximate projection).
 
 Size blocks. If at some size boundary s | s+1 every leaf has c_s^l - c_{s+1}^l >= 1 at the
 centre, the LP may be split there: the certificate is checked on the assembled point with
@@ -324,8 +326,12 @@ def solve_model3_certified(
                 mu[:, a : b - 1] = mb
         lp_time += time.perf_counter() - t0
         cum = np.rint(x).astype(np.int64)
-        if np.abs(x - cum).max(initial=0.0) > 1e-6:
-            raise VerificationError("chain: the windowed LP has a fractional optimum (certificate not available)")
+        frac = np.abs(x - cum)
+        if frac.max(initial=0.0) > 1e-6:
+            raise ResourceError(
+                f"chain: the windowed LP has a fractional optimum ({int((frac > 1e-6).sum())} cells, largest "
+                f"distance to an integer {frac.max():.3g}); no certificate is available for this instance"
+            )
         if integral:
             lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
         else:

@@ -217,9 +217,10 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     InputError
         Shapes or G invalid.
     ResourceError
-        The windows needed exceed the LP size limits, or no certificate within the round limit.
+        The windows needed exceed the LP size limits, no certificate within the round limit,
+        or a windowed LP optimum was fractional (no certificate available).
     VerificationError
-        The LP optimum was fractional or the final check failed (never expected).
+        The final check failed (never expected).
     """
     from solvers.hierarchy.chain import round_to_feasible, solve_model3_certified
     from solvers.hierarchy.hdp import _check_inputs

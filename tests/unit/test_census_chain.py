@@ -159,3 +159,20 @@ def test_centre_repair_lowers_whole_plateaus() -> None:
         )
     )
     assert res.objective == best
+
+
+def test_fractional_lp_optimum_is_resource_error(monkeypatch) -> None:
+    """A fractional LP vertex (the matrix is not TU in general) must refuse, never release."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    real = chain._solve_block_lp
+
+    def half_shifted(*args):
+        x, lam, mu = real(*args)
+        x = x.copy()
+        x[h.leaves[0], -1] += 0.5
+        return x, lam, mu
+
+    monkeypatch.setattr(chain, "_solve_block_lp", half_shifted)
+    with pytest.raises(ResourceError, match="fractional optimum"):
+        solve_model3(h, y, 20)
