@@ -27,12 +27,16 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
   pricing is kept: it gives a valid bound at every later ``mu`` for the price of a vector
   subtraction, and only outputs whose stored bound is below ``-tau`` (``tau`` = a 20th of the
   target gap spread over the outputs) are priced again.
-* Dual stabilisation (Wentges smoothing): pricing is done at ``mu_s = a mu_c + (1 - a) mu_RMP``,
-  ``mu_c`` the duals with the best Lagrangian bound so far. A column enters when its reduced
-  cost at the RMP's duals is negative. When nothing enters (a mis-price) the bound at ``mu_s``
-  is at least ``a L(mu_c) + (1 - a) RMP`` (concavity), so the gap shrinks by a factor ``a``; the
+* Pricing order: only outputs in use in the RMP (or that just entered) are priced; every output
+  when none of those enters (a certified stop needs such a full round).
+* Dual stabilisation, boxstep (du Merle): slack columns ``+e_i`` (cost ``mu_c + D``) and ``-e_i``
+  (cost ``-(mu_c - D)``) confine the RMP's duals to a box around the best-bound duals ``mu_c``
+  (first centre ``mu0_i = p_i min_k c_ik``, where ``L(mu0) = sum mu0``). The centre moves when the
+  bound improves; the box widens when nothing enters while it binds; it is dropped when the
+  certificates found at boxed duals stay weak (seen at ``eps d ~ 10``). Optional Wentges
+  smoothing prices at ``mu_s = a mu_c + (1 - a) mu_RMP``; on a mis-price (nothing enters) the
   next round prices at the RMP's own duals.
-* Upper bound: the RMP's mechanism, repaired and verified on the component; the returned
+* Upper bound: the RMP's mechanism (solved without the box), repaired and verified on the component; the returned
   full matrix is repaired and verified again as a whole (:func:`solvers.mdp.pmo.finalize_mechanism`).
 
 Start columns per output: ``1/|S|`` and ``exp(-eps delta(., a_k))`` (``delta`` the shortest-path
@@ -41,9 +45,10 @@ both points of ``C_S``; at large ``eps d`` they are nearly optimal.
 
 Equivalence with Benders. This is Benders decomposition of the PMO's dual: the dual's
 complicating variables are the unit-row duals ``mu``; for fixed ``mu`` the dual splits into one
-problem per output column, and a pricing solution ``z`` (a point of ``C_S``) is exactly a Benders
-cut ``sum_k theta_k``-style inequality ``sum_i mu_i z_i <= g_k' z`` on ``mu``; the RMP is the dual of
-the Benders master. So it is offered as ``bd --decomposition columns``.
+feasibility problem per output column (``g_k - mu + A'y_k >= 0`` for some ``y_k >= 0``, i.e.
+``(g_k - mu)' r >= 0`` for every ray ``r`` of ``C_S``), so a pricing solution ``r`` is a Benders
+feasibility cut ``mu' r <= g_k' r``; the Benders master ``max {1' mu : collected cuts}`` is the LP
+dual of the RMP, and its solution is the RMP's row duals. So it is offered as ``bd --decomposition columns``.
 """
 
 from __future__ import annotations
