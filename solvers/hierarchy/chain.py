@@ -224,7 +224,6 @@ def _solve_block_lp(
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", _LP_SOLVER)
-    h.setOptionValue("threads", 1)
     if h.passModel(lp) == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS refused the chain LP ({lp.num_row_} rows, {n} columns)")
     run = h.run()

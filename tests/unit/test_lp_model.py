@@ -125,3 +125,17 @@ def test_every_highs_user_runs_after_any_other_in_one_process():
     r = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("ok")
+
+
+def test_no_module_sets_the_highs_threads_option():
+    """Static guard for the HiGHS >= 1.16 scheduler rule above: one model asking for a thread
+    count different from the process's first run makes every later run fail ('Not Set'),
+    which test order can hide (it once broke the census chain tests on a fresh CI run only)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"""setOptionValue\(\s*["']threads["']""")
+    offenders = [str(p.relative_to(root)) for sub in ("solvers", "coordinator", "party", "benchmarks")
+                 for p in (root / sub).rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
