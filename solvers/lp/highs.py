@@ -56,8 +56,15 @@ def consume_highs_banner() -> None:
             return
         import highspy
 
-        sys.stdout.flush()
-        saved = os.dup(1)
+        try:
+            if sys.stdout is None:  # started with descriptor 1 closed
+                raise OSError("no stdout")
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError):  # no usable stdout: nothing to protect
+            highspy.Highs()
+            _banner_consumed = True
+            return
         try:
             with open(os.devnull, "w") as devnull:
                 os.dup2(devnull.fileno(), 1)
