@@ -55,6 +55,7 @@ import scipy.sparse as sp
 
 from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.qp import solve_highs
 
 logger = logging.getLogger(__name__)
 
@@ -167,14 +168,13 @@ def check_certificate(
 def _solve_block_lp(
     hier: Hierarchy, y: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Windowed PWL LP on one block of sizes: (c float, lam, mu) with HiGHS (dual simplex).
+    """Windowed PWL LP on one block of sizes: (c float, lam, mu) with HiGHS's simplex.
 
-    Columns: cells (regions x k, bounds [lo, hi]) then unit segments. Rows: C7 per internal
-    region and size, C8 per leaf and adjacent size pair in the block, link rows
-    c_i - sum_k delta_ik = lo_i.
+    Columns: unit segments only (cell i's value is ``lo_i`` plus the sum of its segments in
+    [0, 1], each costing the square's slope on that unit). Rows: C7 per internal region and
+    size, C8 per leaf and adjacent size pair in the block, with the ``lo`` offsets moved into
+    the row bounds.
     """
-    import highspy
-
     from solvers.hierarchy.cumulative import consistency_rows
 
     n_regions, k = y.shape
@@ -204,36 +204,11 @@ def _solve_block_lp(
     base = a3 @ lo.ravel().astype(np.float64)
     row_lo = -base
     row_hi = np.concatenate([np.zeros(n_cons), np.full(n_mono, np.inf)]) - base
-    col_lo = np.zeros(segments)
-    col_hi = np.ones(segments)
-    lp = highspy.HighsLp()
-    n = segments
-    lp.num_col_ = n
-    lp.num_row_ = int(a.shape[0])
-    lp.col_cost_ = cost
-    lp.col_lower_ = col_lo
-    lp.col_upper_ = col_hi
-    lp.row_lower_ = row_lo
-    lp.row_upper_ = row_hi
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a.indices.astype(np.int32)
-    lp.a_matrix_.value_ = np.asarray(a.data, dtype=np.float64)
-    lp.a_matrix_.num_col_ = n
-    lp.a_matrix_.num_row_ = int(a.shape[0])
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", _LP_SOLVER)
-    if h.passModel(lp) == highspy.HighsStatus.kError:
-        raise SolverError(f"HiGHS refused the chain LP ({lp.num_row_} rows, {n} columns)")
-    run = h.run()
-    status = h.getModelStatus()
-    if run == highspy.HighsStatus.kError or status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"HiGHS did not solve the chain LP: run {run}, model status {h.modelStatusToString(status)!r}")
-    sol = h.getSolution()
-    x = lo.astype(np.float64).ravel() + np.bincount(owner, weights=np.array(sol.col_value), minlength=nv)
+    out = solve_highs(cost, a, row_lo, row_hi, np.zeros(segments), np.ones(segments),
+                      options={"solver": _LP_SOLVER}, label="chain LP")
+    x = lo.astype(np.float64).ravel() + np.bincount(owner, weights=out.x, minlength=nv)
     x = x.reshape(n_regions, k)
-    duals = np.array(sol.row_dual)
+    duals = out.row_dual
     lam = np.zeros((n_regions, k))
     internal = np.asarray(hier.internal, dtype=np.int64)
     lam[internal] = duals[:n_cons].reshape(internal.size, k)

@@ -26,6 +26,7 @@ class HighsOutcome:
     objective: float
     status: str
     mip_dual_bound: float
+    row_dual: np.ndarray
 
 
 def solve_highs(
@@ -38,6 +39,7 @@ def solve_highs(
     hessian_diag: np.ndarray | None = None,
     integer: np.ndarray | None = None,
     options: dict[str, object] | None = None,
+    label: str = "model",
 ) -> HighsOutcome:
     """Solve min c'x (+ 1/2 sum_i q_i x_i^2) s.t. row and column bounds, optionally integer.
 
@@ -87,12 +89,12 @@ def solve_highs(
     else:
         status = h.passModel(lp)
     if status == highspy.HighsStatus.kError:
-        raise SolverError(f"HiGHS refused the model ({lp.num_row_} rows, {n} columns)")
+        raise SolverError(f"HiGHS refused the {label} ({lp.num_row_} rows, {n} columns)")
     run = h.run()
     model_status = h.getModelStatus()
     text = h.modelStatusToString(model_status)
     if run == highspy.HighsStatus.kError or model_status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError(f"HiGHS did not reach an optimum: run status {run}, model status {text!r}")
+        raise SolverError(f"HiGHS did not reach an optimum of the {label}: run status {run}, model status {text!r}")
     sol = h.getSolution()
     info = h.getInfo()
     bound = float(getattr(info, "mip_dual_bound", float("nan"))) if integer is not None else float("nan")
@@ -101,4 +103,5 @@ def solve_highs(
         objective=float(info.objective_function_value),
         status=text,
         mip_dual_bound=bound,
+        row_dual=np.array(sol.row_dual, dtype=np.float64),
     )
