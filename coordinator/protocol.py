@@ -253,7 +253,7 @@ def _dense_to_csc(M: np.ndarray) -> sp.csc_matrix:
         return sp.csc_matrix(M)
     indptr = np.arange(0, m * k + 1, m, dtype=np.int64)
     indices = np.tile(np.arange(m, dtype=np.int32), k)
-    return sp.csc_matrix((np.asfortranarray(M).ravel(order="F"), indices, indptr), shape=(m, k))
+    return sp.csc_matrix((M.ravel(order="F"), indices, indptr), shape=(m, k))
 
 
 def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: int) -> tuple[LinearProgram, list[slice]]:

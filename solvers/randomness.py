@@ -59,12 +59,19 @@ class SecureRandom:
         return self._enc.update(_ZERO_BLOCK[:n])
 
     def _keystream(self, n: int) -> np.ndarray:
-        """``n`` keystream bytes as a uint8 array, written in place (no intermediate copies).
-
-        The same bytes, in the same order, as ``n`` calls' worth of :meth:`bytes`: ChaCha20 is a
-        stream cipher, so chunking does not change the stream (reproducible runs stay equal).
-        """
+        """``n`` keystream bytes as a new uint8 array (see :meth:`_keystream_into`)."""
         out = np.empty(n, dtype=np.uint8)
+        self._keystream_into(out)
+        return out
+
+    def _keystream_into(self, out: np.ndarray) -> None:
+        """Overwrite the uint8 array ``out`` with the next keystream bytes, in place.
+
+        The same bytes, in the same order, as the same number of bytes from :meth:`bytes`:
+        ChaCha20 is a stream cipher, so chunking does not change the stream (reproducible
+        runs stay equal).
+        """
+        n = out.size
         zeros = np.zeros(min(n, _CHUNK), dtype=np.uint8)
         view = memoryview(out)
         done = 0
@@ -74,7 +81,6 @@ class SecureRandom:
             if written != take:  # pragma: no cover - a stream cipher writes what it reads
                 raise RuntimeError("ChaCha20 keystream came back short")
             done += take
-        return out
 
     def bits(self, k: int) -> int:
         """A uniform integer in [0, 2**k)."""
@@ -134,15 +140,13 @@ class SecureRandom:
         half = (count + 1) // 2
         z = np.empty(2 * half)
         chunk = min(half, _NORMAL_PAIRS)
-        zeros = np.zeros(16 * chunk, dtype=np.uint8)
         raw = np.empty(16 * chunk, dtype=np.uint8)
         words = raw.view("<u8")
         u = np.empty(2 * chunk)
         angle = np.empty(chunk)
         for lo in range(0, half, chunk):
             c = min(chunk, half - lo)
-            if self._enc.update_into(zeros[: 16 * c], memoryview(raw)[: 16 * c]) != 16 * c:  # pragma: no cover
-                raise RuntimeError("ChaCha20 keystream came back short")
+            self._keystream_into(raw[: 16 * c])
             w = words[: 2 * c]
             np.right_shift(w, np.uint64(11), out=w)
             uu = u[: 2 * c]
