@@ -56,24 +56,25 @@ def consume_highs_banner() -> None:
             return
         import highspy
 
-        try:
-            if sys.stdout is None:  # started with descriptor 1 closed
-                raise OSError("no stdout")
-            sys.stdout.flush()
-            saved = os.dup(1)
-        except (OSError, ValueError):  # no usable stdout: nothing to protect
+        saved = None
+        if sys.stdout is not None:  # None: started with descriptor 1 closed, nothing to protect
+            try:
+                sys.stdout.flush()
+                saved = os.dup(1)
+            except (OSError, ValueError):
+                saved = None
+        if saved is None:
             highspy.Highs()
-            _banner_consumed = True
-            return
-        try:
-            with open(os.devnull, "w") as devnull:
-                os.dup2(devnull.fileno(), 1)
-                try:
-                    highspy.Highs()
-                finally:
-                    os.dup2(saved, 1)
-        finally:
-            os.close(saved)
+        else:
+            try:
+                with open(os.devnull, "w") as devnull:
+                    os.dup2(devnull.fileno(), 1)
+                    try:
+                        highspy.Highs()
+                    finally:
+                        os.dup2(saved, 1)
+            finally:
+                os.close(saved)
         _banner_consumed = True
 
 
