@@ -25,6 +25,14 @@ def _tree() -> Hierarchy:
     )
 
 
+def _fill_parents(h: Hierarchy, cells: np.ndarray) -> np.ndarray:
+    """Set every internal region's rows to the sum of its children's (C7), bottom up; in place."""
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            cells[r] = cells[list(h.children[r])].sum(axis=0)
+    return cells
+
+
 def _certified(h: Hierarchy, y: np.ndarray, total: int):
     approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
     centre = round_to_feasible(h, approx, total)
@@ -37,9 +45,7 @@ def test_certificate_passes_with_integer_arithmetic(seed: int) -> None:
     h = _tree()
     true = np.zeros((h.size, 12), dtype=np.int64)
     true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
-    for r in reversed(range(h.size)):
-        if h.children[r]:
-            true[r] = true[list(h.children[r])].sum(axis=0)
+    _fill_parents(h, true)
     y = true + rng.integers(-8, 9, size=true.shape)
     res = _certified(h, y, int(true[0, 0]))
     assert res.certificate.ok and res.certificate.integral_arithmetic
@@ -67,9 +73,7 @@ def test_certificate_negative_controls() -> None:
             bumped[l2, 0] -= 1
             if bumped[l2, 0] < (bumped[l2, 1] if bumped.shape[1] > 1 else 0):
                 continue
-            for r in reversed(range(h.size)):
-                if h.children[r]:
-                    bumped[r] = bumped[list(h.children[r])].sum(axis=0)
+            _fill_parents(h, bumped)
             if squared_distance(bumped, y) > res.objective:
                 assert not check_certificate(h, bumped, y, total, lam, mu).ok
                 rejected += 1
@@ -108,9 +112,7 @@ def test_narrow_windows_are_widened_and_result_is_exact() -> None:
     ref = solve_model3(h, y, total)
     far = np.zeros_like(ref.cumulative)
     far[h.leaves[0]] = total  # feasible: one leaf holds every group, all of size >= N
-    for r in reversed(range(h.size)):
-        if h.children[r]:
-            far[r] = far[list(h.children[r])].sum(axis=0)
+    _fill_parents(h, far)
     res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
     assert res.objective == ref.objective
@@ -123,9 +125,7 @@ def test_round_limit_is_resource_error() -> None:
     y = rng.integers(-5, 40, size=(h.size, 5))
     far = np.zeros((h.size, 5), dtype=np.int64)
     far[h.leaves[0]] = total
-    for r in reversed(range(h.size)):
-        if h.children[r]:
-            far[r] = far[list(h.children[r])].sum(axis=0)
+    _fill_parents(h, far)
     with pytest.raises(ResourceError, match="no certificate"):
         chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1, max_rounds=1)
 
