@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import ResourceError, SolverError, VerificationError
+from solvers.errors import ResourceError, VerificationError
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.qp import solve_highs
 
