@@ -27,6 +27,12 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
   pricing is kept: it gives a valid bound at every later ``mu`` for the price of a vector
   subtraction, and only outputs whose stored bound is below ``-tau`` (``tau`` = a 20th of the
   target gap spread over the outputs) are priced again.
+* Second lower bound, relaxing the *mDP rows* instead of the unit rows: for ``z_k`` in ``C_S``,
+  ``A z_k <= 0``, so ``g_k' z_k >= (g_k + A'y_k)' z_k = q_k' z_k`` for any ``y_k >= 0``, and what is
+  left is a product of simplices: ``OPT_S >= sum_i min_k q_ki`` (no ``mu`` in it). For the same
+  ``q_k`` it is never below the first bound (``min_k q_ki >= mu_i + sum_k min(0, q_ki - mu_i)``),
+  and by LP duality it is tight at an optimal ``y``. The certified bound is the best of both
+  over all iterations.
 * Pricing order: only outputs in use in the RMP (or that just entered) are priced; every output
   when none of those enters (a certified stop needs such a full round).
 * Dual stabilisation, boxstep (du Merle): slack columns ``+e_i`` (cost ``mu_c + D``) and ``-e_i``
@@ -68,7 +74,7 @@ from solvers.errors import InputError, SolverError
 from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem, finalize_mechanism, repair_mechanism
 from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["solve_colgen", "undominated_outputs"]
+__all__ = ["mdp_rows_bound", "mdp_rows_matrix", "solve_colgen", "undominated_outputs"]
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +113,26 @@ def _pass_rowwise(h: Any, A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray
     lp.a_matrix_.value_ = A.data.astype(float)
     if h.passModel(lp) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected a column-generation model (passModel failed)")
+
+
+def mdp_rows_matrix(problem: PMOProblem) -> sp.csr_matrix:
+    """The mDP rows of one output column as ``A z <= 0``: row ``(i, j)`` is ``z_i - exp(eps d_ij) z_j``."""
+    er, ec = problem.lp_edges
+    w = np.exp(problem.eps * np.asarray(problem.dataset.distance)[er, ec])
+    E = er.size
+    return sp.csr_matrix((np.column_stack([np.ones(E), -w]).ravel(),
+                          (np.repeat(np.arange(E), 2), np.column_stack([er, ec]).ravel())), shape=(E, problem.n))
+
+
+def mdp_rows_bound(G: np.ndarray, A: sp.spmatrix, Y: np.ndarray) -> float:
+    """Lower bound on the PMO optimum from multipliers ``Y`` (rows x outputs, must be >= 0) of the mDP rows.
+
+    ``sum_i min_k (G + A'Y)_ik`` (module docstring). ``G`` is records x outputs (prior-weighted loss).
+    """
+    Y = np.asarray(Y, dtype=float)
+    if np.any(Y < 0):
+        raise InputError("mDP-row multipliers must be >= 0 for a valid bound")
+    return float(np.min(np.asarray(G) + A.T @ Y, axis=1).sum())
 
 
 def undominated_outputs(G: np.ndarray) -> np.ndarray:
@@ -152,14 +178,11 @@ class _ComponentCG:
         D = np.asarray(problem.dataset.distance)
         pos = np.full(n, -1, dtype=np.int64)
         pos[idx] = np.arange(self.m)
-        er, ec = problem.lp_edges
-        sel = pos[er] >= 0
-        r, c = pos[er[sel]], pos[ec[sel]]
-        w = np.exp(problem.eps * D[er[sel], ec[sel]])
-        E = r.size
+        er, _ = problem.lp_edges
+        sel = pos[er] >= 0  # rows of this component (an mDP pair never crosses components)
+        self.A = mdp_rows_matrix(problem)[np.flatnonzero(sel)][:, idx].tocsr()
+        E = self.A.shape[0]
         self.E = E
-        self.A = sp.csr_matrix((np.column_stack([np.ones(E), -w]).ravel(),
-                                (np.repeat(np.arange(E), 2), np.column_stack([r, c]).ravel())), shape=(E, self.m))
         self.AT = self.A.T.tocsr()
         self.G = np.ascontiguousarray(problem.cost[np.ix_(idx, kept)])  # m x Kc
         self.Q = np.ascontiguousarray(self.G.T)  # Kc x m: g_k + A'y_k of the last pricing (y = 0 at first)
@@ -346,6 +369,7 @@ class _ComponentCG:
         # L(mu0) = sum mu0 exactly (the trivial bound) -- a sane point to smooth the RMP's duals towards
         mu_c: np.ndarray | None = self.G.min(axis=1)
         best_lb = float(mu_c.sum())
+        best_bound = best_lb  # the best certified lower bound (either Lagrangian bound)
         upper, rows = np.inf, None
         status = "iteration_limit"
         alpha_next = self.alpha
@@ -390,23 +414,28 @@ class _ComponentCG:
                         new_v.append(z / z.sum())
                 cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
             lb = float(mu_s.sum() + cheap.sum())
-            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
-                         "columns %d", it, obj_r, lb, alpha, binding, width, "full" if full else "partial",
+            # the Lagrangian bound that relaxes the mDP rows instead (module docstring): for the stored
+            # y_k >= 0, OPT >= sum_i min_k (g_k + A'y_k)_i; never below lb, and it needs no mu
+            lb_y = float(self.Q.min(axis=0).sum())
+            best_bound = max(best_bound, lb_y)
+            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, lb(y) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
+                         "columns %d", it, obj_r, lb, lb_y, alpha, binding, width, "full" if full else "partial",
                          js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
             if lb > best_lb:
                 best_lb, mu_c = lb, mu_s.copy()
+                best_bound = max(best_bound, lb)
                 if box_center is not None:
                     box_center = mu_c.copy()
                     self.set_box(box_center, width)
             converged = not new_k and alpha == 0.0 and full and not binding
-            near = (obj_r - best_lb) / scale <= self.gap and not binding
+            near = (obj_r - best_bound) / scale <= self.gap and not binding
             stop_now = near or converged or out_of_time or it == max_iterations or time.perf_counter() > deadline
             if stop_now or it % 5 == 0:
                 X, ub = self.unboxed_rows(box_center, width)
                 if ub < upper:
                     upper, rows = ub, X
-            on_iter(best_lb, upper)
-            if np.isfinite(upper) and (upper - best_lb) / max(abs(upper), 1e-300) <= self.gap:
+            on_iter(best_bound, upper)
+            if np.isfinite(upper) and (upper - best_bound) / max(abs(upper), 1e-300) <= self.gap:
                 status = "optimal"
                 break
             if out_of_time or time.perf_counter() > deadline:
@@ -437,7 +466,7 @@ class _ComponentCG:
             self.add_columns(new_k, new_v)
         if rows is None:
             rows, upper = self.unboxed_rows(box_center, width)
-        return rows, min(best_lb, upper), upper, status, it
+        return rows, min(best_bound, upper), upper, status, it
 
 
 def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int = 1000,

@@ -90,3 +90,28 @@ def test_cli_bd_columns_keeps_report_keys(tmp_path: Path) -> None:
     assert keys <= set(rep) and rep["method"] == "bd" and rep["decomposition"] == "columns"
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-6
     assert set(rep["partition"]) == {"sizes", "n_boundary", "mp_component_sizes"}
+
+
+def test_mdp_rows_bound_is_valid_for_nonnegative_multipliers_only() -> None:
+    """OPT >= sum_i min_k (g_k + A'y_k)_i for every y >= 0; with y < 0 the same formula overshoots."""
+    from solvers.mdp.colgen import mdp_rows_bound, mdp_rows_matrix
+
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
+    opt = solve_direct(p).objective
+    A = mdp_rows_matrix(p)
+    G = p.cost
+    # the rows are those the mechanism satisfies: A z_k <= 0 for every output column
+    X = solve_direct(p).mechanism
+    assert float((A @ X).max()) <= 1e-9
+    rng = np.random.default_rng(5)
+    assert mdp_rows_bound(G, A, np.zeros((A.shape[0], p.K))) == pytest.approx(float(G.min(axis=1).sum()))
+    for scale in (1e-3, 1e-2, 1e-1, 1.0):
+        Y = rng.exponential(scale, size=(A.shape[0], p.K))
+        assert mdp_rows_bound(G, A, Y) <= opt * (1 + 1e-12)
+    # negative control: uniform negative multipliers raise every q_i (each edge appears both ways and
+    # exp(eps d) > 1), so the formula would claim a bound above the optimum -- hence the y >= 0 check
+    Yneg = np.full((A.shape[0], p.K), -1.0)
+    q_bound = float(np.min(G + A.T @ Yneg, axis=1).sum())
+    assert q_bound > opt
+    with pytest.raises(InputError):
+        mdp_rows_bound(G, A, Yneg)
