@@ -33,7 +33,7 @@ import numpy as np
 
 from solvers.hierarchy.model import Hierarchy
 
-__all__ = ["ladder_starts", "fixed_cells", "complete_multipliers", "restart_after"]
+__all__ = ["complete_multipliers", "fixed_cells", "ladder_starts", "restart_after"]
 
 
 def _ladder_ok(h: np.ndarray, center_zero: np.ndarray) -> np.ndarray:
