@@ -22,25 +22,51 @@ per-cell test is two integer inequalities: 2(c_i - ct_i) + 1 - g_i >= 0 when c_i
 multipliers the whole check is exact integer arithmetic; with decimal inputs it runs in
 floating point with a relative tolerance of 1e-9 (stated in the report).
 
-Such (c, pi) is found by linear programming: on a window [lo_i, hi_i] of integers per cell,
-each square is replaced by its piecewise-linear interpolation at the integers (unit segments,
-slopes 2(v - ct) + 1), which agrees with it at every integer. The constraint matrix of this
-model had integral optima on every small instance tested (not in general: see below), and
-the release does not rely on it: the LP's rounded point and rounded duals are handed to the certificate check, and a
-release is made only if the check passes. Cells whose check fails on an artificial window
-bound (a lower end > 0 or an upper end < G) get their size's window re-centred on the LP
-point and widened (x4); a window of width >= G is the full domain, so a failure elsewhere is
-a VerificationError, and a window needing more segment columns than the limit is a
-ResourceError. A fractional LP optimum (seen: a half-integral vertex on the Kuo taxi
-instance at eps = 0.1, so the matrix is not totally unimodular in general) leaves no
-certificate: ResourceError, no release (``MAX_FRACTIONAL_RETRIES`` > 0 retries with the
-fractional cells' windows widened; on that instance one retry was fractional again). The initial window is centred on a feasible integer
-point (the rounded approximate projection).
+Such (c, pi) is found by linear programming. The centre is a feasible integer point (the
+rounded approximate projection) and stays fixed; each cell gets a window of integers
+[centre - d, centre + u] within [0, G] (initially u = d = 2), on which its square is replaced
+by the piecewise-linear interpolation at the integers (exact at every integer): the cell's
+value is centre + (sum of its "up" unit segments) - (sum of its "down" unit segments), up
+segment t costing 2(centre + t - 1 - y) + 1 and down segment t costing 2(y - centre + t) - 1,
+so an optimum fills each side in order (``_BlockLP``). Rows: C7 per internal region and size,
+C8 per leaf and adjacent size pair, with the centre's activities in the row bounds. The
+constraint matrix had integral optima on every small instance tested (not in general: see
+below), and the release does not rely on it: the LP's rounded point and rounded duals are
+handed to the certificate check, and a release is made only if the check passes.
+
+Rounds are incremental. Each block's LP stays alive in HiGHS; cells whose check fails
+(normally on an artificial window bound: a lower end > 0 or an upper end < G), with their
+chain neighbours and ancestors, get both sides widened x4, which only adds segment columns
+(``addCols``; the row bounds never change). New columns start nonbasic at 0, or at 1 when
+their reduced cost under the last duals is negative, so the basis stays dual feasible and
+the dual simplex (Devex pricing after the first solve) re-solves from it (taxi instance:
+at most a few thousand iterations, about 1 s per round against 16-30 s for a cold solve).
+Windows needing more segment columns than the limits, or no passing check within the round
+limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
+did not round to a certificate (seen once in tuning runs: half-integral duals of an integral
+point, taxi eps = 0.1, after warm starts); a block with fractional duals is then rebuilt once
+and solved from the slack basis (other duals), and such cells are widened like the rest.
+A fractional LP optimum (seen: a half-integral vertex on the Kuo taxi instance at eps = 0.1,
+so the matrix is not totally unimodular in general) leaves no certificate: ResourceError, no
+release (``MAX_FRACTIONAL_RETRIES`` > 0 retries with the fractional cells' windows widened; on
+that instance one retry was fractional again).
+
+First solve of a block. The block's sizes are cut into chunks of about
+``START_CHUNK_SEGMENTS`` segment columns, each chunk's LP (without the C8 rows to its
+neighbours) is solved cold, and their optimal bases, with the dropped rows' slacks basic,
+are the starting basis of the whole block's LP (dual feasible; only the dropped rows can be
+violated). This only changes the starting point of the dual simplex, not the LP: the many
+small LPs are much cheaper per iteration than the whole block (taxi eps = 1: 16 s -> 9 s).
 
 Size blocks. If at some size boundary s | s+1 every leaf has c_s^l - c_{s+1}^l >= 1 at the
 centre, the LP may be split there: the certificate is checked on the assembled point with
 mu = 0 on those rows, which complementary slackness allows because they are slack. So the
-sizes are solved in independent blocks (each its own LP), and the check is global.
+sizes are solved in independent blocks (each its own LP), and the check is global. The
+blocks are chosen from the first windows (where every leaf's windows make C8 redundant at
+the cut). When windows widen, a cut is kept as long as the assembled LP point satisfies the
+C8 rows it drops: the blocks' optima are then an optimum of the joined LP with mu = 0 on
+those rows (a relaxation's optimum that is feasible). Otherwise the two blocks are merged and
+the merged block is solved anew (same round).
 """
 
 from __future__ import annotations
@@ -53,9 +79,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import ResourceError, VerificationError
+from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.qp import solve_highs
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +91,13 @@ MAX_TOTAL_SEGMENTS = 40_000_000
 #: Rounds with a fractional LP optimum tolerated (each retried with wider windows). 0: on the
 #: one instance seen (taxi, eps = 0.1) a retry cost another LP and was fractional again.
 MAX_FRACTIONAL_RETRIES = 0
-#: HiGHS LP algorithm for the windowed LPs (crossover gives a basic, integral solution).
+#: Segment columns per chunk of sizes whose cold solves assemble a block's starting basis
+#: (``_chunked_start``); 0 turns it off.
+START_CHUNK_SEGMENTS = 10_000
+#: HiGHS LP algorithm for the windowed LPs (a basic solution; dual simplex when cold).
 _LP_SOLVER = "simplex"
+#: HiGHS dual edge weights for the re-solves after the first (1: Devex).
+_WARM_EDGE_WEIGHTS = 1
 
 
 @dataclass(frozen=True)
@@ -165,57 +195,221 @@ def check_certificate(
     return ChainCertificate(True, exact, min_slack, none, "ok")
 
 
+class _BlockLP:
+    """One size block's windowed PWL LP, kept alive in HiGHS across rounds (module docstring).
+
+    Cell i's value is ``centre_i + sum(up segments) - sum(down segments)``; up segment t
+    (centre + t - 1 -> centre + t) costs 2(centre + t - 1 - y) + 1, down segment t
+    (centre - t + 1 -> centre - t) costs 2(y - centre + t) - 1. Both increase with t and the
+    first up and first down segment cost 2 together, so an optimum fills each side in order
+    and never both sides. A segment column is its cell's column of [C7; C8] (up) or its
+    negative (down). The row bounds depend only on the fixed centre, so widening a window is
+    ``addCols`` of new segment columns, and the next ``run`` starts from the last basis.
+    """
+
+    def __init__(self, hier: Hierarchy, y: np.ndarray, centre: np.ndarray, n_up: np.ndarray, n_down: np.ndarray):
+        import highspy
+
+        from solvers.hierarchy.cumulative import consistency_rows
+
+        self._highspy = highspy
+        self.hier = hier
+        self.shape = y.shape
+        n_regions, k = y.shape
+        nv = n_regions * k
+        self.y = np.asarray(y, dtype=np.float64).ravel()
+        self.centre = np.asarray(centre, dtype=np.int64).ravel()
+        cons = consistency_rows(hier, k)
+        leaves = np.asarray(hier.leaves, dtype=np.int64)
+        if k >= 2:
+            ll, ss = np.meshgrid(leaves, np.arange(k - 1), indexing="ij")
+            base = (ll * k + ss).ravel()
+            m = base.size
+            mono = sp.csr_matrix(
+                (np.r_[np.ones(m), -np.ones(m)], (np.r_[np.arange(m), np.arange(m)], np.r_[base, base + 1])),
+                shape=(m, nv),
+            )
+        else:
+            mono = sp.csr_matrix((0, nv))
+        self.n_cons, self.n_mono = cons.shape[0], mono.shape[0]
+        self.a3 = sp.vstack([cons, mono]).tocsc()
+        # c = centre + (segments): the centre's row activities move into the row bounds
+        offset = self.a3 @ self.centre.astype(np.float64)
+        row_lo = -offset
+        row_hi = np.concatenate([np.zeros(self.n_cons), np.full(self.n_mono, np.inf)]) - offset
+        self.n_up = np.zeros(nv, dtype=np.int64)
+        self.n_down = np.zeros(nv, dtype=np.int64)
+        self.owner = np.zeros(0, dtype=np.int64)  # cell (flat index in the block) of each column
+        self.sign = np.zeros(0, dtype=np.float64)  # +1 up, -1 down
+        self.step = np.zeros(0, dtype=np.int64)  # segment number t on its side
+        self.row_dual: np.ndarray | None = None  # of the last solve
+        self.iterations = 0  # simplex iterations of the last solve
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        if self.h.setOptionValue("solver", _LP_SOLVER) != highspy.HighsStatus.kOk:  # pragma: no cover
+            raise SolverError(f"HiGHS rejected option solver={_LP_SOLVER!r}")
+        lp = highspy.HighsLp()
+        lp.num_row_ = int(row_lo.size)
+        lp.row_lower_ = row_lo
+        lp.row_upper_ = row_hi
+        if self.h.passModel(lp) == highspy.HighsStatus.kError:  # pragma: no cover
+            raise SolverError(f"HiGHS refused the chain LP ({lp.num_row_} rows)")
+        self.extend(n_up, n_down)
+
+    @property
+    def segments(self) -> int:
+        return int(self.owner.size)
+
+    def _new_columns(self, old: np.ndarray, new: np.ndarray, up: bool):
+        cnt = np.maximum(np.asarray(new, dtype=np.int64).ravel() - old, 0)
+        owner = np.repeat(np.arange(cnt.size), cnt)
+        start = np.repeat(np.cumsum(cnt) - cnt, cnt)
+        t = np.repeat(old, cnt) + (np.arange(owner.size) - start) + 1
+        centre, y = self.centre[owner], self.y[owner]
+        cost = 2.0 * (centre + t - 1 - y) + 1.0 if up else 2.0 * (y - centre + t) - 1.0
+        return owner, t, cost, old + cnt
+
+    def extend(self, n_up: np.ndarray, n_down: np.ndarray) -> int:
+        """Grow the windows to ``n_up`` / ``n_down`` segments per side (never shrinks); returns columns added.
+
+        HiGHS adds the columns nonbasic at 0, which keeps the basis valid and primal feasible;
+        those with a negative reduced cost under the last duals are set nonbasic at their
+        upper bound 1 instead (dual feasible), so the dual simplex only repairs the rows they
+        disturb (left at 0, HiGHS runs a long dual phase 1 on such a basis).
+        """
+        highspy = self._highspy
+        ou, tu, cu, self.n_up = self._new_columns(self.n_up, n_up, True)
+        od, td, cd, self.n_down = self._new_columns(self.n_down, n_down, False)
+        owner = np.concatenate([ou, od])
+        n = int(owner.size)
+        if n == 0:
+            return 0
+        sign = np.concatenate([np.ones(ou.size), -np.ones(od.size)])
+        cost = np.concatenate([cu, cd])
+        cols = (self.a3[:, owner] @ sp.diags(sign)).tocsc()
+        status = self.h.addCols(
+            n, cost, np.zeros(n), np.ones(n), int(cols.nnz),
+            cols.indptr[:-1].astype(np.int32), cols.indices.astype(np.int32), np.asarray(cols.data, dtype=np.float64),
+        )
+        if status == highspy.HighsStatus.kError:  # pragma: no cover
+            raise SolverError(f"HiGHS refused {n} new chain LP segment columns")
+        n_old = self.segments
+        self.owner = np.concatenate([self.owner, owner])
+        self.sign = np.concatenate([self.sign, sign])
+        self.step = np.concatenate([self.step, tu, td])
+        if self.row_dual is not None:
+            attractive = np.nonzero(cost - cols.T @ self.row_dual < -1e-9)[0]
+            if attractive.size:
+                basis = self.h.getBasis()
+                col_status = list(basis.col_status)
+                for j in attractive.tolist():
+                    col_status[n_old + j] = highspy.HighsBasisStatus.kUpper
+                basis.col_status = col_status
+                if self.h.setBasis(basis) == highspy.HighsStatus.kError:  # pragma: no cover
+                    raise SolverError("HiGHS refused the chain LP's warm-start basis")
+        return n
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(c float, lam, mu) on the current windows, from the current basis (if any)."""
+        highspy = self._highspy
+        n_regions, k = self.shape
+        lam = np.zeros((n_regions, k))
+        mu = np.zeros((n_regions, max(k - 1, 0)))
+        if self.segments == 0:  # nothing can move: the centre, zero multipliers
+            self.iterations = 0
+            return self.centre.astype(np.float64).reshape(self.shape), lam, mu
+        run = self.h.run()
+        model_status = self.h.getModelStatus()
+        if run == highspy.HighsStatus.kError or model_status != highspy.HighsModelStatus.kOptimal:
+            text = self.h.modelStatusToString(model_status)
+            raise SolverError(f"HiGHS did not reach an optimum of the chain LP: run status {run}, model status {text!r}")
+        self.iterations = int(self.h.getInfo().simplex_iteration_count)
+        # later solves start from a near-optimal basis that setBasis may have changed: Devex
+        # pricing there, since dual steepest edge recomputes its exact weights after every
+        # basis change (5 s per re-solve on the taxi instance at eps = 0.1)
+        self.h.setOptionValue("simplex_dual_edge_weight_strategy", _WARM_EDGE_WEIGHTS)
+        sol = self.h.getSolution()
+        seg = np.asarray(sol.col_value, dtype=np.float64)
+        x = self.centre.astype(np.float64) + np.bincount(self.owner, weights=self.sign * seg, minlength=self.centre.size)
+        duals = self.row_dual = np.asarray(sol.row_dual, dtype=np.float64)
+        internal = np.asarray(self.hier.internal, dtype=np.int64)
+        leaves = np.asarray(self.hier.leaves, dtype=np.int64)
+        lam[internal] = duals[: self.n_cons].reshape(internal.size, k)
+        if k >= 2:
+            mu[leaves] = duals[self.n_cons : self.n_cons + self.n_mono].reshape(leaves.size, k - 1)
+        return x.reshape(self.shape), lam, mu
+
+
 def _solve_block_lp(
     hier: Hierarchy, y: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Windowed PWL LP on one block of sizes: (c float, lam, mu) with HiGHS's simplex.
+    """Windowed PWL LP on the windows [lo, hi] of one block of sizes, solved cold: (c float, lam, mu).
 
-    Columns: unit segments only (cell i's value is ``lo_i`` plus the sum of its segments in
-    [0, 1], each costing the square's slope on that unit). Rows: C7 per internal region and
-    size, C8 per leaf and adjacent size pair in the block, with the ``lo`` offsets moved into
-    the row bounds.
+    The ``_BlockLP`` model with centre ``lo`` and up segments only.
     """
-    from solvers.hierarchy.cumulative import consistency_rows
+    return _BlockLP(hier, y, lo, hi - lo, np.zeros_like(lo)).solve()
 
-    n_regions, k = y.shape
-    nv = n_regions * k
-    cons = consistency_rows(hier, k)
-    leaves = np.asarray(hier.leaves, dtype=np.int64)
-    if k >= 2:
-        ll, ss = np.meshgrid(leaves, np.arange(k - 1), indexing="ij")
-        base = (ll * k + ss).ravel()
-        m = base.size
-        mono = sp.csr_matrix(
-            (np.r_[np.ones(m), -np.ones(m)], (np.r_[np.arange(m), np.arange(m)], np.r_[base, base + 1])), shape=(m, nv)
-        )
-    else:
-        mono = sp.csr_matrix((0, nv))
-    widths = (hi - lo).ravel().astype(np.int64)
-    segments = int(widths.sum())
-    owner = np.repeat(np.arange(nv), widths)
-    start = np.repeat(np.cumsum(widths) - widths, widths)
-    kk = np.arange(segments) - start
-    vals = lo.ravel()[owner] + kk
-    cost = 2.0 * (vals - y.ravel()[owner]) + 1.0
-    # c = lo + sum of the cell's segments: each segment column is its cell's column of [C7; C8]
-    n_cons, n_mono = cons.shape[0], mono.shape[0]
-    a3 = sp.vstack([cons, mono]).tocsc()
-    a = a3[:, owner].tocsc()
-    base = a3 @ lo.ravel().astype(np.float64)
-    row_lo = -base
-    row_hi = np.concatenate([np.zeros(n_cons), np.full(n_mono, np.inf)]) - base
-    out = solve_highs(cost, a, row_lo, row_hi, np.zeros(segments), np.ones(segments),
-                      options={"solver": _LP_SOLVER}, label="chain LP")
-    x = lo.astype(np.float64).ravel() + np.bincount(owner, weights=out.x, minlength=nv)
-    x = x.reshape(n_regions, k)
-    duals = out.row_dual
-    lam = np.zeros((n_regions, k))
-    internal = np.asarray(hier.internal, dtype=np.int64)
-    lam[internal] = duals[:n_cons].reshape(internal.size, k)
-    mu = np.zeros((n_regions, max(k - 1, 0)))
-    if k >= 2:
-        mu[leaves] = duals[n_cons : n_cons + n_mono].reshape(leaves.size, k - 1)
-    return x, lam, mu
+
+def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.ndarray,
+                   n_up: np.ndarray, n_down: np.ndarray, chunk_segments: int) -> tuple[int, int]:
+    """Give a new ``model`` a starting basis assembled from cold solves of consecutive size chunks.
+
+    A chunk (about ``chunk_segments`` segment columns) is the block's LP on its sizes without
+    the C8 rows to the neighbouring chunks. The chunks' optimal bases, with those C8 rows'
+    slacks basic, form a basis of the whole block's LP that is dual feasible and violates at
+    most the dropped rows; the dual simplex on the whole block then starts from it. Only the
+    starting point changes (the optimum is the whole block's); small LPs cost much less per
+    simplex iteration than one large one. Returns the number of chunks (1: nothing done) and
+    their simplex iterations.
+    """
+    import highspy
+
+    if chunk_segments <= 0:
+        return 1, 0
+    k = y.shape[1]
+    per_size = (n_up + n_down).sum(axis=0)
+    total_seg = int(per_size.sum())
+    n_chunks = min(k, total_seg // int(chunk_segments))
+    if n_chunks < 2:
+        return 1, 0
+    cuts = np.searchsorted(np.cumsum(per_size), total_seg * np.arange(1, n_chunks) / n_chunks, side="right")
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < k}), k]
+    if len(bounds) < 3:
+        return 1, 0
+    row_status = np.full(model.n_cons + model.n_mono, highspy.HighsBasisStatus.kBasic, dtype=object)
+    keys, col_status = [], []
+    iterations = 0
+    for p, q in itertools.pairwise(bounds):
+        kc = q - p
+        sub = _BlockLP(hier, y[:, p:q], centre[:, p:q], n_up[:, p:q], n_down[:, p:q])
+        if sub.segments == 0:
+            continue  # its rows keep basic slacks
+        sub.solve()
+        iterations += sub.iterations
+        basis = sub.h.getBasis()
+        r, s = np.divmod(sub.owner, kc)
+        keys.append(np.stack([sub.sign < 0, r, s + p, sub.step]))
+        col_status.append(np.array(basis.col_status, dtype=object))
+        sub_rows = np.array(basis.row_status, dtype=object)
+        qq, ss = np.divmod(np.arange(sub.n_cons), kc)  # C7 row (internal region qq, size ss)
+        row_status[qq * k + ss + p] = sub_rows[: sub.n_cons]
+        if kc >= 2:
+            ll, ss = np.divmod(np.arange(sub.n_mono), kc - 1)  # C8 row (leaf ll, sizes ss | ss + 1)
+            row_status[model.n_cons + ll * (k - 1) + ss + p] = sub_rows[sub.n_cons :]
+    # the same columns (side, region, size, step) in the block model's order
+    r, s = np.divmod(model.owner, k)
+    mine = np.lexsort((model.step, s, r, model.sign < 0))
+    cat = np.concatenate(keys, axis=1)
+    theirs = np.lexsort((cat[3], cat[2], cat[1], cat[0]))
+    status = np.empty(model.segments, dtype=object)
+    status[mine] = np.concatenate(col_status)[theirs]
+    basis = highspy.HighsBasis()
+    basis.col_status = status.tolist()
+    basis.row_status = row_status.tolist()
+    basis.valid = True
+    if model.h.setBasis(basis) == highspy.HighsStatus.kError:  # pragma: no cover
+        raise SolverError("HiGHS refused the chain LP's assembled starting basis")
+    return len(bounds) - 1, iterations
 
 
 @dataclass(frozen=True)
@@ -253,6 +447,15 @@ def _blocks(lo: np.ndarray, hi: np.ndarray, leaves: np.ndarray) -> list[tuple[in
     return list(itertools.pairwise(bounds))
 
 
+def _boundary_violations(x: np.ndarray, blocks: list[tuple[int, int]], leaves: np.ndarray) -> list[int]:
+    """Indices j such that some leaf breaks C8 between block j and block j + 1 (c_s < c_{s+1})."""
+    return [j for j, (_a, b) in enumerate(blocks[:-1]) if np.any(x[leaves, b - 1] < x[leaves, b] - 1e-9)]
+
+
+def _fractional_duals(lam: np.ndarray, mu: np.ndarray) -> bool:
+    return bool(np.any(np.abs(lam - np.rint(lam)) > 1e-6) or np.any(np.abs(mu - np.rint(mu)) > 1e-6))
+
+
 def solve_model3_certified(
     hier: Hierarchy,
     noisy_cum: np.ndarray,
@@ -269,7 +472,8 @@ def solve_model3_certified(
     Raises
     ------
     ResourceError
-        The windows needed exceed the segment limits, or the round limit was reached.
+        The windows needed exceed the segment limits, the round limit was reached, or an LP
+        optimum was fractional.
     VerificationError
         The certificate failed with full windows (never expected).
     """
@@ -280,41 +484,74 @@ def solve_model3_certified(
     n_regions, n_sizes = y.shape
     leaves = np.asarray(hier.leaves, dtype=np.int64)
     center = np.asarray(center, dtype=np.int64).copy()
-    half = np.full((n_regions, n_sizes), max(1, int(initial_halfwidth)), dtype=np.int64)
+    center[0, 0] = total  # fixed (C6); the LP rows hold for any centre, the bounds carry its activities
+    # halfwidth per cell and side; the window is [centre - half_down, centre + half_up] within [0, G]
+    half_up = np.full((n_regions, n_sizes), max(1, int(initial_halfwidth)), dtype=np.int64)
+    half_down = half_up.copy()
     lp_time = 0.0
-    cum = center
     fractional_rounds = 0
+    blocks: list[tuple[int, int]] = []
+    models: list[_BlockLP | None] = []
+    cold: set[tuple[int, int]] = set()  # blocks to (re)build from the slack basis, no chunked start
+    recold: set[tuple[int, int]] = set()  # blocks already rebuilt cold for fractional multipliers
     for rounds in range(1, max_rounds + 1):
-        lo = np.clip(center - half, 0, total)
-        hi = np.clip(center + half, 0, total)
-        lo[0, 0] = hi[0, 0] = total
-        segments = int((hi - lo).sum())
+        n_up = np.minimum(half_up, total - center)
+        n_down = np.minimum(half_down, center)
+        n_up[0, 0] = n_down[0, 0] = 0  # c_1^root = G (C6)
+        lo, hi = center - n_down, center + n_up
+        segments = int((n_up + n_down).sum())
         if segments > MAX_TOTAL_SEGMENTS:
             raise ResourceError(
                 f"chain: the certified windows need {segments:,} LP segment columns (> {MAX_TOTAL_SEGMENTS:,}); "
                 f"the exact Model 3 solve does not fit this instance"
             )
-        blocks = _blocks(lo, hi, leaves)
+        if not blocks:
+            blocks = _blocks(lo, hi, leaves)
+            models = [None] * len(blocks)
         x = np.zeros((n_regions, n_sizes))
         lam = np.zeros((n_regions, n_sizes))
         mu = np.zeros((n_regions, max(n_sizes - 1, 0)))
         t0 = time.perf_counter()
-        for a, b in blocks:
-            seg_b = int((hi[:, a:b] - lo[:, a:b]).sum())
-            if seg_b > MAX_BLOCK_SEGMENTS:
-                raise ResourceError(
-                    f"chain: one block of sizes {a + 1}..{b} needs {seg_b:,} LP segment columns "
-                    f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
-                )
-            if seg_b == 0:
-                x[:, a:b] = lo[:, a:b]
-                continue
-            xb, lb, mb = _solve_block_lp(hier, yf[:, a:b], lo[:, a:b], hi[:, a:b])
-            x[:, a:b] = xb
-            lam[:, a:b] = lb
-            if b - a >= 2:
+        iterations = 0
+        todo = list(range(len(blocks)))
+        while todo:
+            for j in todo:
+                a, b = blocks[j]
+                seg_b = int((n_up[:, a:b] + n_down[:, a:b]).sum())
+                if seg_b > MAX_BLOCK_SEGMENTS:
+                    raise ResourceError(
+                        f"chain: one block of sizes {a + 1}..{b} needs {seg_b:,} LP segment columns "
+                        f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
+                    )
+                model = models[j]
+                if model is None:
+                    args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
+                    model = models[j] = _BlockLP(*args)
+                    if (a, b) not in cold:
+                        chunks, chunk_it = _chunked_start(model, *args, START_CHUNK_SEGMENTS)
+                        if chunks > 1:
+                            logger.info("chain round %d: sizes %d..%d start from the bases of %d chunks (%d simplex "
+                                        "iterations)", rounds, a + 1, b, chunks, chunk_it)
+                else:
+                    model.extend(n_up[:, a:b], n_down[:, a:b])
+                xb, lb, mb = model.solve()
+                iterations += model.iterations
+                x[:, a:b] = xb
+                lam[:, a:b] = lb
                 mu[:, a : b - 1] = mb
-        lp_time += time.perf_counter() - t0
+                if a > 0:
+                    mu[:, a - 1] = 0  # the C8 rows between blocks are not in any LP
+            # a split is kept while the assembled point satisfies the C8 rows it drops (then
+            # mu = 0 on them is exact, module docstring); otherwise the two blocks are merged
+            todo = []
+            for j in reversed(_boundary_violations(x, blocks, leaves)):
+                (a, cut), (_, b) = blocks[j], blocks[j + 1]
+                logger.info("chain round %d: C8 broken between sizes %d and %d: merging two blocks", rounds, cut, cut + 1)
+                blocks[j : j + 2] = [(a, b)]
+                models[j : j + 2] = [None]
+                todo = sorted({i - 1 if i > j else i for i in todo} | {j})
+        lp_round = time.perf_counter() - t0
+        lp_time += lp_round
         cum = np.rint(x).astype(np.int64)
         frac = np.abs(x - cum)
         fractional = frac > 1e-6
@@ -327,8 +564,10 @@ def solve_model3_certified(
                     f"distance to an integer {frac.max():.3g}) after {fractional_rounds - 1} retries with wider "
                     f"windows; no certificate is available for this instance"
                 )
-            # retry with the fractional cells' windows widened around the (feasible) centre
-            half = np.where(_spread(hier, fractional), half * 4, half)
+            # retry with the fractional cells' windows widened
+            spread = _spread(hier, fractional)
+            half_up = np.where(spread, half_up * 4, half_up)
+            half_down = np.where(spread, half_down * 4, half_down)
             continue
         if integral:
             lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
@@ -336,28 +575,37 @@ def solve_model3_certified(
             lam_c, mu_c = lam, mu
         cert = check_certificate(hier, cum, y, total, lam_c, mu_c)
         logger.info(
-            "chain round %d: %d blocks, %d segments, LP %.2fs, certificate %s",
-            rounds, len(blocks), segments, lp_time, cert.reason,
+            "chain round %d: %d blocks, %d segments, LP %.2fs (%d simplex iterations), total LP %.2fs, certificate %s",
+            rounds, len(blocks), segments, lp_round, iterations, lp_time, cert.reason,
         )
         if cert.ok:
             from solvers.hierarchy.hdp import squared_distance
 
             return ChainLPResult(cum, squared_distance(cum, y), rounds, len(blocks), segments,
-                                 int(half.max()), cert, lp_time)
+                                 int(max(half_up.max(), half_down.max())), cert, lp_time)
         if not cert.failing.any():
             raise VerificationError(f"chain: certificate check failed: {cert.reason}")
         fail = cert.failing
-        on_bound = fail & (((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
-        if np.any(fail & ~on_bound):
-            # not expected when the LP is integral with integral duals; widen those cells too
-            # (bounded by max_rounds), never release without a passing check
-            logger.info("chain round %d: %d cells fail away from window bounds", rounds, int((fail & ~on_bound).sum()))
-        # trust region: re-centre on the windowed optimum, widen the failing cells and their
-        # chain neighbours and ancestors (x4)
+        away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
+        if away.any():
+            # cells fail off their window bounds: the LP's multipliers did not round to a
+            # certificate (seen: half-integral duals of an integral point). Wider windows do
+            # not change them; a block with fractional duals is rebuilt once and solved from
+            # the slack basis, which gives other duals. Otherwise widen as below (bounded by
+            # max_rounds); never a release without a passing check.
+            logger.info("chain round %d: %d cells fail away from window bounds", rounds, int(away.sum()))
+            for j, (a, b) in enumerate(blocks):
+                if away[:, a:b].any() and (a, b) not in recold and _fractional_duals(lam[:, a:b], mu[:, a : b - 1]):
+                    logger.info("chain round %d: fractional multipliers in sizes %d..%d: re-solving cold", rounds, a + 1, b)
+                    models[j] = None
+                    cold.add((a, b))
+                    recold.add((a, b))
+        # widen the failing cells, their chain neighbours and ancestors (x4, both sides); the
+        # centre stays, so the models only gain columns
         widen = _spread(hier, fail)
         logger.info("chain round %d: widening %d cells", rounds, int(widen.sum()))
-        center = cum
-        half = np.where(widen, half * 4, half)
+        half_up = np.where(widen, half_up * 4, half_up)
+        half_down = np.where(widen, half_down * 4, half_down)
     raise ResourceError(f"chain: no certificate after {max_rounds} widening rounds")
 
 

@@ -116,6 +116,113 @@ def test_narrow_windows_are_widened_and_result_is_exact() -> None:
     res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
     assert res.objective == ref.objective
+    # the incremental (warm-started) rounds reach the optimum of one cold LP on the full domain
+    assert res.objective == _full_domain_lp_objective(h, y, total)
+
+
+def _full_domain_lp_objective(h: Hierarchy, y: np.ndarray, total: int) -> float:
+    """Objective of one cold windowed LP with every window [0, G]: the integer optimum when integral."""
+    lo = np.zeros(y.shape, dtype=np.int64)
+    hi = np.full(y.shape, total, dtype=np.int64)
+    lo[0, 0] = total
+    x, _, _ = chain._solve_block_lp(h, y.astype(float), lo, hi)
+    assert np.allclose(x, np.rint(x), atol=1e-6)  # integral LP optimum on these instances
+    return squared_distance(np.rint(x).astype(np.int64), y)
+
+
+def _split_instance() -> tuple[Hierarchy, np.ndarray, int, np.ndarray]:
+    """Centre with a drop of 10 between sizes 2 and 3 in every leaf (a block split at halfwidth 1)
+    and noisy values that want the chains to rise there, so the optimum has C8 binding at the split."""
+    h = _tree()
+    n_leaves = len(h.leaves)
+    centre = np.zeros((h.size, 4), dtype=np.int64)
+    centre[h.leaves] = [10, 10, 0, 0]
+    _fill_parents(h, centre)
+    y = np.zeros((h.size, 4), dtype=np.int64)
+    y[h.leaves] = np.array([10, 10, 12, 12]) + np.arange(n_leaves)[:, None] % 3
+    _fill_parents(h, y)
+    return h, y, 10 * n_leaves, centre
+
+
+def test_split_blocks_are_merged_when_the_dropped_c8_rows_break(caplog) -> None:
+    h, y, total, centre = _split_instance()
+    lo, hi = np.clip(centre - 1, 0, total), np.clip(centre + 1, 0, total)
+    assert chain._blocks(lo, hi, np.asarray(h.leaves)) == [(0, 2), (2, 4)]
+    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+        res = chain.solve_model3_certified(h, y, total, centre, initial_halfwidth=1)
+    assert "merging two blocks" in caplog.text
+    assert res.certificate.ok and res.blocks == 1
+    assert res.objective == _full_domain_lp_objective(h, y, total)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_chunked_starting_basis_gives_the_same_optimum(monkeypatch, seed: int) -> None:
+    """A block's starting basis assembled from per-chunk solves changes the path, not the optimum."""
+    rng = np.random.default_rng(seed)
+    h = _tree()
+    true = np.zeros((h.size, 12), dtype=np.int64)
+    true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
+    _fill_parents(h, true)
+    y = true + rng.integers(-8, 9, size=true.shape)
+    total = int(true[0, 0])
+    monkeypatch.setattr(chain, "START_CHUNK_SEGMENTS", 0)
+    plain = _certified(h, y, total)
+    monkeypatch.setattr(chain, "START_CHUNK_SEGMENTS", 20)
+    calls = []
+    real = chain._chunked_start
+    monkeypatch.setattr(chain, "_chunked_start", lambda *a: calls.append(real(*a)) or calls[-1])
+    chunked = _certified(h, y, total)
+    assert any(n > 1 for n, _ in calls)
+    assert chunked.certificate.ok and chunked.objective == plain.objective
+    assert chunked.objective == _full_domain_lp_objective(h, y, total)
+
+
+def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> None:
+    """Half-integral duals (seen on the taxi instance at eps = 0.1) that do not round to a
+    certificate: the block is rebuilt and solved from the slack basis, the result stays exact."""
+    rng = np.random.default_rng(3)
+    h = _tree()
+    total = 60
+    y = rng.integers(-5, 40, size=(h.size, 5))
+    ref = solve_model3(h, y, total)
+    real = chain._BlockLP.solve
+    spoiled = []
+
+    def half_integral(self):
+        x, lam, mu = real(self)
+        if not spoiled:  # the first LP only
+            spoiled.append(True)
+            lam = lam.copy()
+            lam[h.internal] += 4.5
+        return x, lam, mu
+
+    monkeypatch.setattr(chain._BlockLP, "solve", half_integral)
+    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+        res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+    assert "re-solving cold" in caplog.text
+    assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
+
+
+def test_fractional_retry_widens_and_stays_exact(monkeypatch) -> None:
+    """MAX_FRACTIONAL_RETRIES > 0: a fractional LP point is retried on wider windows, not released."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    ref = solve_model3(h, y, 20)
+    real = chain._BlockLP.solve
+    shifted = []
+
+    def once_half_shifted(self):
+        x, lam, mu = real(self)
+        if not shifted:
+            shifted.append(True)
+            x = x.copy()
+            x[h.leaves[0], -1] += 0.5
+        return x, lam, mu
+
+    monkeypatch.setattr(chain, "MAX_FRACTIONAL_RETRIES", 1)
+    monkeypatch.setattr(chain._BlockLP, "solve", once_half_shifted)
+    res = solve_model3(h, y, 20)
+    assert res.rounds >= 2 and res.objective == ref.objective
 
 
 def test_round_limit_is_resource_error() -> None:
@@ -165,14 +272,14 @@ def test_fractional_lp_optimum_is_resource_error(monkeypatch) -> None:
     """A fractional LP vertex (the matrix is not TU in general) must refuse, never release."""
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    real = chain._solve_block_lp
+    real = chain._BlockLP.solve
 
-    def half_shifted(*args):
-        x, lam, mu = real(*args)
+    def half_shifted(self):
+        x, lam, mu = real(self)
         x = x.copy()
         x[h.leaves[0], -1] += 0.5
         return x, lam, mu
 
-    monkeypatch.setattr(chain, "_solve_block_lp", half_shifted)
+    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
     with pytest.raises(ResourceError, match="fractional optimum"):
         solve_model3(h, y, 20)

@@ -5,6 +5,7 @@ exchange-optimality certificate with a negative control."""
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from solvers.errors import ResourceError
+from solvers.hierarchy import chain
 from solvers.hierarchy import hdp as hdp_module
 from solvers.hierarchy.cumulative import solve_model3, to_cumulative
 from solvers.hierarchy.hdp import exchange_optimality_gap, solve_model1, squared_distance
@@ -79,6 +81,25 @@ def test_hdp_equals_brute_force(inst) -> None:
     assert res.objective == pytest.approx(brute_force(h, y, total, cumulative=False), abs=1e-9)
     assert np.all(res.x >= 0) and int(res.x[0].sum()) == total
     assert res.exchange_gap >= -1e-9
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_instances())
+def test_chain_widening_rounds_equal_brute_force(inst) -> None:
+    """A far-off feasible centre (one leaf holds every group, all of the largest size) and windows
+    of halfwidth 1 force incremental widening rounds; per-size chunked starting bases too."""
+    h, y, total, _ = inst
+    far = np.zeros(y.shape, dtype=np.int64)
+    far[h.leaves[0]] = total
+    for r in reversed(range(h.size)):
+        if h.children[r]:
+            far[r] = far[list(h.children[r])].sum(axis=0)
+    best = brute_force(h, y, total, cumulative=True)
+    for chunk in (0, 1):
+        with mock.patch.object(chain, "START_CHUNK_SEGMENTS", chunk):
+            res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+        assert res.certificate.ok
+        assert res.objective == pytest.approx(best, abs=1e-9)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
