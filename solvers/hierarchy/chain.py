@@ -81,6 +81,7 @@ import scipy.sparse as sp
 
 from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells, ladder_starts, restart_after
 
 logger = logging.getLogger(__name__)
 
@@ -232,17 +233,27 @@ class _BlockLP:
         else:
             mono = sp.csr_matrix((0, nv))
         self.n_cons, self.n_mono = cons.shape[0], mono.shape[0]
-        self.a3 = sp.vstack([cons, mono]).tocsc()
+        a3 = sp.vstack([cons, mono]).tocsr()
         # c = centre + (segments): the centre's row activities move into the row bounds
-        offset = self.a3 @ self.centre.astype(np.float64)
+        offset = a3 @ self.centre.astype(np.float64)
         row_lo = -offset
         row_hi = np.concatenate([np.zeros(self.n_cons), np.full(self.n_mono, np.inf)]) - offset
+        # rows on cells without any segment (zero tails, ``solvers.hierarchy.zero_tail``) hold for
+        # the centre and stay out of the model; their multipliers are completed in closed form
+        movable = (np.asarray(n_up).ravel() + np.asarray(n_down).ravel()) > 0
+        self._a3_full, self._abs_full = a3, abs(a3)
+        self._row_lo_full, self._row_hi_full = row_lo, row_hi
+        self.row_ids = np.flatnonzero(self._abs_full @ movable.astype(np.float64) > 0)
+        self.a3 = a3[self.row_ids].tocsc()
+        row_lo, row_hi = row_lo[self.row_ids], row_hi[self.row_ids]
         self.n_up = np.zeros(nv, dtype=np.int64)
         self.n_down = np.zeros(nv, dtype=np.int64)
         self.owner = np.zeros(0, dtype=np.int64)  # cell (flat index in the block) of each column
         self.sign = np.zeros(0, dtype=np.float64)  # +1 up, -1 down
         self.step = np.zeros(0, dtype=np.int64)  # segment number t on its side
-        self.row_dual: np.ndarray | None = None  # of the last solve
+        self.row_dual: np.ndarray | None = None  # of the last solve (kept rows)
+        # cells whose rows may be missing: only the cells movable at construction may grow
+        self.fixed_cells: np.ndarray | None = None
         self.iterations = 0  # simplex iterations of the last solve
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
@@ -255,6 +266,7 @@ class _BlockLP:
         if self.h.passModel(lp) == highspy.HighsStatus.kError:  # pragma: no cover
             raise SolverError(f"HiGHS refused the chain LP ({lp.num_row_} rows)")
         self.extend(n_up, n_down)
+        self.fixed_cells = ~movable if not movable.all() else None
 
     @property
     def segments(self) -> int:
@@ -286,6 +298,8 @@ class _BlockLP:
             return 0
         sign = np.concatenate([np.ones(ou.size), -np.ones(od.size)])
         cost = np.concatenate([cu, cd])
+        if self.fixed_cells is not None and self.fixed_cells[owner].any():
+            self._add_rows_of(np.unique(owner[self.fixed_cells[owner]]))
         cols = (self.a3[:, owner] @ sp.diags(sign)).tocsc()
         status = self.h.addCols(
             n, cost, np.zeros(n), np.ones(n), int(cols.nnz),
@@ -309,6 +323,29 @@ class _BlockLP:
                     raise SolverError("HiGHS refused the chain LP's warm-start basis")
         return n
 
+    def _add_rows_of(self, cells: np.ndarray) -> None:
+        """Add the rows of ``cells`` (cells of a zero tail that get segments) not yet in the model.
+
+        Such rows only touch cells without columns so far (a row with a movable cell is in the
+        model), so they are added empty, with basic slacks (the basis stays valid), and the new
+        columns then fill them.
+        """
+        mark = np.zeros(self._a3_full.shape[1])
+        mark[cells] = 1.0
+        touched = np.flatnonzero(self._abs_full @ mark > 0)
+        new = np.setdiff1d(touched, self.row_ids, assume_unique=True)
+        self.fixed_cells[cells] = False
+        if new.size == 0:
+            return
+        status = self.h.addRows(int(new.size), self._row_lo_full[new], self._row_hi_full[new], 0,
+                                np.zeros(new.size, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+        if status == self._highspy.HighsStatus.kError:  # pragma: no cover
+            raise SolverError(f"HiGHS refused {new.size} new chain LP rows")
+        self.row_ids = np.concatenate([self.row_ids, new])
+        self.a3 = self._a3_full[self.row_ids].tocsc()
+        if self.row_dual is not None:
+            self.row_dual = np.concatenate([self.row_dual, np.zeros(new.size)])
+
     def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c float, lam, mu) on the current windows, from the current basis (if any)."""
         highspy = self._highspy
@@ -331,7 +368,9 @@ class _BlockLP:
         sol = self.h.getSolution()
         seg = np.asarray(sol.col_value, dtype=np.float64)
         x = self.centre.astype(np.float64) + np.bincount(self.owner, weights=self.sign * seg, minlength=self.centre.size)
-        duals = self.row_dual = np.asarray(sol.row_dual, dtype=np.float64)
+        self.row_dual = np.asarray(sol.row_dual, dtype=np.float64)
+        duals = np.zeros(self.n_cons + self.n_mono)
+        duals[self.row_ids] = self.row_dual
         internal = np.asarray(self.hier.internal, dtype=np.int64)
         leaves = np.asarray(self.hier.leaves, dtype=np.int64)
         lam[internal] = duals[: self.n_cons].reshape(internal.size, k)
@@ -376,7 +415,7 @@ def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.n
     bounds = [0, *sorted({int(c) for c in cuts if 0 < c < k}), k]
     if len(bounds) < 3:
         return 1, 0
-    row_status = np.full(model.n_cons + model.n_mono, highspy.HighsBasisStatus.kBasic, dtype=object)
+    row_status = np.full(model.n_cons + model.n_mono, highspy.HighsBasisStatus.kBasic, dtype=object)  # full rows
     keys, col_status = [], []
     iterations = 0
     for p, q in itertools.pairwise(bounds):
@@ -390,7 +429,8 @@ def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.n
         r, s = np.divmod(sub.owner, kc)
         keys.append(np.stack([sub.sign < 0, r, s + p, sub.step]))
         col_status.append(np.array(basis.col_status, dtype=object))
-        sub_rows = np.array(basis.row_status, dtype=object)
+        sub_rows = np.full(sub.n_cons + sub.n_mono, highspy.HighsBasisStatus.kBasic, dtype=object)
+        sub_rows[sub.row_ids] = np.array(basis.row_status, dtype=object)
         qq, ss = np.divmod(np.arange(sub.n_cons), kc)  # C7 row (internal region qq, size ss)
         row_status[qq * k + ss + p] = sub_rows[: sub.n_cons]
         if kc >= 2:
@@ -405,7 +445,7 @@ def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.n
     status[mine] = np.concatenate(col_status)[theirs]
     basis = highspy.HighsBasis()
     basis.col_status = status.tolist()
-    basis.row_status = row_status.tolist()
+    basis.row_status = row_status[model.row_ids].tolist()
     basis.valid = True
     if model.h.setBasis(basis) == highspy.HighsStatus.kError:  # pragma: no cover
         raise SolverError("HiGHS refused the chain LP's assembled starting basis")
@@ -464,6 +504,7 @@ def solve_model3_certified(
     *,
     initial_halfwidth: int = 2,
     max_rounds: int = 30,
+    zero_tails: bool = True,
 ) -> ChainLPResult:
     """Exact Model 3 optimum by windowed PWL LPs and the Lagrangian certificate (module docstring).
 
@@ -486,8 +527,17 @@ def solve_model3_certified(
     center = np.asarray(center, dtype=np.int64).copy()
     center[0, 0] = total  # fixed (C6); the LP rows hold for any centre, the bounds carry its activities
     # halfwidth per cell and side; the window is [centre - half_down, centre + half_up] within [0, G]
-    half_up = np.full((n_regions, n_sizes), max(1, int(initial_halfwidth)), dtype=np.int64)
+    h0 = max(1, int(initial_halfwidth))
+    half_up = np.full((n_regions, n_sizes), h0, dtype=np.int64)
     half_down = half_up.copy()
+    # zero tails (solvers.hierarchy.zero_tail): leaf suffixes where the centre is 0 and the
+    # isotonic condition holds stay at 0 outside the LPs (window [0, 0], rows dropped)
+    starts = ladder_starts(hier, y, center) if zero_tails and n_sizes > 1 else np.full(leaves.size, n_sizes)
+    fixed = fixed_cells(hier, starts, n_sizes)
+    half_up[fixed] = 0
+    half_down[fixed] = 0
+    if fixed.any():
+        logger.info("chain: zero tails fix %d of %d cells at 0", int(fixed.sum()), fixed.size)
     lp_time = 0.0
     fractional_rounds = 0
     blocks: list[tuple[int, int]] = []
@@ -573,6 +623,8 @@ def solve_model3_certified(
             lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
         else:
             lam_c, mu_c = lam, mu
+        if fixed.any():
+            lam_c, mu_c = complete_multipliers(hier, y, fixed, lam_c, mu_c)
         cert = check_certificate(hier, cum, y, total, lam_c, mu_c)
         logger.info(
             "chain round %d: %d blocks, %d segments, LP %.2fs (%d simplex iterations), total LP %.2fs, certificate %s",
@@ -586,6 +638,26 @@ def solve_model3_certified(
         if not cert.failing.any():
             raise VerificationError(f"chain: certificate check failed: {cert.reason}")
         fail = cert.failing
+        tail_fail = fail & fixed
+        if tail_fail.any():
+            # a zero tail is not optimal as proposed: restart those leaves' tails after their last
+            # failing size (with the current multipliers) and rebuild the blocks that gain cells
+            fail_leaf = tail_fail[leaves]
+            last = np.where(fail_leaf.any(axis=1), n_sizes - 1 - np.argmax(fail_leaf[:, ::-1], axis=1), -1)
+            starts = restart_after(hier, y, center, lam_c, starts, last)
+            new_fixed = fixed_cells(hier, starts, n_sizes)
+            if not (fixed & ~new_fixed).any():  # only internal tail cells fail (not expected): no tails
+                starts = np.full(leaves.size, n_sizes)
+                new_fixed = np.zeros_like(fixed)
+            freed = fixed & ~new_fixed
+            logger.info("chain round %d: %d zero-tail cells fail; %d cells leave the tails", rounds,
+                        int(tail_fail.sum()), int(freed.sum()))
+            fixed = new_fixed
+            half_up = np.where(freed, h0, half_up)
+            half_down = np.where(freed, h0, half_down)
+            fail = fail & ~tail_fail  # the models add the freed cells' rows and columns when extended
+            if not fail.any():
+                continue
         away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
         if away.any():
             # cells fail off their window bounds: the LP's multipliers did not round to a
