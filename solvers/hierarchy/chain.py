@@ -81,7 +81,12 @@ import scipy.sparse as sp
 
 from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells, ladder_starts, restart_after
+from solvers.hierarchy.zero_tail import (
+    complete_multipliers,
+    fixed_cells,
+    ladder_starts,
+    restart_after,
+)
 
 logger = logging.getLogger(__name__)
 
