@@ -33,6 +33,16 @@ def _fill_parents(h: Hierarchy, cells: np.ndarray) -> np.ndarray:
     return cells
 
 
+def _random_instance(seed: int):
+    """The 8-region tree with 12 sizes, random true chains and integer noise in [-8, 8]."""
+    rng = np.random.default_rng(seed)
+    h = _tree()
+    true = np.zeros((h.size, 12), dtype=np.int64)
+    true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
+    _fill_parents(h, true)
+    return h, true, true + rng.integers(-8, 9, size=true.shape)
+
+
 def _certified(h: Hierarchy, y: np.ndarray, total: int):
     approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
     centre = round_to_feasible(h, approx, total)
@@ -41,12 +51,7 @@ def _certified(h: Hierarchy, y: np.ndarray, total: int):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_certificate_passes_with_integer_arithmetic(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    h = _tree()
-    true = np.zeros((h.size, 12), dtype=np.int64)
-    true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
-    _fill_parents(h, true)
-    y = true + rng.integers(-8, 9, size=true.shape)
+    h, true, y = _random_instance(seed)
     res = _certified(h, y, int(true[0, 0]))
     assert res.certificate.ok and res.certificate.integral_arithmetic
     assert res.certificate.min_slack >= 0
@@ -158,12 +163,7 @@ def test_split_blocks_are_merged_when_the_dropped_c8_rows_break(caplog) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_chunked_starting_basis_gives_the_same_optimum(monkeypatch, seed: int) -> None:
     """A block's starting basis assembled from per-chunk solves changes the path, not the optimum."""
-    rng = np.random.default_rng(seed)
-    h = _tree()
-    true = np.zeros((h.size, 12), dtype=np.int64)
-    true[h.leaves] = np.sort(rng.integers(0, 30, size=(len(h.leaves), 12)), axis=1)[:, ::-1]
-    _fill_parents(h, true)
-    y = true + rng.integers(-8, 9, size=true.shape)
+    h, true, y = _random_instance(seed)
     total = int(true[0, 0])
     monkeypatch.setattr(chain, "START_CHUNK_SEGMENTS", 0)
     plain = _certified(h, y, total)
