@@ -119,7 +119,7 @@ def complete_multipliers(hier: Hierarchy, y: np.ndarray, fixed: np.ndarray, lam:
     if n < 2:
         return lam, mu
     leaves = np.asarray(hier.leaves, dtype=np.int64)
-    h = 1 - 2 * y[leaves] + lam[par[leaves]]
+    h = _leaf_h(hier, y, lam)
     fl = fixed[leaves]
     starts = np.where(fl.any(axis=1), fl.argmax(axis=1), n)
     zero = np.zeros(leaves.size, dtype=mu.dtype)

@@ -417,13 +417,12 @@ class _ComponentCG:
             # the Lagrangian bound that relaxes the mDP rows instead (module docstring): for the stored
             # y_k >= 0, OPT >= sum_i min_k (g_k + A'y_k)_i; never below lb, and it needs no mu
             lb_y = float(self.Q.min(axis=0).sum())
-            best_bound = max(best_bound, lb_y)
+            best_bound = max(best_bound, lb, lb_y)
             logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, lb(y) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
                          "columns %d", it, obj_r, lb, lb_y, alpha, binding, width, "full" if full else "partial",
                          js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
             if lb > best_lb:
                 best_lb, mu_c = lb, mu_s.copy()
-                best_bound = max(best_bound, lb)
                 if box_center is not None:
                     box_center = mu_c.copy()
                     self.set_box(box_center, width)
