@@ -46,10 +46,19 @@ limit, are a ResourceError. Cells failing off their window bounds mean the LP's 
 did not round to a certificate (seen once in tuning runs: half-integral duals of an integral
 point, taxi eps = 0.1, after warm starts); a block with fractional duals is then rebuilt once
 and solved from the slack basis (other duals), and such cells are widened like the rest.
-A fractional LP optimum (seen: a half-integral vertex on the Kuo taxi instance at eps = 0.1,
-so the matrix is not totally unimodular in general) leaves no certificate: ResourceError, no
-release (``MAX_FRACTIONAL_RETRIES`` > 0 retries with the fractional cells' windows widened; on
-that instance one retry was fractional again).
+A fractional LP optimum (a half-integral vertex: the matrix is not totally unimodular; Kuo
+taxi, about 1 in 30 draws at eps = 0.5 and 1 in 4 at eps = 0.1) admits no such certificate:
+the integer optimum lies above the LP bound. Then the LP's multipliers give the exact
+Lagrangian bound L and the level set W_T of ``solvers.hierarchy.window_bound`` (per cell, the
+integers whose Lagrangian excess is <= T: one or two values for most cells), which contains
+every feasible point with objective <= L + T. HiGHS branch and bound over W_T (a fresh
+``_BlockLP`` with integer segments) finds its optimum U; if U <= L + T (checked in integers)
+it is the optimum of Model 3, otherwise T = U - L and again. Optimality inside W_T rests on
+HiGHS's branch and bound (absolute gap < 1 on an integral objective); the report says which
+certificate was used (``certificate``: ``lagrangian`` or ``level-set+branch-and-bound``). With
+decimal noisy values, or a level set beyond ``MAX_LEVEL_SET_SEGMENTS``, the LP windows are
+widened instead, and after ``MAX_MIP_ROUNDS`` such rounds the release is refused
+(ResourceError).
 
 First solve of a block. The block's sizes are cut into chunks of about
 ``START_CHUNK_SEGMENTS`` segment columns, each chunk's LP (without the C8 rows to its
@@ -81,12 +90,15 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import ResourceError, SolverError, VerificationError
+from solvers.hierarchy.cumulative import _model3_feasible
 from solvers.hierarchy.model import Hierarchy
+from solvers.hierarchy.window_bound import level_windows, proves_optimal, window_bound
 from solvers.hierarchy.zero_tail import (
     complete_multipliers,
     fixed_cells,
@@ -100,9 +112,11 @@ logger = logging.getLogger(__name__)
 MAX_BLOCK_SEGMENTS = 6_000_000
 #: Most segment columns over all blocks of one round.
 MAX_TOTAL_SEGMENTS = 40_000_000
-#: Rounds with a fractional LP optimum tolerated (each retried with wider windows). 0: on the
-#: one instance seen (taxi, eps = 0.1) a retry cost another LP and was fractional again.
-MAX_FRACTIONAL_RETRIES = 0
+#: Rounds with a fractional LP optimum (each: branch and bound on the windows, then the window
+#: bound, ``solvers.hierarchy.window_bound``) before a ResourceError.
+MAX_MIP_ROUNDS = 6
+#: Time limit (s) of one HiGHS branch and bound on a block's windows.
+MIP_TIME_LIMIT = 900.0
 #: Segment columns per chunk of sizes whose cold solves assemble a block's starting basis
 #: (``_chunked_start``); 0 turns it off.
 START_CHUNK_SEGMENTS = 10_000
@@ -357,6 +371,46 @@ class _BlockLP:
         if self.row_dual is not None:
             self.row_dual = np.concatenate([self.row_dual, np.zeros(new.size)])
 
+    def dropped_rows_hold(self) -> bool:
+        """Whether the rows left out of the model (no movable cell) hold at the centre."""
+        out = np.setdiff1d(np.arange(self._row_lo_full.size), self.row_ids, assume_unique=True)
+        return bool(np.all(self._row_lo_full[out] <= 1e-9) and np.all(self._row_hi_full[out] >= -1e-9))
+
+    def solve_integer(self, time_limit: float) -> tuple[np.ndarray | None, str]:
+        """Integer optimum on the current windows by HiGHS branch and bound (a copy of the model).
+
+        The segment columns become integer (binary); the live LP model is left as it is. The
+        objective (sum of segment costs, odd integers when the noisy values are integers) is
+        integral at every integer point, so an absolute gap below 1 proves optimality; the
+        gap HiGHS reports is returned with the point (c integer; None if infeasible).
+        """
+        highspy = self._highspy
+        if self.segments == 0:
+            return self.centre.reshape(self.shape).copy(), "no segments"
+        m = highspy.Highs()
+        m.setOptionValue("output_flag", False)
+        m.setOptionValue("mip_rel_gap", 0.0)
+        m.setOptionValue("mip_abs_gap", 0.99)
+        m.setOptionValue("time_limit", float(time_limit))
+        if m.passModel(self.h.getLp()) == highspy.HighsStatus.kError:  # pragma: no cover
+            raise SolverError("HiGHS refused the chain MIP")
+        n = self.segments
+        m.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
+        m.run()
+        status = m.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            return None, "infeasible"
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise ResourceError(
+                f"chain: the integer program on the windows (fractional LP optimum) ended with "
+                f"{m.modelStatusToString(status)!r} (time limit {time_limit:g} s); no certified release"
+            )
+        info = m.getInfo()
+        seg = np.rint(np.asarray(m.getSolution().col_value, dtype=np.float64)).astype(np.int64)
+        x = self.centre + np.bincount(self.owner, weights=self.sign * seg, minlength=self.centre.size).astype(np.int64)
+        gap = f"objective {info.objective_function_value:.6g}, bound {info.mip_dual_bound:.6g}, {info.mip_node_count} nodes"
+        return x.reshape(self.shape), gap
+
     def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(c float, lam, mu) on the current windows, from the current basis (if any)."""
         highspy = self._highspy
@@ -475,6 +529,9 @@ class ChainLPResult:
     max_halfwidth: int
     certificate: ChainCertificate
     lp_time_s: float
+    integer_program: str | None = None  # fractional LP optimum: HiGHS branch and bound on the windows
+    integrality_gap: float = 0.0  # U - L of the window bound (0 with the LP certificate)
+    mip_time_s: float = 0.0
 
 
 def _spread(hier: Hierarchy, cells: np.ndarray) -> np.ndarray:
@@ -505,6 +562,56 @@ def _boundary_violations(x: np.ndarray, blocks: list[tuple[int, int]], leaves: n
 
 def _fractional_duals(lam: np.ndarray, mu: np.ndarray) -> bool:
     return bool(np.any(np.abs(lam - np.rint(lam)) > 1e-6) or np.any(np.abs(mu - np.rint(mu)) > 1e-6))
+
+
+#: First slack T of the level-set search (objective units).
+LEVEL_SET_START = Fraction(4)
+#: Most segment columns of a level-set branch and bound.
+MAX_LEVEL_SET_SEGMENTS = 2_000_000
+
+
+@dataclass(frozen=True)
+class _LevelSetOptimum:
+    cumulative: np.ndarray
+    upper: int
+    gap: Fraction  # U - L
+    slack: Fraction  # T with U <= L + T
+    note: str
+
+
+def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu: np.ndarray) -> _LevelSetOptimum | str:
+    """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
+
+    ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T, so an optimum
+    U over (a box containing) W_T with U <= L + T is the optimum of Model 3, checked exactly.
+    T starts at ``LEVEL_SET_START``; an empty W_T raises it x4, a point with U > L + T raises it
+    to U - L (the next W_T contains that point). Returns the optimum, or why none was proved.
+    """
+    wb = window_bound(hier, y, total, lam, mu)
+    yf = np.asarray(y, dtype=np.float64)
+    slack = LEVEL_SET_START
+    notes = []
+    for _ in range(8):
+        wlo, whi = level_windows(wb, y, total, slack)
+        seg = int((whi - wlo).sum())
+        if seg > MAX_LEVEL_SET_SEGMENTS:
+            return f"the level set for T = {slack} needs {seg:,} segment columns (> {MAX_LEVEL_SET_SEGMENTS:,})"
+        model = _BlockLP(hier, yf, wlo, whi - wlo, np.zeros_like(wlo))
+        x, note = model.solve_integer(MIP_TIME_LIMIT) if model.dropped_rows_hold() else (None, "empty box")
+        notes.append(f"T = {slack}: {seg:,} segments, {note}")
+        logger.info("chain: level set %s", notes[-1])
+        if x is None:
+            slack *= 4
+            continue
+        if not _model3_feasible(hier, x, total):  # pragma: no cover - HiGHS returned an infeasible point
+            raise VerificationError("chain: the branch-and-bound point fails Model 3 feasibility")
+        upper = int(((x - np.asarray(y, dtype=np.int64)) ** 2).sum())
+        gap = Fraction(upper) - wb.lower
+        if proves_optimal(wb, upper, slack):
+            return _LevelSetOptimum(x, upper, gap, slack, "; ".join(notes))
+        slack = gap
+    return "no level set proved the optimum in 8 tries"
+
 
 
 def solve_model3_certified(
@@ -549,8 +656,27 @@ def solve_model3_certified(
     half_down[fixed] = 0
     if fixed.any():
         logger.info("chain: zero tails fix %d of %d cells at 0", int(fixed.sum()), fixed.size)
-    lp_time = 0.0
+    lp_time = mip_time = 0.0
     fractional_rounds = 0
+
+    def free_tails(cells: np.ndarray, lam_now: np.ndarray) -> np.ndarray:
+        """Shorten the zero tails holding ``cells`` (fixed cells); returns the freed cells."""
+        nonlocal starts, fixed
+        down = cells.copy()
+        par = _parent_index(hier)
+        for r in range(1, hier.size):  # parents first: an internal fixed cell fixes its leaves' cells
+            down[r] |= down[par[r]] & fixed[r]
+        fail_leaf = down[leaves]
+        last = np.where(fail_leaf.any(axis=1), n_sizes - 1 - np.argmax(fail_leaf[:, ::-1], axis=1), -1)
+        starts = restart_after(hier, y, center, lam_now, starts, last)
+        new_fixed = fixed_cells(hier, starts, n_sizes)
+        if not (fixed & ~new_fixed).any():  # not expected: no tails at all
+            starts = np.full(leaves.size, n_sizes)
+            new_fixed = np.zeros_like(fixed)
+        freed = fixed & ~new_fixed
+        fixed = new_fixed
+        return freed
+
     blocks: list[tuple[int, int]] = []
     models: list[_BlockLP | None] = []
     cold: set[tuple[int, int]] = set()  # blocks to (re)build from the slack basis, no chunked start
@@ -619,16 +745,35 @@ def solve_model3_certified(
         if fractional.any():
             fractional_rounds += 1
             logger.info("chain round %d: fractional LP optimum on %d cells", rounds, int(fractional.sum()))
-            if fractional_rounds > MAX_FRACTIONAL_RETRIES:
+            if not integral:
                 raise ResourceError(
                     f"chain: the windowed LP has a fractional optimum ({int(fractional.sum())} cells, largest "
-                    f"distance to an integer {frac.max():.3g}) after {fractional_rounds - 1} retries with wider "
-                    f"windows; no certificate is available for this instance"
+                    f"distance to an integer {frac.max():.3g}) and the noisy values are not integers (no exact "
+                    f"level-set bound); no certificate is available for this instance"
                 )
-            # retry with the fractional cells' windows widened
-            spread = _spread(hier, fractional)
-            half_up = np.where(spread, half_up * 4, half_up)
-            half_down = np.where(spread, half_down * 4, half_down)
+            # the LP's multipliers confine every good integer point to small windows (the level
+            # set W_T of solvers.hierarchy.window_bound); branch and bound over them
+            lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
+            t1 = time.perf_counter()
+            found = _level_set_search(hier, y, total, lam_f, mu_f)
+            mip_time += time.perf_counter() - t1
+            if isinstance(found, _LevelSetOptimum):
+                cert = ChainCertificate(True, True, float(found.slack - found.gap), np.zeros(cum.shape, dtype=bool),
+                                        f"level-set bound (U - L = {found.gap}) + HiGHS branch and bound")
+                return ChainLPResult(found.cumulative, float(found.upper), rounds, len(blocks), segments,
+                                     int(max(half_up.max(), half_down.max())), cert, lp_time,
+                                     integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time)
+            logger.info("chain round %d: %s; widening the LP windows", rounds, found)
+            if fractional_rounds > MAX_MIP_ROUNDS:
+                raise ResourceError(f"chain: the windowed LP optimum stays fractional and {found}; no certified release")
+            # the bound is weak where the LP windows bind: widen the cells whose Lagrangian
+            # minimiser lies outside their window, and the fractional cells (x4, as below)
+            g = multiplier_sums(hier, lam_f, mu_f)
+            m = yf + g / 2
+            binding = ((m < lo - 0.5) & (lo > 0)) | ((m > hi + 0.5) & (hi < total))
+            widen = _spread(hier, (binding & ~fixed) | fractional)
+            half_up = np.where(widen, half_up * 4, half_up)
+            half_down = np.where(widen, half_down * 4, half_down)
             continue
         if integral:
             lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
@@ -653,17 +798,9 @@ def solve_model3_certified(
         if tail_fail.any():
             # a zero tail is not optimal as proposed: restart those leaves' tails after their last
             # failing size (with the current multipliers); the freed cells get windows again
-            fail_leaf = tail_fail[leaves]
-            last = np.where(fail_leaf.any(axis=1), n_sizes - 1 - np.argmax(fail_leaf[:, ::-1], axis=1), -1)
-            starts = restart_after(hier, y, center, lam_c, starts, last)
-            new_fixed = fixed_cells(hier, starts, n_sizes)
-            if not (fixed & ~new_fixed).any():  # only internal tail cells fail (not expected): no tails
-                starts = np.full(leaves.size, n_sizes)
-                new_fixed = np.zeros_like(fixed)
-            freed = fixed & ~new_fixed
+            freed = free_tails(tail_fail, lam_c)
             logger.info("chain round %d: %d zero-tail cells fail; %d cells leave the tails", rounds,
                         int(tail_fail.sum()), int(freed.sum()))
-            fixed = new_fixed
             half_up = np.where(freed, h0, half_up)
             half_down = np.where(freed, h0, half_down)
             fail = fail & ~tail_fail  # the models add the freed cells' rows and columns when extended

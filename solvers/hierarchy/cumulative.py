@@ -83,6 +83,9 @@ class ChainResult:
     certificate_min_slack: float = 0.0
     certificate_exact_arithmetic: bool = True
     lp_time_s: float = 0.0
+    integer_program: str | None = None  # set when the LP optimum was fractional (chain.py)
+    integrality_gap: float = 0.0
+    mip_time_s: float = 0.0
 
 
 def consistency_rows(hier: Hierarchy, n_sizes: int) -> sp.csr_matrix:
@@ -247,6 +250,9 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
         certificate_min_slack=res.certificate.min_slack,
         certificate_exact_arithmetic=res.certificate.integral_arithmetic,
         lp_time_s=res.lp_time_s,
+        integer_program=res.integer_program,
+        integrality_gap=res.integrality_gap,
+        mip_time_s=res.mip_time_s,
     )
 
 

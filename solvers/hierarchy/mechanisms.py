@@ -92,7 +92,10 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) 
         ch = solve_model3(hier, noisy, total)
         counts, objective = ch.counts, ch.objective
         details = {
-            "certificate": "lagrangian",
+            "certificate": "lagrangian" if ch.integer_program is None else "level-set+branch-and-bound",
+            "integer_program": ch.integer_program,
+            "integrality_gap": ch.integrality_gap,
+            "mip_time_s": ch.mip_time_s,
             "certificate_exact_arithmetic": ch.certificate_exact_arithmetic,
             "certificate_min_slack": ch.certificate_min_slack,
             "approx_relaxation_objective": ch.projection_objective,

@@ -203,26 +203,23 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
     assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
 
 
-def test_fractional_retry_widens_and_stays_exact(monkeypatch) -> None:
-    """MAX_FRACTIONAL_RETRIES > 0: a fractional LP point is retried on wider windows, not released."""
+def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(monkeypatch) -> None:
+    """A fractional LP point is never rounded and released: branch and bound on the level set decides."""
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
     ref = solve_model3(h, y, 20)
+    assert ref.integer_program is None
     real = chain._BlockLP.solve
-    shifted = []
 
-    def once_half_shifted(self):
+    def half_shifted(self):
         x, lam, mu = real(self)
-        if not shifted:
-            shifted.append(True)
-            x = x.copy()
-            x[h.leaves[0], -1] += 0.5
+        x = x.copy()
+        x[h.leaves[0], -1] += 0.5
         return x, lam, mu
 
-    monkeypatch.setattr(chain, "MAX_FRACTIONAL_RETRIES", 1)
-    monkeypatch.setattr(chain._BlockLP, "solve", once_half_shifted)
+    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
     res = solve_model3(h, y, 20)
-    assert res.rounds >= 2 and res.objective == ref.objective
+    assert res.integer_program is not None and res.objective == ref.objective
 
 
 def test_round_limit_is_resource_error() -> None:
@@ -268,8 +265,8 @@ def test_centre_repair_lowers_whole_plateaus() -> None:
     assert res.objective == best
 
 
-def test_fractional_lp_optimum_is_resource_error(monkeypatch) -> None:
-    """A fractional LP vertex (the matrix is not TU in general) must refuse, never release."""
+def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> None:
+    """A fractional LP vertex with no level-set proof (too large, or decimal inputs) refuses, never releases."""
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
     real = chain._BlockLP.solve
@@ -281,5 +278,9 @@ def test_fractional_lp_optimum_is_resource_error(monkeypatch) -> None:
         return x, lam, mu
 
     monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
-    with pytest.raises(ResourceError, match="fractional optimum"):
+    monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
+    monkeypatch.setattr(chain, "MAX_MIP_ROUNDS", 1)
+    with pytest.raises(ResourceError, match="stays fractional"):
         solve_model3(h, y, 20)
+    with pytest.raises(ResourceError, match="not integers"):
+        solve_model3(h, y + 0.25, 20)
