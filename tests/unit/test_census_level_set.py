@@ -152,3 +152,27 @@ def test_level_set_negative_controls() -> None:
             break
         assert window_bound(h, y, total, lam_r, mu_neg).lower <= best  # clipped: always valid
     assert over
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -> None:
+    """Random instances pushed through the level-set path (forged fractional LP point) stay exact."""
+    from solvers.hierarchy import chain
+
+    rng = np.random.default_rng(100 + seed)
+    h = _tree()
+    k, total = int(rng.integers(2, 6)), int(rng.integers(3, 25))
+    y = rng.integers(-6, total + 6, size=(h.size, k))
+    real = chain._BlockLP.solve
+
+    def half_shifted(self):
+        x, lam, mu = real(self)
+        x = x.copy()
+        x.flat[-1] += 0.5
+        return x, lam, mu
+
+    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
+    res = solve_model3(h, y, total)
+    assert res.integer_program is not None
+    best, _ = _milp_model3(h, y, total)
+    assert res.objective == best
