@@ -148,8 +148,9 @@ def run_release(args: argparse.Namespace) -> int:
             "details": pp.details,
         })
         last = pp
+        proof = f" (certificate: {pp.details['certificate']})" if "certificate" in pp.details else ""
         _progress(args, f"census release {args.mechanism} eps={args.eps}: run {k + 1}/{args.repeat} "
-                        f"in {noise_time + pp.time_s:.2f}s")
+                        f"in {noise_time + pp.time_s:.2f}s{proof}")
     assert last is not None
     report: dict[str, Any] = {
         "mechanism": args.mechanism,
