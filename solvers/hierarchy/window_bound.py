@@ -29,8 +29,8 @@ Exactness. Any pi with mu >= 0 gives a valid bound, so the LP's duals are rounde
 of 1/D (the smallest D in 1, 2, 4, ..., 64 that reproduces them within 1e-6; they are usually
 half-integers) and mu is clipped at 0; with integer noisy values D L is an integer computed
 exactly (int64 with an overflow guard, else Python integers), and U <= L + T is compared as
-D U - D L <= D T in integers. The windows are computed in floating point one unit wider on
-each side than the exact interval (too wide is harmless).
+D U - D L <= D T in integers. The windows are located in floating point and their ends then
+checked and moved in exact integer arithmetic, so each is exactly the level set's interval.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def level_windows(bound: WindowBound, y: np.ndarray, total: int, slack: Fraction
     """The integer intervals [lo, hi] of W_T for T = ``slack`` (module docstring); the root's c_1 is G.
 
     Located in floating point, then moved inward while an end's exact excess
-    D h(v) - D h* exceeds D T (the float error is far below one unit).
+    D h(v) - D h* exceeds D T and outward while the next integer's does not (exact integers,
+    so the result is the level set's interval whatever the float error).
     """
     d = bound.scale
     yy = np.asarray(y).astype(bound.g_scaled.dtype)
@@ -132,5 +133,14 @@ def level_windows(bound: WindowBound, y: np.ndarray, total: int, slack: Fraction
     for _ in range(3):
         lo = np.where((lo < hi) & (_h(d, yy, gd, lo.astype(yy.dtype)) > limit), lo + 1, lo)
         hi = np.where((hi > lo) & (_h(d, yy, gd, hi.astype(yy.dtype)) > limit), hi - 1, hi)
+    # soundness does not rest on the float estimate: grow any end whose outer neighbour is in the set
+    while True:
+        grow_lo = (lo > 0) & (_h(d, yy, gd, (lo - 1).astype(yy.dtype)) <= limit)
+        grow_hi = (hi < total) & (_h(d, yy, gd, (hi + 1).astype(yy.dtype)) <= limit)
+        grow_lo[0, 0] = grow_hi[0, 0] = False
+        if not (grow_lo.any() or grow_hi.any()):
+            break
+        lo = np.where(grow_lo, lo - 1, lo)
+        hi = np.where(grow_hi, hi + 1, hi)
     lo[0, 0] = hi[0, 0] = int(total)
     return lo, hi

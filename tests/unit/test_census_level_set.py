@@ -118,10 +118,18 @@ def test_level_set_contains_every_good_point(seed: int) -> None:
                 assert np.all((lo <= x) & (x <= hi)), (slack, x)
         # the windows are exact: both ends (except the fixed root cell) are within the level set
         d = wb.scale
+
+        def excess(v, d=d):
+            return d * (v - y) ** 2 - wb.g_scaled * v - wb.minimum_scaled
+
         for v in (lo, hi):
-            excess = d * (v - y) ** 2 - wb.g_scaled * v - wb.minimum_scaled
-            excess[0, 0] = 0
-            assert np.all(excess <= slack * d)
+            inside = excess(v)
+            inside[0, 0] = 0
+            assert np.all(inside <= slack * d)
+        # ... and the next integers outside them are not (unless at 0 or G)
+        below, above = excess(lo - 1) > slack * d, excess(hi + 1) > slack * d
+        below[0, 0] = above[0, 0] = True
+        assert np.all(below | (lo == 0)) and np.all(above | (hi == total))
 
 
 def test_level_set_negative_controls() -> None:
