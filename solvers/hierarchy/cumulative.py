@@ -213,7 +213,8 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     rounded to a feasible integer centre; windowed piecewise-linear LPs around it give an
     integer point and integer multipliers, and ``chain.check_certificate`` proves the point
     optimal over the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
-    until the check passes.
+    until the check passes. A fractional LP optimum is resolved by branch and bound over the
+    level set of the LP multipliers' exact bound (``solvers.hierarchy.window_bound``).
 
     Raises
     ------
@@ -221,7 +222,8 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
         Shapes or G invalid.
     ResourceError
         The windows needed exceed the LP size limits, no certificate within the round limit,
-        or a windowed LP optimum was fractional (no certificate available).
+        or a fractional LP optimum without a level-set proof (decimal inputs, level set too
+        large, branch-and-bound time limit).
     VerificationError
         The final check failed (never expected).
     """
