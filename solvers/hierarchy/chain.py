@@ -98,7 +98,12 @@ import scipy.sparse as sp
 from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.cumulative import _model3_feasible
 from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.window_bound import level_windows, proves_optimal, window_bound
+from solvers.hierarchy.window_bound import (
+    binding_cells,
+    level_windows,
+    proves_optimal,
+    window_bound,
+)
 from solvers.hierarchy.zero_tail import (
     complete_multipliers,
     fixed_cells,
@@ -112,9 +117,9 @@ logger = logging.getLogger(__name__)
 MAX_BLOCK_SEGMENTS = 6_000_000
 #: Most segment columns over all blocks of one round.
 MAX_TOTAL_SEGMENTS = 40_000_000
-#: Rounds with a fractional LP optimum (each: branch and bound on the windows, then the window
-#: bound, ``solvers.hierarchy.window_bound``) before a ResourceError.
-MAX_MIP_ROUNDS = 6
+#: Rounds with a fractional LP optimum whose binding windows are widened before the level-set
+#: branch and bound (``solvers.hierarchy.window_bound``) is tried anyway.
+MAX_MIP_ROUNDS = 20
 #: Time limit (s) of one HiGHS branch and bound on a block's windows.
 MIP_TIME_LIMIT = 900.0
 #: Segment columns per chunk of sizes whose cold solves assemble a block's starting basis
@@ -621,7 +626,7 @@ def solve_model3_certified(
     center: np.ndarray,
     *,
     initial_halfwidth: int = 2,
-    max_rounds: int = 30,
+    max_rounds: int = 100,
     zero_tails: bool = True,
 ) -> ChainLPResult:
     """Exact Model 3 optimum by windowed PWL LPs and the Lagrangian certificate (module docstring).
@@ -754,6 +759,17 @@ def solve_model3_certified(
             # the LP's multipliers confine every good integer point to small windows (the level
             # set W_T of solvers.hierarchy.window_bound); branch and bound over them
             lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
+            # first make the bound as tight as these windows allow: cells whose window binds
+            # (their Lagrangian best lies outside) are widened, tails freed, and the LP re-solved
+            bind = binding_cells(window_bound(hier, y, total, lam_f, mu_f), y, lo, hi)
+            if bind.any() and fractional_rounds <= MAX_MIP_ROUNDS:
+                freed = free_tails(bind & fixed, lam_f) if (bind & fixed).any() else np.zeros_like(bind)
+                widen = _spread(hier, bind & ~fixed)
+                logger.info("chain round %d: fractional LP; %d cells bind their windows: widening %d, %d leave "
+                            "the tails", rounds, int(bind.sum()), int(widen.sum()), int(freed.sum()))
+                half_up = np.where(freed, h0, np.where(widen, half_up * 4, half_up))
+                half_down = np.where(freed, h0, np.where(widen, half_down * 4, half_down))
+                continue
             t1 = time.perf_counter()
             found = _level_set_search(hier, y, total, lam_f, mu_f)
             mip_time += time.perf_counter() - t1
@@ -763,18 +779,7 @@ def solve_model3_certified(
                 return ChainLPResult(found.cumulative, float(found.upper), rounds, len(blocks), segments,
                                      int(max(half_up.max(), half_down.max())), cert, lp_time,
                                      integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time)
-            logger.info("chain round %d: %s; widening the LP windows", rounds, found)
-            if fractional_rounds > MAX_MIP_ROUNDS:
-                raise ResourceError(f"chain: the windowed LP optimum stays fractional and {found}; no certified release")
-            # the bound is weak where the LP windows bind: widen the cells whose Lagrangian
-            # minimiser lies outside their window, and the fractional cells (x4, as below)
-            g = multiplier_sums(hier, lam_f, mu_f)
-            m = yf + g / 2
-            binding = ((m < lo - 0.5) & (lo > 0)) | ((m > hi + 0.5) & (hi < total))
-            widen = _spread(hier, (binding & ~fixed) | fractional)
-            half_up = np.where(widen, half_up * 4, half_up)
-            half_down = np.where(widen, half_down * 4, half_down)
-            continue
+            raise ResourceError(f"chain: the windowed LP optimum is fractional and {found}; no certified release")
         if integral:
             lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
         else:

@@ -43,7 +43,7 @@ import numpy as np
 from solvers.errors import InputError
 from solvers.hierarchy.model import Hierarchy
 
-__all__ = ["WindowBound", "level_windows", "proves_optimal", "scaled_multipliers", "window_bound"]
+__all__ = ["WindowBound", "binding_cells", "level_windows", "proves_optimal", "scaled_multipliers", "window_bound"]
 
 #: Largest denominator tried when rounding the LP's duals.
 MAX_SCALE = 64
@@ -107,6 +107,23 @@ def window_bound(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu
     hmin = np.minimum(_h(d, yy, gd, cand[0]), _h(d, yy, gd, cand[1]))
     hmin[0, 0] = _h(d, yy[0, 0], gd[0, 0], top[0, 0])  # c_1^root = G (C6)
     return WindowBound(d, int(hmin.sum()), hmin, gd, exact)
+
+
+def binding_cells(bound: WindowBound, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Cells whose best value inside [lo, hi] is worse than h_i* (exact): the windows cost L there.
+
+    Where no cell binds, L equals the windowed LP's Lagrangian value, the best bound these
+    multipliers give; the root's size-1 cell never binds.
+    """
+    d, gd = bound.scale, bound.g_scaled
+    yy = np.asarray(y).astype(gd.dtype)
+    lo = np.asarray(lo).astype(gd.dtype)
+    hi = np.asarray(hi).astype(gd.dtype)
+    a = (2 * d * yy + gd) // (2 * d)
+    best = np.minimum(_h(d, yy, gd, np.clip(a, lo, hi)), _h(d, yy, gd, np.clip(a + 1, lo, hi)))
+    out = np.asarray(best > bound.minimum_scaled, dtype=bool)
+    out[0, 0] = False
+    return out
 
 
 def proves_optimal(bound: WindowBound, upper: int, slack: Fraction) -> bool:

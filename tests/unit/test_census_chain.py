@@ -280,7 +280,7 @@ def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> N
     monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
     monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
     monkeypatch.setattr(chain, "MAX_MIP_ROUNDS", 1)
-    with pytest.raises(ResourceError, match="stays fractional"):
+    with pytest.raises(ResourceError, match="is fractional and the level set"):
         solve_model3(h, y, 20)
     with pytest.raises(ResourceError, match="not integers"):
         solve_model3(h, y + 0.25, 20)
