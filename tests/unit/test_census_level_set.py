@@ -184,3 +184,21 @@ def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -
     assert res.integer_program is not None
     best, _ = _milp_model3(h, y, total)
     assert res.objective == best
+
+
+def test_binding_cells() -> None:
+    """No cell binds a full-domain window; a window that excludes a cell's best value binds it."""
+    from solvers.hierarchy.window_bound import binding_cells
+
+    h, total, k = _tiny()
+    y = np.array([[4, 2, 1, 0], [3, 1, 0, 0], [1, 1, 1, 0]])[:, :k]
+    lam = np.zeros((h.size, k))
+    mu = np.zeros((h.size, k - 1))
+    wb = window_bound(h, y, total, lam, mu)
+    lo, hi = np.zeros_like(y), np.full_like(y, total)
+    assert not binding_cells(wb, y, lo, hi).any()
+    # cell (1, 0): best value 3 (y = 3, g = 0); the window [0, 1] excludes it
+    hi2 = hi.copy()
+    hi2[1, 0] = 1
+    bind = binding_cells(wb, y, lo, hi2)
+    assert bind[1, 0] and bind.sum() == 1
