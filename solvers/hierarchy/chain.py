@@ -99,6 +99,7 @@ from solvers.errors import ResourceError, SolverError, VerificationError
 from solvers.hierarchy.cumulative import _model3_feasible
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.window_bound import (
+    WindowBound,
     binding_cells,
     level_windows,
     proves_optimal,
@@ -120,7 +121,7 @@ MAX_TOTAL_SEGMENTS = 40_000_000
 #: Rounds with a fractional LP optimum whose binding windows are widened before the level-set
 #: branch and bound (``solvers.hierarchy.window_bound``) is tried anyway.
 MAX_MIP_ROUNDS = 20
-#: Time limit (s) of one HiGHS branch and bound on a block's windows.
+#: Time limit (s) of one HiGHS branch and bound over a level set (``_level_set_search``).
 MIP_TIME_LIMIT = 900.0
 #: Segment columns per chunk of sizes whose cold solves assemble a block's starting basis
 #: (``_chunked_start``); 0 turns it off.
@@ -407,7 +408,7 @@ class _BlockLP:
             return None, "infeasible"
         if status != highspy.HighsModelStatus.kOptimal:
             raise ResourceError(
-                f"chain: the integer program on the windows (fractional LP optimum) ended with "
+                f"chain: the integer program on the level set (fractional LP optimum) ended with "
                 f"{m.modelStatusToString(status)!r} (time limit {time_limit:g} s); no certified release"
             )
         info = m.getInfo()
@@ -584,15 +585,15 @@ class _LevelSetOptimum:
     note: str
 
 
-def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu: np.ndarray) -> _LevelSetOptimum | str:
+def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBound) -> _LevelSetOptimum | str:
     """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
 
     ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T, so an optimum
     U over (a box containing) W_T with U <= L + T is the optimum of Model 3, checked exactly.
     T starts at ``LEVEL_SET_START``; an empty W_T raises it x4, a point with U > L + T raises it
-    to U - L (the next W_T contains that point). Returns the optimum, or why none was proved.
+    to U - L (the next W_T contains that point). ``wb`` is the bound of the LP's multipliers.
+    Returns the optimum, or why none was proved.
     """
-    wb = window_bound(hier, y, total, lam, mu)
     yf = np.asarray(y, dtype=np.float64)
     slack = LEVEL_SET_START
     notes = []
@@ -616,7 +617,6 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarra
             return _LevelSetOptimum(x, upper, gap, slack, "; ".join(notes))
         slack = gap
     return "no level set proved the optimum in 8 tries"
-
 
 
 def solve_model3_certified(
@@ -761,7 +761,8 @@ def solve_model3_certified(
             lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
             # first make the bound as tight as these windows allow: cells whose window binds
             # (their Lagrangian best lies outside) are widened, tails freed, and the LP re-solved
-            bind = binding_cells(window_bound(hier, y, total, lam_f, mu_f), y, lo, hi)
+            wb = window_bound(hier, y, total, lam_f, mu_f)
+            bind = binding_cells(wb, y, lo, hi)
             if bind.any() and fractional_rounds <= MAX_MIP_ROUNDS:
                 freed = free_tails(bind & fixed, lam_f) if (bind & fixed).any() else np.zeros_like(bind)
                 widen = _spread(hier, bind & ~fixed)
@@ -771,7 +772,7 @@ def solve_model3_certified(
                 half_down = np.where(freed, h0, np.where(widen, half_down * 4, half_down))
                 continue
             t1 = time.perf_counter()
-            found = _level_set_search(hier, y, total, lam_f, mu_f)
+            found = _level_set_search(hier, y, total, wb)
             mip_time += time.perf_counter() - t1
             if isinstance(found, _LevelSetOptimum):
                 cert = ChainCertificate(True, True, float(found.slack - found.gap), np.zeros(cum.shape, dtype=bool),

@@ -82,6 +82,12 @@ def _h(d: int, y: np.ndarray, gd: np.ndarray, v: np.ndarray) -> np.ndarray:
     return d * (v - y) ** 2 - gd * v
 
 
+def _best_in(d: int, y: np.ndarray, gd: np.ndarray, lo, hi) -> np.ndarray:
+    """Least D * h over the integers of [lo, hi] (convex: at the clipped neighbours of y + gd / (2D))."""
+    a = (2 * d * y + gd) // (2 * d)
+    return np.minimum(_h(d, y, gd, np.clip(a, lo, hi)), _h(d, y, gd, np.clip(a + 1, lo, hi)))
+
+
 def window_bound(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu: np.ndarray) -> WindowBound:
     """The scaled Lagrangian bound L and the per-cell minima h_i* (module docstring).
 
@@ -100,12 +106,8 @@ def window_bound(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu
     dtype = np.int64 if magnitude < 2**61 // max(1, y.size) else object
     yy = y.astype(dtype)
     gd = multiplier_sums(hier, lam_d.astype(dtype), mu_d.astype(dtype))
-    top = np.full(y.shape, total, dtype=dtype)
-    # the real minimiser of D h is y + gd / (2D); its integer neighbours, clipped to [0, G]
-    a = (2 * d * yy + gd) // (2 * d)
-    cand = [np.clip(a, 0, total).astype(dtype), np.clip(a + 1, 0, total).astype(dtype)]
-    hmin = np.minimum(_h(d, yy, gd, cand[0]), _h(d, yy, gd, cand[1]))
-    hmin[0, 0] = _h(d, yy[0, 0], gd[0, 0], top[0, 0])  # c_1^root = G (C6)
+    hmin = _best_in(d, yy, gd, 0, total)
+    hmin[0, 0] = _h(d, yy[0, 0], gd[0, 0], total)  # c_1^root = G (C6)
     return WindowBound(d, int(hmin.sum()), hmin, gd, exact)
 
 
@@ -117,10 +119,7 @@ def binding_cells(bound: WindowBound, y: np.ndarray, lo: np.ndarray, hi: np.ndar
     """
     d, gd = bound.scale, bound.g_scaled
     yy = np.asarray(y).astype(gd.dtype)
-    lo = np.asarray(lo).astype(gd.dtype)
-    hi = np.asarray(hi).astype(gd.dtype)
-    a = (2 * d * yy + gd) // (2 * d)
-    best = np.minimum(_h(d, yy, gd, np.clip(a, lo, hi)), _h(d, yy, gd, np.clip(a + 1, lo, hi)))
+    best = _best_in(d, yy, gd, np.asarray(lo).astype(gd.dtype), np.asarray(hi).astype(gd.dtype))
     out = np.asarray(best > bound.minimum_scaled, dtype=bool)
     out[0, 0] = False
     return out

@@ -203,12 +203,8 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
     assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
 
 
-def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(monkeypatch) -> None:
-    """A fractional LP point is never rounded and released: branch and bound on the level set decides."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    ref = solve_model3(h, y, 20)
-    assert ref.integer_program is None
+def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
+    """Make every windowed LP solve report a half-integral value in the first leaf's last size."""
     real = chain._BlockLP.solve
 
     def half_shifted(self):
@@ -218,6 +214,15 @@ def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(mon
         return x, lam, mu
 
     monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
+
+
+def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(monkeypatch) -> None:
+    """A fractional LP point is never rounded and released: branch and bound on the level set decides."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    ref = solve_model3(h, y, 20)
+    assert ref.integer_program is None
+    _forge_fractional_lp(monkeypatch, h)
     res = solve_model3(h, y, 20)
     assert res.integer_program is not None and res.objective == ref.objective
 
@@ -269,15 +274,7 @@ def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> N
     """A fractional LP vertex with no level-set proof (too large, or decimal inputs) refuses, never releases."""
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    real = chain._BlockLP.solve
-
-    def half_shifted(self):
-        x, lam, mu = real(self)
-        x = x.copy()
-        x[h.leaves[0], -1] += 0.5
-        return x, lam, mu
-
-    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
+    _forge_fractional_lp(monkeypatch, h)
     monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
     monkeypatch.setattr(chain, "MAX_MIP_ROUNDS", 1)
     with pytest.raises(ResourceError, match="is fractional and the level set"):
