@@ -187,10 +187,11 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     E = A.shape[0]
     if E == 0 or m == 0 or K == 0:
         return np.array(G, dtype=float), 0
+    A = sp.csr_matrix(A)
     AT = A.T.tocsr()
     G32 = G.astype(np.float32)
     A32, AT32 = A.astype(np.float32), AT.astype(np.float32)
-    # ||A||_2 by power iteration (a few steps are enough for a step size; 1.1x margin)
+    # ||A||_2 by power iteration (a few steps are enough for a first step size; 1.1x margin)
     v = np.ones(m)
     for _ in range(30):
         v = AT @ (A @ v)
@@ -199,17 +200,23 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     beta = beta0 = 0.025 * float(np.mean(G)) if np.mean(G) > 0 else 1.0
 
     def smooth(Yv: np.ndarray) -> tuple[float, np.ndarray]:
-        Q = G32 + AT32 @ Yv
+        Q = AT32 @ Yv
+        Q += G32
         mn = Q.min(axis=1, keepdims=True)
-        W = np.exp(-(Q - mn) / beta)
-        s = W.sum(axis=1, keepdims=True)
-        return float((mn[:, 0] - beta * np.log(s[:, 0])).sum()), W / s
+        Q -= mn
+        Q *= np.float32(-1.0 / beta)
+        np.exp(Q, out=Q)
+        s = Q.sum(axis=1, keepdims=True)
+        Q /= s
+        return float((mn[:, 0] - beta * np.log(s[:, 0])).sum()), Q
 
     Y = np.zeros((E, K), dtype=np.float32)
-    V = Y.copy()
+    V = np.zeros_like(Y)
+    Y_new = np.zeros_like(Y)
+    tmp = np.zeros_like(Y)
     t = 1.0
     step = beta / lip_a  # 1/L for the smoothed objective; adapted by backtracking below
-    best_q = G.copy()
+    best_q = np.array(G, dtype=float)
     best = float(G.min(axis=1).sum())
     prev_phi = -np.inf
     since_beta = 0
@@ -220,19 +227,26 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
         phi_v, P = smooth(V)  # P: row-wise softmax weights
         grad = A32 @ P
         while True:
-            Y_new = np.maximum(0.0, V + grad * np.float32(step))
-            D = Y_new - V
+            # preallocated E x K buffers from here on: fresh temporaries of that size cost page faults
+            np.multiply(grad, np.float32(step), out=Y_new)
+            Y_new += V
+            np.maximum(Y_new, 0.0, out=Y_new)
+            np.subtract(Y_new, V, out=tmp)
             phi_new, _ = smooth(Y_new)
             # sufficient ascent for a concave function with a step-size curvature model
-            if phi_new >= phi_v + float(np.vdot(grad, D)) - float(np.vdot(D, D)) / (2.0 * step) - 1e-7 * abs(phi_v):
+            if phi_new >= phi_v + float(np.vdot(grad, tmp)) - float(np.vdot(tmp, tmp)) / (2.0 * step) - 1e-7 * abs(phi_v):
                 break
             step *= 0.5
-        if float(np.vdot(grad, Y_new - Y)) < 0.0:  # restart the momentum
-            t, V = 1.0, Y.copy()
+        np.subtract(Y_new, Y, out=tmp)
+        if float(np.vdot(grad, tmp)) < 0.0:  # restart the momentum
+            t = 1.0
+            V[...] = Y
             continue
         t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        V = Y_new + np.float32((t - 1.0) / t_new) * (Y_new - Y)
-        Y, t = Y_new, t_new
+        np.multiply(tmp, np.float32((t - 1.0) / t_new), out=V)
+        V += Y_new
+        Y, Y_new = Y_new, Y
+        t = t_new
         step *= 1.1
         if it % check_every == 0:
             Q64 = G + AT @ Y.astype(np.float64)
@@ -245,7 +259,8 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
             if since_beta > 2 * check_every and phi - prev_phi < 0.02 * max(b - phi, 1e-5 * abs(phi)):
                 beta *= 0.5
                 since_beta = 0
-                t, V = 1.0, Y.copy()
+                t = 1.0
+                V[...] = Y
             prev_phi = phi
             logger.debug("dual ascent it %d: beta %.3g, step %.3g, bound %.10g, smoothed %.10g", it, beta, step, b, phi)
     return best_q, it
