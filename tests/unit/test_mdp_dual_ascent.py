@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -69,3 +70,13 @@ def test_bad_dual_ascent_budget_is_a_clear_error(capsys: pytest.CaptureFixture[s
                "--decomposition", "columns", "--dual-ascent", "-2", "--json", "-"])
     assert rc == 3
     assert "--dual-ascent must be a number of seconds >= 0" in capsys.readouterr().err
+
+
+def test_cli_reports_the_dual_ascent(tmp_path) -> None:
+    out = tmp_path / "r.json"
+    rc = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "2", "--eta", "0.9", "--method", "bd",
+               "--decomposition", "columns", "--dual-ascent", "0.5", "--gap", "1e-6", "--json", str(out)])
+    rep = json.loads(out.read_text())
+    assert rc == 0 and rep["status"] == "optimal"
+    assert rep["dual_ascent"] and {"records", "iterations", "seconds", "bound"} <= set(rep["dual_ascent"][0])
+    assert sum(a["bound"] for a in rep["dual_ascent"]) <= rep["upper_bound"] * (1 + 1e-9)
