@@ -226,7 +226,7 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
         since_beta += 1
         phi_v, P = smooth(V)  # P: row-wise softmax weights
         grad = A32 @ P
-        while True:
+        for _halving in range(60):
             # preallocated E x K buffers from here on: fresh temporaries of that size cost page faults
             np.multiply(grad, np.float32(step), out=Y_new)
             Y_new += V
@@ -237,6 +237,8 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
             if phi_new >= phi_v + float(np.vdot(grad, tmp)) - float(np.vdot(tmp, tmp)) / (2.0 * step) - 1e-7 * abs(phi_v):
                 break
             step *= 0.5
+        else:
+            break  # no ascent even for a vanishing step (non-finite values): keep the best bound so far
         np.subtract(Y_new, Y, out=tmp)
         if float(np.vdot(grad, tmp)) < 0.0:  # restart the momentum
             t = 1.0
