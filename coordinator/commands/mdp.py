@@ -64,8 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=2, help="threads for the BD blocks (default 2)")
     p.add_argument("--dual-ascent", type=float, default=None, metavar="SECONDS",
                    help="columns: seconds of first-order dual ascent per large component before the column "
-                        "generation, for a strong early lower bound (default: up to 60 s on components with more "
-                        "than 300,000 records x outputs; 0 = off)")
+                        "generation, for a strong early lower bound (default: a fifth of --time-limit, 60 s without "
+                        "one, on components with more than 300,000 records x outputs; 0 = off)")
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")

@@ -592,9 +592,9 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     ``dual_ascent`` is the wall-clock budget in seconds, per component, of
     :func:`smoothed_dual_ascent` run before the column generation; its certificates seed the
     stored ones (a strong first lower bound on large components, where a full pricing round
-    takes minutes). ``None`` (default): ``min(60 s, a fifth of the time limit)`` on components
-    with more than :data:`DUAL_ASCENT_MIN_SIZE` records x kept outputs, none elsewhere;
-    ``0``: never.
+    takes minutes). ``None`` (default): a fifth of the time limit (60 s without one) on
+    components with more than :data:`DUAL_ASCENT_MIN_SIZE` records x kept outputs, none
+    elsewhere; ``0``: never.
 
     Raises
     ------
@@ -652,7 +652,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep)
         try:
             if dual_ascent is None:
-                budget = min(60.0, 0.2 * time_limit) if idx.size * kept.size > DUAL_ASCENT_MIN_SIZE else 0.0
+                large = idx.size * kept.size > DUAL_ASCENT_MIN_SIZE
+                budget = (0.2 * time_limit if math.isfinite(time_limit) else 60.0) if large else 0.0
             else:
                 budget = dual_ascent
             if budget > 0:
