@@ -446,17 +446,24 @@ class _ComponentCG:
         self.bases[j] = h.getBasis()
         return j, z
 
-    def price(self, js: np.ndarray, mu: np.ndarray, tol: float) -> list[tuple[int, np.ndarray | None]]:
+    def price(self, js: np.ndarray, mu: np.ndarray, tol: float, deadline: float = float("inf")
+              ) -> list[tuple[int, np.ndarray | None]]:
+        """Price outputs ``js`` at ``mu``; outputs not reached by ``deadline`` are skipped (their stored
+        certificates stay, so every bound stays valid; the caller then stops on the time limit)."""
         nw = len(self.pricers)
         parts = [js[w::nw] for w in range(nw)]
 
         def work(w: int) -> list[tuple[int, np.ndarray | None]]:
-            return [self._price_one(self.pricers[w], int(j), mu, tol) for j in parts[w]]
+            out = []
+            for j in parts[w]:
+                if time.perf_counter() > deadline:
+                    break
+                out.append(self._price_one(self.pricers[w], int(j), mu, tol))
+            return out
 
-        self.lp_solves += int(js.size)
-        if self.pool is None:
-            return work(0)
-        return [r for part in self.pool.map(work, range(nw)) for r in part]
+        results = work(0) if self.pool is None else [r for part in self.pool.map(work, range(nw)) for r in part]
+        self.lp_solves += len(results)
+        return results
 
     def mechanism_rows(self, lam: np.ndarray) -> np.ndarray:
         """The RMP's mechanism on the component, as ``m x K`` (zero in dropped outputs)."""
@@ -519,7 +526,7 @@ class _ComponentCG:
             new_k: list[int] = []
             new_v: list[np.ndarray] = []
             if js.size and not out_of_time:
-                for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc):
+                for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc, deadline):
                     if z is None or z.sum() <= 0:
                         continue
                     if float((self.G[:, j] - mu_r) @ z) < -1e-3 * tau * max(1.0, float(z.max())):

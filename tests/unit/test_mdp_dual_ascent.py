@@ -80,3 +80,21 @@ def test_cli_reports_the_dual_ascent(tmp_path) -> None:
     assert rc == 0 and rep["status"] == "optimal"
     assert rep["dual_ascent"] and {"records", "iterations", "seconds", "bound"} <= set(rep["dual_ascent"][0])
     assert sum(a["bound"] for a in rep["dual_ascent"]) <= rep["upper_bound"] * (1 + 1e-9)
+
+
+def test_pricing_round_stops_at_the_deadline_and_keeps_the_certificates() -> None:
+    from solvers.mdp.colgen import _ComponentCG
+
+    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
+    idx = max(p.graph.component_members(), key=lambda g: g.size)
+    cg = _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 2, 1e-4, 0.0)
+    try:
+        js = np.arange(cg.Kc)
+        mu = cg.G.min(axis=1) + 1e-3
+        before = cg.Q.copy()
+        assert cg.price(js, mu, 1e-12, deadline=time.perf_counter() - 1.0) == []
+        assert cg.lp_solves == 0 and np.array_equal(cg.Q, before)
+        done = cg.price(js, mu, 1e-12)
+        assert len(done) == cg.Kc and cg.lp_solves == cg.Kc
+    finally:
+        cg.close()
