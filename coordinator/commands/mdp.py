@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--subsets must be >= 1, got {args.subsets}")
         if args.max_iterations < 1:
             raise InputError(f"--max-iterations must be >= 1, got {args.max_iterations}")
-        if args.dual_ascent is not None and not (args.dual_ascent >= 0 and args.dual_ascent != float("inf")):
+        if args.dual_ascent is not None and not (math.isfinite(args.dual_ascent) and args.dual_ascent >= 0):
             raise InputError(f"--dual-ascent must be a number of seconds >= 0, got {args.dual_ascent}")
     if args.eps is not None and not args.eps > 0:
         raise InputError(f"--eps must be > 0, got {args.eps}")

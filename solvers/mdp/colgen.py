@@ -168,6 +168,17 @@ def undominated_outputs(G: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
+def _softmin(Q: np.ndarray, beta: float) -> tuple[float, np.ndarray]:
+    """``sum_i -beta log sum_k exp(-Q_ik / beta)`` and the row-wise softmax weights (``Q`` is overwritten)."""
+    mn = Q.min(axis=1, keepdims=True)
+    Q -= mn
+    Q *= Q.dtype.type(-1.0 / beta)
+    np.exp(Q, out=Q)
+    s = Q.sum(axis=1, keepdims=True)
+    Q /= s
+    return float((mn[:, 0] - beta * np.log(s[:, 0])).sum()), Q
+
+
 def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, max_iterations: int = 100_000,
                          check_every: int = 20) -> tuple[np.ndarray, int]:
     """Approximate the mDP-row dual ``max_{Y >= 0} sum_i min_k (G + A'Y)_ik`` by a first-order method.
@@ -202,13 +213,7 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     def smooth(Yv: np.ndarray) -> tuple[float, np.ndarray]:
         Q = AT32 @ Yv
         Q += G32
-        mn = Q.min(axis=1, keepdims=True)
-        Q -= mn
-        Q *= np.float32(-1.0 / beta)
-        np.exp(Q, out=Q)
-        s = Q.sum(axis=1, keepdims=True)
-        Q /= s
-        return float((mn[:, 0] - beta * np.log(s[:, 0])).sum()), Q
+        return _softmin(Q, beta)
 
     Y = np.zeros((E, K), dtype=np.float32)
     V = np.zeros_like(Y)
@@ -255,8 +260,7 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
             b = float(Q64.min(axis=1).sum())
             if b > best:
                 best, best_q = b, Q64
-            mn = Q64.min(axis=1, keepdims=True)
-            phi = float((mn[:, 0] - beta * np.log(np.exp(-(Q64 - mn) / beta).sum(axis=1))).sum())
+            phi, _ = _softmin(Q64.copy(), beta)  # Q64 may be kept as best_q
             # halve beta when the smoothed value gains little next to its smoothing bias
             if since_beta > 2 * check_every and phi - prev_phi < 0.02 * max(b - phi, 1e-5 * abs(phi)):
                 beta *= 0.5

@@ -11,7 +11,7 @@ import pytest
 from coordinator.cli import main
 from solvers.errors import InputError
 from solvers.mdp.colgen import (
-    mdp_rows_matrix,
+    _ComponentCG,
     smoothed_dual_ascent,
     solve_colgen,
     undominated_outputs,
@@ -21,21 +21,19 @@ from solvers.mdp.pmo import build_pmo, solve_direct
 from solvers.mdp.verify import verify_mechanism
 
 
-def _largest_component(p):
+def _giant(p) -> _ComponentCG:
+    """The column generation of ``p``'s largest component (its ``G`` and mDP rows ``A``); close it after use."""
     idx = max(p.graph.component_members(), key=lambda g: g.size)
-    pos = np.full(p.n, -1)
-    pos[idx] = np.arange(idx.size)
-    er, _ = p.lp_edges
-    A = mdp_rows_matrix(p)[np.flatnonzero(pos[er] >= 0)][:, idx].tocsr()
-    kept = undominated_outputs(p.cost[idx])
-    return idx, A, p.cost[np.ix_(idx, kept)]
+    return _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 2, 1e-4, 0.0)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_bound_is_below_the_optimum_and_closes_most_of_the_gap(seed: int) -> None:
     p = build_pmo(load_dataset("gaussian", n_records=70, seed=seed), 1.0, 0.9)
     direct = solve_direct(p)
-    idx, A, G = _largest_component(p)
+    cg = _giant(p)
+    cg.close()
+    idx, A, G = cg.idx, cg.A, cg.G
     assert idx.size >= 20
     opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the component's share of the optimum
     trivial = float(G.min(axis=1).sum())
@@ -83,11 +81,8 @@ def test_cli_reports_the_dual_ascent(tmp_path) -> None:
 
 
 def test_pricing_round_stops_at_the_deadline_and_keeps_the_certificates() -> None:
-    from solvers.mdp.colgen import _ComponentCG
-
     p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
-    idx = max(p.graph.component_members(), key=lambda g: g.size)
-    cg = _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 2, 1e-4, 0.0)
+    cg = _giant(p)
     try:
         js = np.arange(cg.Kc)
         mu = cg.G.min(axis=1) + 1e-3
