@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from typing import Any
@@ -43,6 +44,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: Default wall-clock limit (s) of one chain release from the CLI (the library has none).
+CHAIN_TIME_LIMIT = 1800.0
+
+
+def _add_time_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--time-limit", type=float, default=CHAIN_TIME_LIMIT, metavar="SECONDS",
+                   help=f"chain only: give up (no release, exit 12) when one exact solve has not been certified "
+                        f"after this many seconds (default {CHAIN_TIME_LIMIT:g}; 0: no limit)")
+
+
+def _time_limit(args: argparse.Namespace) -> float | None:
+    """The checked --time-limit: seconds, or None for 0 (no limit)."""
+    value = args.time_limit
+    if value == 0:
+        return None
+    if not (math.isfinite(value) and value > 0):
+        raise InputError(f"--time-limit must be a positive number of seconds (or 0 for no limit), got {value}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "census",
@@ -68,6 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="optional check: the public total G must equal the data's number of groups")
     r.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     r.add_argument("--out", metavar="CSV", default=None, help="write the (last) released counts here")
+    _add_time_limit(r)
     r.set_defaults(func=run_release)
     q = csub.add_parser("postprocess", help="post-process given noisy values only",
                         description="Post-process noisy values (CSV level,region_id,parent_id,size,noisy_count): "
@@ -83,6 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "le: c_s = #groups of size <= s (c_N = total)")
     q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
+    _add_time_limit(q)
     q.set_defaults(func=run_postprocess)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
@@ -116,6 +139,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_release(args: argparse.Namespace) -> int:
     eps = parse_epsilon(args.eps)
+    time_limit = _time_limit(args)
     if args.data:
         data = read_counts_csv(args.data, max_size=args.max_size)
         source = args.data
@@ -136,7 +160,7 @@ def run_release(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         noisy = mech.add_noise(args.mechanism, data, eps, rng.spawn(f"run{k}"))
         noise_time = time.perf_counter() - start
-        pp = mech.postprocess(args.mechanism, hier, noisy, total)
+        pp = mech.postprocess(args.mechanism, hier, noisy, total, time_limit=time_limit)
         metrics = mech.release_metrics(hier, pp.counts, total, data.counts)
         runs.append({
             "run": k,
@@ -174,6 +198,7 @@ def run_release(args: argparse.Namespace) -> int:
 
 
 def run_postprocess(args: argparse.Namespace) -> int:
+    time_limit = _time_limit(args)
     noisy = read_noisy_csv(args.noisy, max_size=args.max_size)
     hier = noisy.hierarchy
     values = noisy.values
@@ -181,7 +206,7 @@ def run_postprocess(args: argparse.Namespace) -> int:
     if reverse:  # c^le on sizes 1..N is c^ge on the reversed size axis
         values = values[:, ::-1].copy()
     start = time.perf_counter()
-    pp = mech.postprocess(args.mechanism, hier, values, args.total)
+    pp = mech.postprocess(args.mechanism, hier, values, args.total, time_limit=time_limit)
     if reverse:
         pp = mech.PostProcessed(pp.mechanism, pp.counts[:, ::-1].copy(), pp.objective, pp.time_s, pp.details)
     elapsed = time.perf_counter() - start

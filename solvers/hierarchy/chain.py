@@ -132,6 +132,20 @@ _LP_SOLVER = "simplex"
 _WARM_EDGE_WEIGHTS = 1
 
 
+class ChainTimeLimit(ResourceError):
+    """The caller's time limit ran out before a certified release (the message says where)."""
+
+
+def _remaining(deadline: float | None, where: str) -> float:
+    """Seconds left before ``deadline`` (``time.perf_counter`` clock; inf without one); ChainTimeLimit if none."""
+    if deadline is None:
+        return float("inf")
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        raise ChainTimeLimit(where)
+    return left
+
+
 @dataclass(frozen=True)
 class ChainCertificate:
     """Outcome of the Lagrangian optimality check of a Model 3 point."""
@@ -382,17 +396,19 @@ class _BlockLP:
         out = np.setdiff1d(np.arange(self._row_lo_full.size), self.row_ids, assume_unique=True)
         return bool(np.all(self._row_lo_full[out] <= 1e-9) and np.all(self._row_hi_full[out] >= -1e-9))
 
-    def solve_integer(self, time_limit: float) -> tuple[np.ndarray | None, str]:
+    def solve_integer(self, time_limit: float, deadline: float | None = None) -> tuple[np.ndarray | None, str]:
         """Integer optimum on the current windows by HiGHS branch and bound (a copy of the model).
 
         The segment columns become integer (binary); the live LP model is left as it is. The
         objective (sum of segment costs, odd integers when the noisy values are integers) is
         integral at every integer point, so an absolute gap below 1 proves optimality; the
-        gap HiGHS reports is returned with the point (c integer; None if infeasible).
+        gap HiGHS reports is returned with the point (c integer; None if infeasible). The
+        search stops at ``time_limit`` seconds or at ``deadline`` (ChainTimeLimit), if sooner.
         """
         highspy = self._highspy
         if self.segments == 0:
             return self.centre.reshape(self.shape).copy(), "no segments"
+        time_limit = min(float(time_limit), _remaining(deadline, "before the branch and bound over a level set of"))
         m = highspy.Highs()
         m.setOptionValue("output_flag", False)
         m.setOptionValue("mip_rel_gap", 0.0)
@@ -406,6 +422,8 @@ class _BlockLP:
         status = m.getModelStatus()
         if status == highspy.HighsModelStatus.kInfeasible:
             return None, "infeasible"
+        if status == highspy.HighsModelStatus.kTimeLimit and deadline is not None and time.perf_counter() >= deadline:
+            raise ChainTimeLimit("during the branch and bound over a level set of")
         if status != highspy.HighsModelStatus.kOptimal:
             raise ResourceError(
                 f"chain: the integer program on the level set (fractional LP optimum) ended with "
@@ -417,8 +435,11 @@ class _BlockLP:
         gap = f"objective {info.objective_function_value:.6g}, bound {info.mip_dual_bound:.6g}, {info.mip_node_count} nodes"
         return x.reshape(self.shape), gap
 
-    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(c float, lam, mu) on the current windows, from the current basis (if any)."""
+    def solve(self, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(c float, lam, mu) on the current windows, from the current basis (if any).
+
+        HiGHS stops at ``deadline`` (``time.perf_counter`` clock), which raises ChainTimeLimit.
+        """
         highspy = self._highspy
         n_regions, k = self.shape
         lam = np.zeros((n_regions, k))
@@ -426,8 +447,11 @@ class _BlockLP:
         if self.segments == 0:  # nothing can move: the centre, zero multipliers
             self.iterations = 0
             return self.centre.astype(np.float64).reshape(self.shape), lam, mu
+        self.h.setOptionValue("time_limit", _remaining(deadline, "before an LP solve of"))
         run = self.h.run()
         model_status = self.h.getModelStatus()
+        if model_status == highspy.HighsModelStatus.kTimeLimit and deadline is not None:
+            raise ChainTimeLimit("during an LP solve of")
         if run == highspy.HighsStatus.kError or model_status != highspy.HighsModelStatus.kOptimal:
             text = self.h.modelStatusToString(model_status)
             raise SolverError(f"HiGHS did not reach an optimum of the chain LP: run status {run}, model status {text!r}")
@@ -461,7 +485,8 @@ def _solve_block_lp(
 
 
 def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.ndarray,
-                   n_up: np.ndarray, n_down: np.ndarray, chunk_segments: int) -> tuple[int, int]:
+                   n_up: np.ndarray, n_down: np.ndarray, chunk_segments: int,
+                   deadline: float | None = None) -> tuple[int, int]:
     """Give a new ``model`` a starting basis assembled from cold solves of consecutive size chunks.
 
     A chunk (about ``chunk_segments`` segment columns) is the block's LP on its sizes without
@@ -494,7 +519,7 @@ def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.n
         sub = _BlockLP(hier, y[:, p:q], centre[:, p:q], n_up[:, p:q], n_down[:, p:q])
         if sub.segments == 0:
             continue  # its rows keep basic slacks
-        sub.solve()
+        sub.solve(deadline)
         iterations += sub.iterations
         basis = sub.h.getBasis()
         r, s = np.divmod(sub.owner, kc)
@@ -585,7 +610,8 @@ class _LevelSetOptimum:
     note: str
 
 
-def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBound) -> _LevelSetOptimum | str:
+def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBound,
+                      deadline: float | None = None) -> _LevelSetOptimum | str:
     """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
 
     ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T, so an optimum
@@ -603,7 +629,7 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBoun
         if seg > MAX_LEVEL_SET_SEGMENTS:
             return f"the level set for T = {slack} needs {seg:,} segment columns (> {MAX_LEVEL_SET_SEGMENTS:,})"
         model = _BlockLP(hier, yf, wlo, whi - wlo, np.zeros_like(wlo))
-        x, note = model.solve_integer(MIP_TIME_LIMIT) if model.dropped_rows_hold() else (None, "empty box")
+        x, note = model.solve_integer(MIP_TIME_LIMIT, deadline) if model.dropped_rows_hold() else (None, "empty box")
         notes.append(f"T = {slack}: {seg:,} segments, {note}")
         logger.info("chain: level set %s", notes[-1])
         if x is None:
@@ -628,10 +654,13 @@ def solve_model3_certified(
     initial_halfwidth: int = 2,
     max_rounds: int = 100,
     zero_tails: bool = True,
+    deadline: float | None = None,
 ) -> ChainLPResult:
     """Exact Model 3 optimum by windowed PWL LPs and the Lagrangian certificate (module docstring).
 
     ``center`` is a feasible integer Model 3 point (e.g. the M_c^dp release, cumulative).
+    ``deadline`` (``time.perf_counter`` clock) bounds the whole search: past it the LP and
+    branch-and-bound solves stop and ChainTimeLimit (a ResourceError) says in which round.
 
     Raises
     ------
@@ -686,152 +715,161 @@ def solve_model3_certified(
     models: list[_BlockLP | None] = []
     cold: set[tuple[int, int]] = set()  # blocks to (re)build from the slack basis, no chunked start
     recold: set[tuple[int, int]] = set()  # blocks already rebuilt cold for fractional multipliers
-    for rounds in range(1, max_rounds + 1):
-        n_up = np.minimum(half_up, total - center)
-        n_down = np.minimum(half_down, center)
-        n_up[0, 0] = n_down[0, 0] = 0  # c_1^root = G (C6)
-        lo, hi = center - n_down, center + n_up
-        segments = int((n_up + n_down).sum())
-        if segments > MAX_TOTAL_SEGMENTS:
-            raise ResourceError(
-                f"chain: the certified windows need {segments:,} LP segment columns (> {MAX_TOTAL_SEGMENTS:,}); "
-                f"the exact Model 3 solve does not fit this instance"
-            )
-        if not blocks:
-            blocks = _blocks(lo, hi, leaves)
-            models = [None] * len(blocks)
-        x = np.zeros((n_regions, n_sizes))
-        lam = np.zeros((n_regions, n_sizes))
-        mu = np.zeros((n_regions, max(n_sizes - 1, 0)))
-        t0 = time.perf_counter()
-        iterations = 0
-        todo = list(range(len(blocks)))
-        while todo:
-            for j in todo:
-                a, b = blocks[j]
-                seg_b = int((n_up[:, a:b] + n_down[:, a:b]).sum())
-                if seg_b > MAX_BLOCK_SEGMENTS:
-                    raise ResourceError(
-                        f"chain: one block of sizes {a + 1}..{b} needs {seg_b:,} LP segment columns "
-                        f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
-                    )
-                model = models[j]
-                if model is None:
-                    args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
-                    model = models[j] = _BlockLP(*args)
-                    if (a, b) not in cold:
-                        chunks, chunk_it = _chunked_start(model, *args, START_CHUNK_SEGMENTS)
-                        if chunks > 1:
-                            logger.info("chain round %d: sizes %d..%d start from the bases of %d chunks (%d simplex "
-                                        "iterations)", rounds, a + 1, b, chunks, chunk_it)
-                else:
-                    model.extend(n_up[:, a:b], n_down[:, a:b])
-                xb, lb, mb = model.solve()
-                iterations += model.iterations
-                x[:, a:b] = xb
-                lam[:, a:b] = lb
-                mu[:, a : b - 1] = mb
-                if a > 0:
-                    mu[:, a - 1] = 0  # the C8 rows between blocks are not in any LP
-            # a split is kept while the assembled point satisfies the C8 rows it drops (then
-            # mu = 0 on them is exact, module docstring); otherwise the two blocks are merged
-            todo = []
-            for j in reversed(_boundary_violations(x, blocks, leaves)):
-                (a, cut), (_, b) = blocks[j], blocks[j + 1]
-                logger.info("chain round %d: C8 broken between sizes %d and %d: merging two blocks", rounds, cut, cut + 1)
-                blocks[j : j + 2] = [(a, b)]
-                models[j : j + 2] = [None]
-                todo = sorted({i - 1 if i > j else i for i in todo} | {j})
-        lp_round = time.perf_counter() - t0
-        lp_time += lp_round
-        cum = np.rint(x).astype(np.int64)
-        frac = np.abs(x - cum)
-        fractional = frac > 1e-6
-        if fractional.any():
-            fractional_rounds += 1
-            logger.info("chain round %d: fractional LP optimum on %d cells", rounds, int(fractional.sum()))
-            if not integral:
+    progress = "the first LP round"
+    progress_cells = 0
+    try:
+        for rounds in range(1, max_rounds + 1):
+            progress = f"LP round {rounds}" + (f" ({progress_cells} cells not yet certified after round {rounds - 1})"
+                                                 if rounds > 1 else "")
+            _remaining(deadline, "before")
+            n_up = np.minimum(half_up, total - center)
+            n_down = np.minimum(half_down, center)
+            n_up[0, 0] = n_down[0, 0] = 0  # c_1^root = G (C6)
+            lo, hi = center - n_down, center + n_up
+            segments = int((n_up + n_down).sum())
+            if segments > MAX_TOTAL_SEGMENTS:
                 raise ResourceError(
-                    f"chain: the windowed LP has a fractional optimum ({int(fractional.sum())} cells, largest "
-                    f"distance to an integer {frac.max():.3g}) and the noisy values are not integers (no exact "
-                    f"level-set bound); no certificate is available for this instance"
+                    f"chain: the certified windows need {segments:,} LP segment columns (> {MAX_TOTAL_SEGMENTS:,}); "
+                    f"the exact Model 3 solve does not fit this instance"
                 )
-            # the LP's multipliers confine every good integer point to small windows (the level
-            # set W_T of solvers.hierarchy.window_bound); branch and bound over them
-            lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
-            # first make the bound as tight as these windows allow: cells whose window binds
-            # (their Lagrangian best lies outside) are widened, tails freed, and the LP re-solved
-            wb = window_bound(hier, y, total, lam_f, mu_f)
-            bind = binding_cells(wb, y, lo, hi)
-            if bind.any() and fractional_rounds <= MAX_MIP_ROUNDS:
-                freed = free_tails(bind & fixed, lam_f) if (bind & fixed).any() else np.zeros_like(bind)
-                widen = _spread(hier, bind & ~fixed)
-                logger.info("chain round %d: fractional LP; %d cells bind their windows: widening %d, %d leave "
-                            "the tails", rounds, int(bind.sum()), int(widen.sum()), int(freed.sum()))
-                half_up = np.where(freed, h0, np.where(widen, half_up * 4, half_up))
-                half_down = np.where(freed, h0, np.where(widen, half_down * 4, half_down))
-                continue
-            t1 = time.perf_counter()
-            found = _level_set_search(hier, y, total, wb)
-            mip_time += time.perf_counter() - t1
-            if isinstance(found, _LevelSetOptimum):
-                cert = ChainCertificate(True, True, float(found.slack - found.gap), np.zeros(cum.shape, dtype=bool),
-                                        f"level-set bound (U - L = {found.gap}) + HiGHS branch and bound")
-                return ChainLPResult(found.cumulative, float(found.upper), rounds, len(blocks), segments,
-                                     int(max(half_up.max(), half_down.max())), cert, lp_time,
-                                     integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time)
-            raise ResourceError(f"chain: the windowed LP optimum is fractional and {found}; no certified release")
-        if integral:
-            lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
-        else:
-            lam_c, mu_c = lam, mu
-        if fixed.any():
-            lam_c, mu_c = complete_multipliers(hier, y, fixed, lam_c, mu_c)
-        cert = check_certificate(hier, cum, y, total, lam_c, mu_c)
-        logger.info(
-            "chain round %d: %d blocks, %d segments, LP %.2fs (%d simplex iterations), total LP %.2fs, certificate %s",
-            rounds, len(blocks), segments, lp_round, iterations, lp_time, cert.reason,
-        )
-        if cert.ok:
-            from solvers.hierarchy.hdp import squared_distance
+            if not blocks:
+                blocks = _blocks(lo, hi, leaves)
+                models = [None] * len(blocks)
+            x = np.zeros((n_regions, n_sizes))
+            lam = np.zeros((n_regions, n_sizes))
+            mu = np.zeros((n_regions, max(n_sizes - 1, 0)))
+            t0 = time.perf_counter()
+            iterations = 0
+            todo = list(range(len(blocks)))
+            while todo:
+                for j in todo:
+                    a, b = blocks[j]
+                    seg_b = int((n_up[:, a:b] + n_down[:, a:b]).sum())
+                    if seg_b > MAX_BLOCK_SEGMENTS:
+                        raise ResourceError(
+                            f"chain: one block of sizes {a + 1}..{b} needs {seg_b:,} LP segment columns "
+                            f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
+                        )
+                    model = models[j]
+                    if model is None:
+                        args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
+                        model = models[j] = _BlockLP(*args)
+                        if (a, b) not in cold:
+                            chunks, chunk_it = _chunked_start(model, *args, START_CHUNK_SEGMENTS, deadline)
+                            if chunks > 1:
+                                logger.info("chain round %d: sizes %d..%d start from the bases of %d chunks (%d simplex "
+                                            "iterations)", rounds, a + 1, b, chunks, chunk_it)
+                    else:
+                        model.extend(n_up[:, a:b], n_down[:, a:b])
+                    xb, lb, mb = model.solve(deadline)
+                    iterations += model.iterations
+                    x[:, a:b] = xb
+                    lam[:, a:b] = lb
+                    mu[:, a : b - 1] = mb
+                    if a > 0:
+                        mu[:, a - 1] = 0  # the C8 rows between blocks are not in any LP
+                # a split is kept while the assembled point satisfies the C8 rows it drops (then
+                # mu = 0 on them is exact, module docstring); otherwise the two blocks are merged
+                todo = []
+                for j in reversed(_boundary_violations(x, blocks, leaves)):
+                    (a, cut), (_, b) = blocks[j], blocks[j + 1]
+                    logger.info("chain round %d: C8 broken between sizes %d and %d: merging two blocks", rounds, cut, cut + 1)
+                    blocks[j : j + 2] = [(a, b)]
+                    models[j : j + 2] = [None]
+                    todo = sorted({i - 1 if i > j else i for i in todo} | {j})
+            lp_round = time.perf_counter() - t0
+            lp_time += lp_round
+            cum = np.rint(x).astype(np.int64)
+            frac = np.abs(x - cum)
+            fractional = frac > 1e-6
+            if fractional.any():
+                fractional_rounds += 1
+                logger.info("chain round %d: fractional LP optimum on %d cells", rounds, int(fractional.sum()))
+                if not integral:
+                    raise ResourceError(
+                        f"chain: the windowed LP has a fractional optimum ({int(fractional.sum())} cells, largest "
+                        f"distance to an integer {frac.max():.3g}) and the noisy values are not integers (no exact "
+                        f"level-set bound); no certificate is available for this instance"
+                    )
+                # the LP's multipliers confine every good integer point to small windows (the level
+                # set W_T of solvers.hierarchy.window_bound); branch and bound over them
+                lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
+                # first make the bound as tight as these windows allow: cells whose window binds
+                # (their Lagrangian best lies outside) are widened, tails freed, and the LP re-solved
+                wb = window_bound(hier, y, total, lam_f, mu_f)
+                bind = binding_cells(wb, y, lo, hi)
+                if bind.any() and fractional_rounds <= MAX_MIP_ROUNDS:
+                    freed = free_tails(bind & fixed, lam_f) if (bind & fixed).any() else np.zeros_like(bind)
+                    widen = _spread(hier, bind & ~fixed)
+                    logger.info("chain round %d: fractional LP; %d cells bind their windows: widening %d, %d leave "
+                                "the tails", rounds, int(bind.sum()), int(widen.sum()), int(freed.sum()))
+                    half_up = np.where(freed, h0, np.where(widen, half_up * 4, half_up))
+                    half_down = np.where(freed, h0, np.where(widen, half_down * 4, half_down))
+                    continue
+                t1 = time.perf_counter()
+                found = _level_set_search(hier, y, total, wb, deadline)
+                mip_time += time.perf_counter() - t1
+                if isinstance(found, _LevelSetOptimum):
+                    cert = ChainCertificate(True, True, float(found.slack - found.gap), np.zeros(cum.shape, dtype=bool),
+                                            f"level-set bound (U - L = {found.gap}) + HiGHS branch and bound")
+                    return ChainLPResult(found.cumulative, float(found.upper), rounds, len(blocks), segments,
+                                         int(max(half_up.max(), half_down.max())), cert, lp_time,
+                                         integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time)
+                raise ResourceError(f"chain: the windowed LP optimum is fractional and {found}; no certified release")
+            if integral:
+                lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
+            else:
+                lam_c, mu_c = lam, mu
+            if fixed.any():
+                lam_c, mu_c = complete_multipliers(hier, y, fixed, lam_c, mu_c)
+            cert = check_certificate(hier, cum, y, total, lam_c, mu_c)
+            logger.info(
+                "chain round %d: %d blocks, %d segments, LP %.2fs (%d simplex iterations), total LP %.2fs, certificate %s",
+                rounds, len(blocks), segments, lp_round, iterations, lp_time, cert.reason,
+            )
+            if cert.ok:
+                from solvers.hierarchy.hdp import squared_distance
 
-            return ChainLPResult(cum, squared_distance(cum, y), rounds, len(blocks), segments,
-                                 int(max(half_up.max(), half_down.max())), cert, lp_time)
-        if not cert.failing.any():
-            raise VerificationError(f"chain: certificate check failed: {cert.reason}")
-        fail = cert.failing
-        tail_fail = fail & fixed
-        if tail_fail.any():
-            # a zero tail is not optimal as proposed: restart those leaves' tails after their last
-            # failing size (with the current multipliers); the freed cells get windows again
-            freed = free_tails(tail_fail, lam_c)
-            logger.info("chain round %d: %d zero-tail cells fail; %d cells leave the tails", rounds,
-                        int(tail_fail.sum()), int(freed.sum()))
-            half_up = np.where(freed, h0, half_up)
-            half_down = np.where(freed, h0, half_down)
-            fail = fail & ~tail_fail  # the models add the freed cells' rows and columns when extended
-            if not fail.any():
-                continue
-        away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
-        if away.any():
-            # cells fail off their window bounds: the LP's multipliers did not round to a
-            # certificate (seen: half-integral duals of an integral point). Wider windows do
-            # not change them; a block with fractional duals is rebuilt once and solved from
-            # the slack basis, which gives other duals. Otherwise widen as below (bounded by
-            # max_rounds); never a release without a passing check.
-            logger.info("chain round %d: %d cells fail away from window bounds", rounds, int(away.sum()))
-            for j, (a, b) in enumerate(blocks):
-                if away[:, a:b].any() and (a, b) not in recold and _fractional_duals(lam[:, a:b], mu[:, a : b - 1]):
-                    logger.info("chain round %d: fractional multipliers in sizes %d..%d: re-solving cold", rounds, a + 1, b)
-                    models[j] = None
-                    cold.add((a, b))
-                    recold.add((a, b))
-        # widen the failing cells, their chain neighbours and ancestors (x4, both sides); the
-        # centre stays, so the models only gain columns
-        widen = _spread(hier, fail)
-        logger.info("chain round %d: widening %d cells", rounds, int(widen.sum()))
-        half_up = np.where(widen, half_up * 4, half_up)
-        half_down = np.where(widen, half_down * 4, half_down)
+                return ChainLPResult(cum, squared_distance(cum, y), rounds, len(blocks), segments,
+                                     int(max(half_up.max(), half_down.max())), cert, lp_time)
+            if not cert.failing.any():
+                raise VerificationError(f"chain: certificate check failed: {cert.reason}")
+            fail = cert.failing
+            progress_cells = int(fail.sum())
+            tail_fail = fail & fixed
+            if tail_fail.any():
+                # a zero tail is not optimal as proposed: restart those leaves' tails after their last
+                # failing size (with the current multipliers); the freed cells get windows again
+                freed = free_tails(tail_fail, lam_c)
+                logger.info("chain round %d: %d zero-tail cells fail; %d cells leave the tails", rounds,
+                            int(tail_fail.sum()), int(freed.sum()))
+                half_up = np.where(freed, h0, half_up)
+                half_down = np.where(freed, h0, half_down)
+                fail = fail & ~tail_fail  # the models add the freed cells' rows and columns when extended
+                if not fail.any():
+                    continue
+            away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
+            if away.any():
+                # cells fail off their window bounds: the LP's multipliers did not round to a
+                # certificate (seen: half-integral duals of an integral point). Wider windows do
+                # not change them; a block with fractional duals is rebuilt once and solved from
+                # the slack basis, which gives other duals. Otherwise widen as below (bounded by
+                # max_rounds); never a release without a passing check.
+                logger.info("chain round %d: %d cells fail away from window bounds", rounds, int(away.sum()))
+                for j, (a, b) in enumerate(blocks):
+                    if away[:, a:b].any() and (a, b) not in recold and _fractional_duals(lam[:, a:b], mu[:, a : b - 1]):
+                        logger.info("chain round %d: fractional multipliers in sizes %d..%d: re-solving cold", rounds, a + 1, b)
+                        models[j] = None
+                        cold.add((a, b))
+                        recold.add((a, b))
+            # widen the failing cells, their chain neighbours and ancestors (x4, both sides); the
+            # centre stays, so the models only gain columns
+            widen = _spread(hier, fail)
+            logger.info("chain round %d: widening %d cells", rounds, int(widen.sum()))
+            half_up = np.where(widen, half_up * 4, half_up)
+            half_down = np.where(widen, half_down * 4, half_down)
+    except ChainTimeLimit as exc:
+        raise ChainTimeLimit(f"{exc} {progress}") from None
     raise ResourceError(f"chain: no certificate after {max_rounds} widening rounds")
 
 

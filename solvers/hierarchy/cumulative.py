@@ -26,12 +26,14 @@ non-negative counts, which the Model 1 DP then makes consistent.
 from __future__ import annotations
 
 import logging
+import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import ResourceError, VerificationError
+from solvers.errors import InputError, ResourceError, VerificationError
 from solvers.hierarchy.hdp import squared_distance
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.qp import solve_highs
@@ -178,7 +180,8 @@ def _project_monotone(z: np.ndarray) -> np.ndarray:
 
 
 def model3_relaxation_dykstra(
-    hier: Hierarchy, noisy_cum: np.ndarray, total: int, tol: float = 1e-3, max_iter: int = 3000
+    hier: Hierarchy, noisy_cum: np.ndarray, total: int, tol: float = 1e-3, max_iter: int = 3000,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, float, int]:
     """Model 3 relaxation by Dykstra's alternating projections (Boyle and Dykstra 1986).
 
@@ -186,7 +189,10 @@ def model3_relaxation_dykstra(
     (projected by isotonic regression and clipping); Dykstra's iterates converge to the
     projection of the noisy values onto their intersection. Stops when the monotone iterate
     is within ``tol`` (max norm) of the consistent one. Returns (c, residual, iterations).
+    Past ``deadline`` (``time.perf_counter`` clock) it raises ``chain.ChainTimeLimit``.
     """
+    from solvers.hierarchy.chain import ChainTimeLimit
+
     if total < 0:
         raise ResourceError("negative total")
     y = np.asarray(noisy_cum, dtype=np.float64)
@@ -203,10 +209,13 @@ def model3_relaxation_dykstra(
         residual = float(np.abs(a - x).max())
         if residual <= tol:
             break
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise ChainTimeLimit(f"during the continuous projection (Dykstra, {it} iterations, residual {residual:.3g})")
     return x, residual, it
 
 
-def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_halfwidth: int = 2) -> ChainResult:
+def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_halfwidth: int = 2,
+                 time_limit: float | None = None) -> ChainResult:
     """Exact optimum of Model 3 (C6-C10) with a checked Lagrangian certificate.
 
     A real-valued approximation of the projection (Dykstra, max-norm residual 0.05) is
@@ -215,6 +224,8 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     optimal over the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
     until the check passes. A fractional LP optimum is resolved by branch and bound over the
     level set of the LP multipliers' exact bound (``solvers.hierarchy.window_bound``).
+    ``time_limit`` (seconds, None: no limit) bounds the whole solve; when it runs out there is
+    no release (ResourceError saying where it stopped), never an uncertified one.
 
     Raises
     ------
@@ -223,20 +234,33 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     ResourceError
         The windows needed exceed the LP size limits, no certificate within the round limit,
         or a fractional LP optimum without a level-set proof (decimal inputs, level set too
-        large, branch-and-bound time limit).
+        large, branch-and-bound time limit), or ``time_limit`` ran out.
     VerificationError
         The final check failed (never expected).
     """
-    from solvers.hierarchy.chain import round_to_feasible, solve_model3_certified
+    from solvers.hierarchy.chain import (
+        ChainTimeLimit,
+        round_to_feasible,
+        solve_model3_certified,
+    )
     from solvers.hierarchy.hdp import _check_inputs
 
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"the chain time limit must be a positive number of seconds, got {time_limit}")
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
     y = np.asarray(noisy_cum)
     _check_inputs(hier, y, total)
     total = int(total)
     yf = y.astype(np.float64)
-    approx, _residual, _iterations = model3_relaxation_dykstra(hier, yf, total, tol=0.05, max_iter=3000)
-    center = round_to_feasible(hier, approx, total)
-    res = solve_model3_certified(hier, y, total, center, initial_halfwidth=initial_halfwidth)
+    try:
+        approx, _residual, _iterations = model3_relaxation_dykstra(hier, yf, total, tol=0.05, max_iter=3000,
+                                                                   deadline=deadline)
+        center = round_to_feasible(hier, approx, total)
+        res = solve_model3_certified(hier, y, total, center, initial_halfwidth=initial_halfwidth, deadline=deadline)
+    except ChainTimeLimit as exc:
+        raise ResourceError(f"chain: no certified release within the time limit ({time_limit:g} s of post-processing; "
+                            f"stopped {exc}); allow more time, or use hdp or cdp (exact and much faster at this "
+                            f"scale)") from None
     if not _model3_feasible(hier, res.cumulative, total) or not res.certificate.ok:  # pragma: no cover
         raise VerificationError("chain: the certified point fails Model 3 feasibility")
     return ChainResult(

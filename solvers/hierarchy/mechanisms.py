@@ -67,11 +67,14 @@ class PostProcessed:
     details: dict[str, object] = field(default_factory=dict)
 
 
-def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) -> PostProcessed:
+def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int, *,
+                time_limit: float | None = None) -> PostProcessed:
     """Run one mechanism's post-processing on noisy values (counts, or cumulative counts).
 
     The objective is the mechanism's own squared distance: to the noisy counts (hdp, hqp,
     topdown), to the Algorithm-2 counts (cdp), to the noisy cumulative counts (chain, cqp).
+    ``time_limit`` (seconds) bounds ``chain``'s exact search (ResourceError when it runs out,
+    no release); the other mechanisms run in a bounded number of steps and ignore it.
     """
     check_mechanism(mechanism)
     if int(total) != total or total < 0:
@@ -89,7 +92,7 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int) 
         counts, objective = res.x, res.objective
         details = {"dp_rounds": res.rounds, "max_window_halfwidth": res.max_halfwidth, "exchange_gap": res.exchange_gap}
     elif mechanism == "chain":
-        ch = solve_model3(hier, noisy, total)
+        ch = solve_model3(hier, noisy, total, time_limit=time_limit)
         counts, objective = ch.counts, ch.objective
         details = {
             "certificate": "lagrangian" if ch.integer_program is None else "level-set+branch-and-bound",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.errors import ResourceError
+from solvers.errors import InputError, ResourceError
 from solvers.hierarchy import chain
 from solvers.hierarchy.chain import check_certificate, round_to_feasible
 from solvers.hierarchy.cumulative import (
@@ -188,8 +188,8 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
     real = chain._BlockLP.solve
     spoiled = []
 
-    def half_integral(self):
-        x, lam, mu = real(self)
+    def half_integral(self, deadline=None):
+        x, lam, mu = real(self, deadline)
         if not spoiled:  # the first LP only
             spoiled.append(True)
             lam = lam.copy()
@@ -207,8 +207,8 @@ def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
     """Make every windowed LP solve report a half-integral value in the first leaf's last size."""
     real = chain._BlockLP.solve
 
-    def half_shifted(self):
-        x, lam, mu = real(self)
+    def half_shifted(self, deadline=None):
+        x, lam, mu = real(self, deadline)
         x = x.copy()
         x[h.leaves[0], -1] += 0.5
         return x, lam, mu
@@ -281,3 +281,41 @@ def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> N
         solve_model3(h, y, 20)
     with pytest.raises(ResourceError, match="not integers"):
         solve_model3(h, y + 0.25, 20)
+
+
+def _census_small():
+    data = census_synthetic(max_size=10, seed=2, scale=0.001)
+    rng = np.random.default_rng(0)
+    return data, to_cumulative(data.counts) + rng.integers(-3, 4, size=data.counts.shape)
+
+
+def test_time_limit_refuses_instead_of_releasing() -> None:
+    """Past the time limit there is no release: a ResourceError that says where it stopped."""
+    h, _true, y = _random_instance(0)
+    total = int(y[0, 0])
+    with pytest.raises(ResourceError, match=r"time limit \(1e-09 s of post-processing; stopped during the continuous projection"):
+        solve_model3(h, y, total, time_limit=1e-9)
+    # a generous limit changes nothing
+    assert solve_model3(h, y, total, time_limit=600).objective == solve_model3(h, y, total).objective
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_time_limit_must_be_positive_and_finite(bad: float) -> None:
+    h, _true, y = _random_instance(0)
+    with pytest.raises(InputError, match="positive number of seconds"):
+        solve_model3(h, y, int(y[0, 0]), time_limit=bad)
+
+
+def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
+    """HiGHS gets the remaining time: an LP stopped by its time limit raises, it is never read as optimal."""
+    data, y = _census_small()
+    approx, _, _ = model3_relaxation_dykstra(data.hierarchy, y.astype(float), data.total, tol=0.05)
+    centre = round_to_feasible(data.hierarchy, approx, data.total)
+    real = chain._remaining
+
+    def almost_none(deadline, where):  # HiGHS is started with 1e-12 s left
+        return 1e-12 if deadline is not None and "LP solve" in where else real(deadline, where)
+
+    monkeypatch.setattr(chain, "_remaining", almost_none)
+    with pytest.raises(chain.ChainTimeLimit, match="during an LP solve of LP round 1"):
+        chain.solve_model3_certified(data.hierarchy, y, data.total, centre, deadline=float("inf"), zero_tails=False)

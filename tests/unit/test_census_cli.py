@@ -135,3 +135,28 @@ def test_unknown_mechanism_is_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as info:
         main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "nope", "--json", "-"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+@pytest.mark.parametrize("command", ["release", "postprocess"])
+def test_bad_time_limit_is_input_error(tmp_path: Path, capsys, command: str, value: str) -> None:
+    if command == "release":
+        args = ["--data", str(_file(tmp_path, "c.csv", COUNTS)), "--eps", "1"]
+    else:
+        args = ["--noisy", str(_file(tmp_path, "n.csv", NOISY)), "--total", "6"]
+    rc = main(["census", command, *args, "--mechanism", "chain", "--json", "-", "--time-limit", value])
+    assert rc == 3 and "--time-limit must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_chain_time_limit_refuses_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    """A chain solve past --time-limit exits 12 with the reason; no report, no release file."""
+    noisy = _file(tmp_path, "n.csv", NOISY)
+    out, rel = tmp_path / "r.json", tmp_path / "rel.csv"
+    rc = main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "chain",
+               "--time-limit", "1e-9", "--json", str(out), "--out", str(rel)])
+    err = capsys.readouterr().err
+    assert rc == 12 and "no certified release within the time limit" in err and "Traceback" not in err
+    assert not out.exists() and not rel.exists()
+    # 0 means no limit
+    assert main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "chain",
+                 "--time-limit", "0", "--json", str(out)]) == 0

@@ -173,8 +173,8 @@ def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -
     y = rng.integers(-6, total + 6, size=(h.size, k))
     real = chain._BlockLP.solve
 
-    def half_shifted(self):
-        x, lam, mu = real(self)
+    def half_shifted(self, deadline=None):
+        x, lam, mu = real(self, deadline)
         x = x.copy()
         x.flat[-1] += 0.5
         return x, lam, mu
