@@ -41,8 +41,11 @@ chain neighbours and ancestors, get both sides widened x4, which only adds segme
 their reduced cost under the last duals is negative, so the basis stays dual feasible and
 the dual simplex (Devex pricing after the first solve) re-solves from it (taxi instance:
 at most a few thousand iterations, about 1 s per round against 16-30 s for a cold solve).
-Windows needing more segment columns than the limits, or no passing check within the round
-limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
+A round that adds more than ``REBUILD_GROWTH`` (5 %) of a block's segment columns rebuilds the
+block instead (cold, with the chunked start below): at census scale (N = 1,000) the warm
+re-solves after such growth took 400-530 s each at about 4 ms per dual simplex iteration,
+the rebuilds 120-200 s. Windows needing more segment columns than the limits, or no passing
+check within the round limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
 did not round to a certificate (seen once in tuning runs: half-integral duals of an integral
 point, taxi eps = 0.1, after warm starts); a block with fractional duals is then rebuilt once
 and solved from the slack basis (other duals), and such cells are widened like the rest.
@@ -126,6 +129,9 @@ MIP_TIME_LIMIT = 900.0
 #: Segment columns per chunk of sizes whose cold solves assemble a block's starting basis
 #: (``_chunked_start``); 0 turns it off.
 START_CHUNK_SEGMENTS = 10_000
+#: A live block model is rebuilt (cold, with the chunked start) instead of re-solved warm when a
+#: round adds more than this fraction of its segment columns (0: always warm).
+REBUILD_GROWTH = 0.05
 #: HiGHS LP algorithm for the windowed LPs (a basic solution; dual simplex when cold).
 _LP_SOLVER = "simplex"
 #: HiGHS dual edge weights for the re-solves after the first (1: Devex).
@@ -751,6 +757,13 @@ def solve_model3_certified(
                             f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
                         )
                     model = models[j]
+                    if model is not None and REBUILD_GROWTH > 0:
+                        grow = int(np.maximum(n_up[:, a:b].ravel() - model.n_up, 0).sum()
+                                   + np.maximum(n_down[:, a:b].ravel() - model.n_down, 0).sum())
+                        if grow > REBUILD_GROWTH * model.segments:
+                            logger.info("chain round %d: sizes %d..%d gain %d segment columns (%d now): rebuilt",
+                                        rounds, a + 1, b, grow, model.segments)
+                            model = models[j] = None
                     if model is None:
                         args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
                         model = models[j] = _BlockLP(*args)

@@ -319,3 +319,21 @@ def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
     monkeypatch.setattr(chain, "_remaining", almost_none)
     with pytest.raises(chain.ChainTimeLimit, match="during an LP solve of LP round 1"):
         chain.solve_model3_certified(data.hierarchy, y, data.total, centre, deadline=float("inf"), zero_tails=False)
+
+
+@pytest.mark.parametrize("growth", [0.0, 1e-9])
+def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, growth: float) -> None:
+    """Widened windows re-solved warm (growth 0) or rebuilt cold (any growth): the same optimum."""
+    rng = np.random.default_rng(3)
+    h = _tree()
+    total = 60
+    y = rng.integers(-5, 40, size=(h.size, 5))
+    far = np.zeros((h.size, 5), dtype=np.int64)
+    far[h.leaves[0]] = total
+    _fill_parents(h, far)
+    monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
+    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+        res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    assert res.rounds > 1 and res.certificate.ok
+    assert ("rebuilt" in caplog.text) == (growth > 0)
+    assert res.objective == solve_model3(h, y, total).objective == _full_domain_lp_objective(h, y, total)
