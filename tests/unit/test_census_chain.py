@@ -108,16 +108,22 @@ def _multipliers(h, y, total, res):
     return np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
 
 
-def test_narrow_windows_are_widened_and_result_is_exact() -> None:
-    """A far-off centre forces several widening rounds; the result equals the default path."""
-    rng = np.random.default_rng(3)
+def _far_instance(seed: int):
+    """The 8-region tree, 5 sizes, G = 60, and a feasible centre far from the optimum."""
+    rng = np.random.default_rng(seed)
     h = _tree()
     total = 60
     y = rng.integers(-5, 40, size=(h.size, 5))
-    ref = solve_model3(h, y, total)
-    far = np.zeros_like(ref.cumulative)
+    far = np.zeros((h.size, 5), dtype=np.int64)
     far[h.leaves[0]] = total  # feasible: one leaf holds every group, all of size >= N
     _fill_parents(h, far)
+    return h, y, total, far
+
+
+def test_narrow_windows_are_widened_and_result_is_exact() -> None:
+    """A far-off centre forces several widening rounds; the result equals the default path."""
+    h, y, total, far = _far_instance(3)
+    ref = solve_model3(h, y, total)
     res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
     assert res.objective == ref.objective
@@ -228,13 +234,7 @@ def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(mon
 
 
 def test_round_limit_is_resource_error() -> None:
-    rng = np.random.default_rng(4)
-    h = _tree()
-    total = 60
-    y = rng.integers(-5, 40, size=(h.size, 5))
-    far = np.zeros((h.size, 5), dtype=np.int64)
-    far[h.leaves[0]] = total
-    _fill_parents(h, far)
+    h, y, total, far = _far_instance(4)
     with pytest.raises(ResourceError, match="no certificate"):
         chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1, max_rounds=1)
 
@@ -324,13 +324,7 @@ def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
 @pytest.mark.parametrize("growth", [0.0, 1e-9])
 def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, growth: float) -> None:
     """Widened windows re-solved warm (growth 0) or rebuilt cold (any growth): the same optimum."""
-    rng = np.random.default_rng(3)
-    h = _tree()
-    total = 60
-    y = rng.integers(-5, 40, size=(h.size, 5))
-    far = np.zeros((h.size, 5), dtype=np.int64)
-    far[h.leaves[0]] = total
-    _fill_parents(h, far)
+    h, y, total, far = _far_instance(3)
     monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
     with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
