@@ -41,10 +41,12 @@ chain neighbours and ancestors, get both sides widened x4, which only adds segme
 their reduced cost under the last duals is negative, so the basis stays dual feasible and
 the dual simplex (Devex pricing after the first solve) re-solves from it (taxi instance:
 at most a few thousand iterations, about 1 s per round against 16-30 s for a cold solve).
-A round that adds more than ``REBUILD_GROWTH`` (5 %) of a block's segment columns rebuilds the
-block instead (cold, with the chunked start below): at census scale (N = 1,000) the warm
-re-solves after such growth took 400-530 s each at about 4 ms per dual simplex iteration,
-the rebuilds 120-200 s. Windows needing more segment columns than the limits, or no passing
+Once a warm re-solve of a block has taken longer than its cold build, a later round that adds
+more than ``REBUILD_GROWTH`` (5 %) of its segment columns rebuilds it instead (cold, with the
+chunked start below): at census scale (N = 1,000) warm re-solves after such growth took
+400-550 s each at about 4 ms per dual simplex iteration, rebuilds 90-130 s; on the taxi
+instance warm re-solves stay cheaper than a rebuild, and rebuilding every grown block there
+doubled the time. Windows needing more segment columns than the limits, or no passing
 check within the round limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
 did not round to a certificate (seen once in tuning runs: half-integral duals of an integral
 point, taxi eps = 0.1, after warm starts); a block with fractional duals is then rebuilt once
@@ -130,7 +132,8 @@ MIP_TIME_LIMIT = 900.0
 #: (``_chunked_start``); 0 turns it off.
 START_CHUNK_SEGMENTS = 10_000
 #: A live block model is rebuilt (cold, with the chunked start) instead of re-solved warm when a
-#: round adds more than this fraction of its segment columns (0: always warm).
+#: round adds more than this fraction of its segment columns, once a warm re-solve of that block
+#: has taken longer than its cold build (0: always warm).
 REBUILD_GROWTH = 0.05
 #: HiGHS LP algorithm for the windowed LPs (a basic solution; dual simplex when cold).
 _LP_SOLVER = "simplex"
@@ -150,6 +153,11 @@ def _remaining(deadline: float | None, where: str) -> float:
     if left <= 0:
         raise ChainTimeLimit(where)
     return left
+
+
+def _warm_is_slow(warm_seconds: float, build_seconds: float | None) -> bool:
+    """Whether a block's warm re-solve took longer than its last cold build (then grown rounds rebuild it)."""
+    return build_seconds is not None and warm_seconds > build_seconds
 
 
 @dataclass(frozen=True)
@@ -721,6 +729,8 @@ def solve_model3_certified(
     models: list[_BlockLP | None] = []
     cold: set[tuple[int, int]] = set()  # blocks to (re)build from the slack basis, no chunked start
     recold: set[tuple[int, int]] = set()  # blocks already rebuilt cold for fractional multipliers
+    build_seconds: dict[tuple[int, int], float] = {}  # last cold build + solve of a block
+    slow_warm: set[tuple[int, int]] = set()  # blocks whose warm re-solve took longer than a build
     progress = "the first LP round"
     progress_cells = 0
     try:
@@ -757,13 +767,15 @@ def solve_model3_certified(
                             f"(> {MAX_BLOCK_SEGMENTS:,}); the exact Model 3 solve does not fit this instance"
                         )
                     model = models[j]
-                    if model is not None and REBUILD_GROWTH > 0:
+                    if model is not None and (a, b) in slow_warm and REBUILD_GROWTH > 0:
                         grow = int(np.maximum(n_up[:, a:b].ravel() - model.n_up, 0).sum()
                                    + np.maximum(n_down[:, a:b].ravel() - model.n_down, 0).sum())
                         if grow > REBUILD_GROWTH * model.segments:
                             logger.info("chain round %d: sizes %d..%d gain %d segment columns (%d now): rebuilt",
                                         rounds, a + 1, b, grow, model.segments)
                             model = models[j] = None
+                    t_block = time.perf_counter()
+                    built = model is None
                     if model is None:
                         args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
                         model = models[j] = _BlockLP(*args)
@@ -776,6 +788,11 @@ def solve_model3_certified(
                         model.extend(n_up[:, a:b], n_down[:, a:b])
                     xb, lb, mb = model.solve(deadline)
                     iterations += model.iterations
+                    t_block = time.perf_counter() - t_block
+                    if built:
+                        build_seconds[(a, b)] = t_block
+                    elif _warm_is_slow(t_block, build_seconds.get((a, b))):
+                        slow_warm.add((a, b))
                     x[:, a:b] = xb
                     lam[:, a:b] = lb
                     mu[:, a : b - 1] = mb

@@ -321,13 +321,19 @@ def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
         chain.solve_model3_certified(data.hierarchy, y, data.total, centre, deadline=float("inf"), zero_tails=False)
 
 
-@pytest.mark.parametrize("growth", [0.0, 1e-9])
-def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, growth: float) -> None:
-    """Widened windows re-solved warm (growth 0) or rebuilt cold (any growth): the same optimum."""
+@pytest.mark.parametrize(("growth", "slow"), [(0.0, True), (1e-9, False), (1e-9, True)])
+def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, growth: float, slow: bool) -> None:
+    """Widened windows re-solved warm or rebuilt cold (grown, and warm re-solves slow): the same optimum."""
     h, y, total, far = _far_instance(3)
     monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
+    monkeypatch.setattr(chain, "_warm_is_slow", lambda warm, build: slow and build is not None)
     with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
-    assert ("rebuilt" in caplog.text) == (growth > 0)
+    assert ("rebuilt" in caplog.text) == (growth > 0 and slow)
     assert res.objective == solve_model3(h, y, total).objective == _full_domain_lp_objective(h, y, total)
+
+
+def test_warm_is_slow_compares_with_the_last_build() -> None:
+    assert chain._warm_is_slow(2.0, 1.0) and not chain._warm_is_slow(1.0, 2.0)
+    assert not chain._warm_is_slow(5.0, None)  # never built cold in this call: no evidence
