@@ -44,7 +44,7 @@ at most a few thousand iterations, about 1 s per round against 16-30 s for a col
 Once a warm re-solve of a block has taken longer than its cold build, a later round that adds
 more than ``REBUILD_GROWTH`` (5 %) of its segment columns rebuilds it instead (cold, with the
 chunked start below): at census scale (N = 1,000) warm re-solves after such growth took
-400-550 s each at about 4 ms per dual simplex iteration, rebuilds 90-130 s; on the taxi
+400-550 s each at about 4 ms per dual simplex iteration, rebuilds 90-165 s; on the taxi
 instance warm re-solves stay cheaper than a rebuild, and rebuilding every grown block there
 doubled the time. Windows needing more segment columns than the limits, or no passing
 check within the round limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
