@@ -9,7 +9,7 @@ Usage::
 
     python benchmarks/bench_census.py [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
         [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
-        [--json out.json]
+        [--chain-rebuild-growth F] [--json out.json]
 
 Mechanisms that refuse an instance (ResourceError: e.g. cqp beyond Dykstra's size limit,
 chain beyond its LP segment limits) are reported as such, never as numbers; in Table 7 a
@@ -137,8 +137,15 @@ def main() -> None:
     ap.add_argument("--lumped", type=int, default=0, metavar="K",
                     help="also run the table on the taxi hierarchy with sizes >= K lumped (small enough for chain)")
     ap.add_argument("--lumped-reps", type=int, default=10)
+    ap.add_argument("--chain-rebuild-growth", type=float, default=None, metavar="F",
+                    help="set chain.REBUILD_GROWTH for this run (0: grown blocks always re-solved warm, "
+                         "the behaviour before 2026-11-24; default: the library's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.chain_rebuild_growth is not None:
+        from solvers.hierarchy import chain
+
+        chain.REBUILD_GROWTH = args.chain_rebuild_growth
     out: dict = {}
     if not args.skip_taxi:
         if not TAXI.is_file():
