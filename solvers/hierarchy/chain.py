@@ -47,10 +47,11 @@ chunked start below): at census scale (N = 1,000) warm re-solves after such grow
 400-550 s each at about 4 ms per dual simplex iteration, rebuilds 90-165 s; on the taxi
 instance warm re-solves stay cheaper than a rebuild, and rebuilding every grown block there
 doubled the time. Windows needing more segment columns than the limits, or no passing
-check within the round limit, are a ResourceError. Cells failing off their window bounds mean the LP's multipliers
-did not round to a certificate (seen once in tuning runs: half-integral duals of an integral
-point, taxi eps = 0.1, after warm starts); a block with fractional duals is then rebuilt once
-and solved from the slack basis (other duals), and such cells are widened like the rest.
+check within the round limit, are a ResourceError. Cells failing off their window bounds
+mean the LP's multipliers did not round to a certificate (seen once in tuning runs:
+half-integral duals of an integral point, taxi eps = 0.1, after warm starts); a block with
+fractional duals is then rebuilt once and solved from the slack basis (other duals), and
+such cells are widened like the rest.
 A fractional LP optimum (a half-integral vertex: the matrix is not totally unimodular; Kuo
 taxi, about 1 in 30 draws at eps = 0.5 and 1 in 4 at eps = 0.1) admits no such certificate:
 the integer optimum lies above the LP bound. Then the LP's multipliers give the exact
@@ -331,8 +332,16 @@ class _BlockLP:
     def segments(self) -> int:
         return int(self.owner.size)
 
+    def new_segments(self, n_up: np.ndarray, n_down: np.ndarray) -> int:
+        """Segment columns that ``extend(n_up, n_down)`` would add."""
+        return int(self._growth(self.n_up, n_up).sum() + self._growth(self.n_down, n_down).sum())
+
+    @staticmethod
+    def _growth(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        return np.maximum(np.asarray(new, dtype=np.int64).ravel() - old, 0)
+
     def _new_columns(self, old: np.ndarray, new: np.ndarray, up: bool):
-        cnt = np.maximum(np.asarray(new, dtype=np.int64).ravel() - old, 0)
+        cnt = self._growth(old, new)
         owner = np.repeat(np.arange(cnt.size), cnt)
         start = np.repeat(np.cumsum(cnt) - cnt, cnt)
         t = np.repeat(old, cnt) + (np.arange(owner.size) - start) + 1
@@ -731,12 +740,10 @@ def solve_model3_certified(
     recold: set[tuple[int, int]] = set()  # blocks already rebuilt cold for fractional multipliers
     build_seconds: dict[tuple[int, int], float] = {}  # last cold build + solve of a block
     slow_warm: set[tuple[int, int]] = set()  # blocks whose warm re-solve took longer than a build
-    progress = "the first LP round"
-    progress_cells = 0
+    pending = 0  # cells whose check failed in the last round (for a time-limit message)
+    rounds = 1
     try:
         for rounds in range(1, max_rounds + 1):
-            progress = f"LP round {rounds}" + (f" ({progress_cells} cells not yet certified after round {rounds - 1})"
-                                                 if rounds > 1 else "")
             _remaining(deadline, "before")
             n_up = np.minimum(half_up, total - center)
             n_down = np.minimum(half_down, center)
@@ -768,13 +775,12 @@ def solve_model3_certified(
                         )
                     model = models[j]
                     if model is not None and (a, b) in slow_warm and REBUILD_GROWTH > 0:
-                        grow = int(np.maximum(n_up[:, a:b].ravel() - model.n_up, 0).sum()
-                                   + np.maximum(n_down[:, a:b].ravel() - model.n_down, 0).sum())
+                        grow = model.new_segments(n_up[:, a:b], n_down[:, a:b])
                         if grow > REBUILD_GROWTH * model.segments:
                             logger.info("chain round %d: sizes %d..%d gain %d segment columns (%d now): rebuilt",
                                         rounds, a + 1, b, grow, model.segments)
                             model = models[j] = None
-                    t_block = time.perf_counter()
+                    t_start = time.perf_counter()
                     built = model is None
                     if model is None:
                         args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
@@ -788,10 +794,10 @@ def solve_model3_certified(
                         model.extend(n_up[:, a:b], n_down[:, a:b])
                     xb, lb, mb = model.solve(deadline)
                     iterations += model.iterations
-                    t_block = time.perf_counter() - t_block
+                    elapsed = time.perf_counter() - t_start
                     if built:
-                        build_seconds[(a, b)] = t_block
-                    elif _warm_is_slow(t_block, build_seconds.get((a, b))):
+                        build_seconds[(a, b)] = elapsed
+                    elif _warm_is_slow(elapsed, build_seconds.get((a, b))):
                         slow_warm.add((a, b))
                     x[:, a:b] = xb
                     lam[:, a:b] = lb
@@ -865,7 +871,7 @@ def solve_model3_certified(
             if not cert.failing.any():
                 raise VerificationError(f"chain: certificate check failed: {cert.reason}")
             fail = cert.failing
-            progress_cells = int(fail.sum())
+            pending = int(fail.sum())
             tail_fail = fail & fixed
             if tail_fail.any():
                 # a zero tail is not optimal as proposed: restart those leaves' tails after their last
@@ -899,7 +905,8 @@ def solve_model3_certified(
             half_up = np.where(widen, half_up * 4, half_up)
             half_down = np.where(widen, half_down * 4, half_down)
     except ChainTimeLimit as exc:
-        raise ChainTimeLimit(f"{exc} {progress}") from None
+        after = f" ({pending} cells not yet certified after round {rounds - 1})" if rounds > 1 else ""
+        raise ChainTimeLimit(f"{exc} LP round {rounds}{after}") from None
     raise ResourceError(f"chain: no certificate after {max_rounds} widening rounds")
 
 

@@ -260,7 +260,7 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
             b = float(Q64.min(axis=1).sum())
             if b > best:
                 best, best_q = b, Q64
-            phi, _ = _softmin(Q64.copy(), beta)  # Q64 may be kept as best_q
+            phi, _ = _softmin(Q64.copy() if best_q is Q64 else Q64, beta)  # _softmin overwrites its input
             # halve beta when the smoothed value gains little next to its smoothing bias
             if since_beta > 2 * check_every and phi - prev_phi < 0.02 * max(b - phi, 1e-5 * abs(phi)):
                 beta *= 0.5
