@@ -64,9 +64,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=float, default=None, help="BD wall-clock limit in seconds (checked per iteration)")
     p.add_argument("--workers", type=int, default=2, help="threads for the BD blocks (default 2)")
     p.add_argument("--dual-ascent", type=float, default=None, metavar="SECONDS",
-                   help="columns: seconds of first-order dual ascent per large component before the column "
-                        "generation, for a strong early lower bound (default: a fifth of --time-limit, 60 s without "
-                        "one, on components with more than 300,000 records x outputs; 0 = off)")
+                   help="columns: seconds of the first-order start per large component before the column "
+                        "generation, for strong early bounds (default on components with more than 300,000 "
+                        "records x outputs: half of --time-limit, 300 s without one, for pdlp; a fifth, 60 s "
+                        "without one, for smoothed; 0 = off)")
+    p.add_argument("--first-order", default="pdlp", choices=["pdlp", "smoothed"],
+                   help="columns: the first-order start: 'pdlp' (HiGHS's PDLP on the whole component LP: "
+                        "start columns, duals and a certified bound; default) or 'smoothed' (the mDP-row dual "
+                        "ascent: a certified bound only)")
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")
@@ -177,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
                           decomposition=args.decomposition, max_iterations=args.max_iterations,
                           time_limit=args.time_limit if args.time_limit is not None else float("inf"),
                           workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
-                          exact_check=args.exact_check, dual_ascent=args.dual_ascent, progress=progress)
+                          exact_check=args.exact_check, dual_ascent=args.dual_ascent,
+                          first_order=args.first_order, progress=progress)
         if not quiet:
             print(file=sys.stderr)
     elif args.method == "colgen":
@@ -185,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
 
         result = solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
                               time_limit=args.time_limit if args.time_limit is not None else float("inf"),
-                              workers=args.workers, dual_ascent=args.dual_ascent, progress=progress)
+                              workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
+                              progress=progress)
         if not quiet:
             print(file=sys.stderr)
     else:

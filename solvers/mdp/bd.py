@@ -210,15 +210,17 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
 def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int = 25, gap: float = 1e-4,
              decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
-             dual_ascent: float | None = None, progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
+             dual_ascent: float | None = None, first_order: str = "pdlp",
+             progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
     """Solve the PMO by Benders decomposition; returns a verified mechanism.
 
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
     Benders decomposition of the PMO's *dual* with the unit-row duals as master variables and one
     subproblem per output column -- in primal terms column generation per mDP-graph component
     (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp.md for the equivalence); the partitioner
-    is not used then and ``partition`` reports the components; ``dual_ascent`` is passed on (seconds
-    of first-order dual ascent per large component, ``None`` automatic, ``0`` off).
+    is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
+    first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
+    (``"pdlp"`` or ``"smoothed"``) are passed on.
 
     Raises
     ------
@@ -237,7 +239,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         from solvers.mdp.colgen import solve_colgen
 
         r = solve_colgen(problem, gap=gap, max_iterations=max_iterations, time_limit=time_limit, workers=workers,
-                         exact_check=exact_check, method_name="bd", dual_ascent=dual_ascent, progress=progress)
+                         exact_check=exact_check, method_name="bd", dual_ascent=dual_ascent, first_order=first_order,
+                         progress=progress)
         sizes = r.details["component_sizes"]
         part = {"method": None, "decomposition": "columns", "sizes": sizes, "n_boundary": 0,
                 "mp_component_sizes": [], "kept_outputs": r.details["kept_outputs"]}

@@ -59,6 +59,7 @@ dual of the RMP, and its solution is the RMP's row duals. So it is offered as ``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -72,17 +73,33 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
-from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem, finalize_mechanism, repair_mechanism
+from solvers.mdp.pmo import (
+    IterationRecord,
+    MechanismResult,
+    PMOProblem,
+    _upward_closure,
+    finalize_mechanism,
+    repair_mechanism,
+)
 from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["mdp_rows_bound", "mdp_rows_matrix", "solve_colgen", "undominated_outputs"]
+__all__ = ["FIRST_ORDER_METHODS", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
 
 logger = logging.getLogger(__name__)
 
 _RETRY_LOCK = threading.Lock()
 
-#: components with more than this many records x kept outputs get a dual-ascent start by default
+#: components with more than this many records x kept outputs get a first-order start by default
 DUAL_ASCENT_MIN_SIZE = 300_000
+
+#: first-order starts: HiGHS's PDLP on the whole component LP, or the smoothed mDP-row dual ascent
+FIRST_ORDER_METHODS = ("pdlp", "smoothed")
+
+#: the PDLP start is never run on components below this many records x kept outputs
+PDLP_MIN_SIZE = 2_500
+
+#: above this many nonzeros in the whole component LP the smoothed dual ascent replaces PDLP (memory)
+PDLP_MAX_NONZEROS = 400_000_000
 
 
 def _highs() -> Any:
@@ -272,6 +289,87 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     return best_q, it
 
 
+@dataclasses.dataclass
+class FirstOrderStart:
+    """What :func:`pdlp_start` hands the column generation of one component.
+
+    ``Q`` (records x outputs) is ``G + A'Y`` for the clipped mDP-row duals ``Y >= 0``, a valid
+    certificate whatever the solver's accuracy; ``mu`` the unit-row duals (a stability centre,
+    no guarantee attached); ``Z`` the primal iterate (records x outputs, clipped at 0), whose
+    columns, closed upward into the cone, become restricted-master columns.
+    """
+
+    Q: np.ndarray
+    mu: np.ndarray
+    Z: np.ndarray
+    iterations: int
+    status: str
+
+
+def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
+    """The whole component LP's matrix, column ``j*m + i`` for ``z[i, j]``: the ``m`` unit rows, then
+    output ``j``'s ``E`` mDP rows at ``m + j*E``."""
+    m, K = G.shape
+    E = A.shape[0]
+    unit = sp.kron(np.ones((1, K)), sp.identity(m, format="csc"), format="csc")
+    blocks = sp.kron(sp.identity(K, format="csc"), sp.csc_matrix(A), format="csc")
+    return sp.vstack([unit, blocks], format="csc")
+
+
+def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-7) -> FirstOrderStart | None:
+    """Solve the component's PMO approximately with HiGHS's first-order PDLP solver (HiPDLP).
+
+    A primal-dual hybrid gradient method with restarts (Applegate et al. 2021; HiGHS's
+    implementation); it runs until ``tolerance`` (HiGHS's relative PDLP optimality tolerance)
+    or ``deadline``. Nothing it returns is trusted: the lower bound is recomputed from the
+    clipped duals (``sum_i min_k Q_ik``, module docstring), the primal columns are closed into
+    the cone before they enter the master, and the master's mechanism is verified as always.
+    Returns ``None`` when there is no time left or HiGHS returns no solution.
+    """
+    import highspy
+
+    m, K = G.shape
+    E = A.shape[0]
+    left = deadline - time.perf_counter()
+    if E == 0 or m == 0 or K == 0 or left <= 0.0:
+        return None
+    M = component_lp_colwise(G, A)
+    h = _highs()
+    h.setOptionValue("solver", "pdlp")  # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
+    h.setOptionValue("pdlp_optimality_tolerance", float(tolerance))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m * K, m + E * K
+    lp.col_cost_ = np.ascontiguousarray(G.T).ravel().astype(float)
+    lp.col_lower_ = np.zeros(m * K)
+    lp.col_upper_ = np.ones(m * K)
+    lp.row_lower_ = np.concatenate([np.ones(m), np.full(E * K, -np.inf)])
+    lp.row_upper_ = np.concatenate([np.ones(m), np.zeros(E * K)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
+    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = M.indices.astype(np.int32)
+    lp.a_matrix_.value_ = M.data.astype(float)
+    del M
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the component LP for the PDLP start (passModel failed)")
+    del lp
+    h.setOptionValue("time_limit", max(0.01, deadline - time.perf_counter()))
+    if h.run() == highspy.HighsStatus.kError:
+        return None
+    status = h.modelStatusToString(h.getModelStatus())
+    sol = h.getSolution()
+    if not sol.value_valid or not sol.dual_valid:
+        return None
+    x = np.asarray(sol.col_value, dtype=float)
+    duals = np.asarray(sol.row_dual, dtype=float)
+    iterations = int(h.getInfo().pdlp_iteration_count)
+    h.clear()
+    Y = np.maximum(0.0, -duals[m:]).reshape(K, E)
+    Q = np.asarray(G, dtype=float) + np.asarray(A.T @ Y.T)
+    Z = np.clip(x.reshape(K, m).T, 0.0, None)
+    return FirstOrderStart(Q=Q, mu=duals[:m].copy(), Z=np.ascontiguousarray(Z), iterations=iterations, status=status)
+
+
 class _ComponentCG:
     """Column generation on one connected component (records ``idx``, kept outputs ``kept``)."""
 
@@ -347,6 +445,20 @@ class _ComponentCG:
         docstring), so they stay valid; the mDP-row bound ``sum_i min_k Q_ik`` of this one is the
         first certified bound, and outputs it already certifies at the RMP's duals are not priced."""
         self.Q = np.ascontiguousarray(Q.T, dtype=float)
+
+    def add_primal_columns(self, Z: np.ndarray) -> int:
+        """Add the columns of an approximate component solution ``Z`` (records x kept outputs) to the
+        master, each closed upward into the cone first (``z_j >= z_i exp(-eps d_ij)``, as in
+        :func:`solvers.mdp.pmo.repair_mechanism`). Returns how many entered."""
+        X = np.array(Z, dtype=float, copy=True)
+        X[X < 1e-12 * max(1.0, float(X.max(initial=0.0)))] = 0.0
+        g = self.sub.graph
+        inv_w = np.exp(-self.sub.eps * self.sub.dataset.distance[g.rows, g.cols])
+        _upward_closure(X, g.rows, g.cols, inv_w)
+        s = X.sum(axis=0)
+        ks = [int(j) for j in np.flatnonzero(s > 0)]
+        self.add_columns(ks, [X[:, j] / s[j] for j in ks])
+        return len(ks)
 
     def close(self) -> None:
         if self.pool is not None:
@@ -484,13 +596,22 @@ class _ComponentCG:
         cost = self.problem.cost[self.idx]
         return X, float(np.sum(cost * X))
 
-    def run(self, deadline: float, max_iterations: int, on_iter: Callable[[float, float], None]
-            ) -> tuple[np.ndarray, float, float, str, int]:
-        """Iterate; returns ``(rows m x K verified, lower, upper, status, iterations)``."""
+    def run(self, deadline: float, max_iterations: int, on_iter: Callable[[float, float], None],
+            centre: np.ndarray | None = None) -> tuple[np.ndarray, float, float, str, int]:
+        """Iterate; returns ``(rows m x K verified, lower, upper, status, iterations)``.
+
+        ``centre``: unit-row duals to start the stabilisation from (e.g. a PDLP start's); kept only
+        when their bound from the stored certificates beats the trivial centre's."""
         # first stability centre: mu0_i = p_i min_k c_ik, where every reduced cost g_k - mu0 is >= 0, so
         # L(mu0) = sum mu0 exactly (the trivial bound) -- a sane point to smooth the RMP's duals towards
         mu_c: np.ndarray | None = self.G.min(axis=1)
         best_lb = float(mu_c.sum())
+        price_centre = False  # first round: price every output at the given centre (its exact bound)
+        if centre is not None:
+            lb_centre = float(centre.sum() + np.minimum(0.0, self.Q - centre).sum())
+            if lb_centre > best_lb:
+                mu_c, best_lb = np.array(centre, dtype=float), lb_centre
+                price_centre = True
         # the best certified lower bound (either Lagrangian bound; the stored certificates may come
         # from warm_start, and pricing replaces them output by output)
         best_bound = max(best_lb, float(self.Q.min(axis=0).sum()))
@@ -505,6 +626,9 @@ class _ComponentCG:
         if self.boxstep:
             _, obj0, _ = self.solve_master()
             width = max(abs(obj0), 1e-300) / self.m  # the average unit-row dual
+            if price_centre:
+                # a first-order start's duals are close: a box of the gap spread over the records
+                width = min(width, max(obj0 - best_lb, 1e-9 * abs(obj0)) / self.m)
             box_center = mu_c.copy()
             self.set_box(box_center, width)
         it = 0
@@ -515,6 +639,8 @@ class _ComponentCG:
             tau = 0.05 * self.gap * scale / self.Kc
             alpha = alpha_next if mu_c is not None else 0.0
             mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
+            if price_centre:
+                mu_s, alpha, full, price_centre = mu_c, 1.0, True, False
             cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
             candidates = cheap < -tau
             if not full:
@@ -595,7 +721,7 @@ class _ComponentCG:
 def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int = 1000,
                  time_limit: float = float("inf"), workers: int = 2, smoothing: float = 0.0, boxstep: bool = True,
                  exact_check: bool = False, method_name: str = "colgen", dual_ascent: float | None = None,
-                 progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
+                 first_order: str = "pdlp", progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
     """Solve the PMO by column generation over output columns, component by component.
 
     Returns a verified mechanism with a certified gap (see the module docstring).
@@ -622,6 +748,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         raise InputError(f"the smoothing weight must be in [0, 1), got {smoothing}")
     if dual_ascent is not None and not (math.isfinite(dual_ascent) and dual_ascent >= 0):
         raise InputError(f"the dual-ascent budget must be a number of seconds >= 0, got {dual_ascent}")
+    if first_order not in FIRST_ORDER_METHODS:
+        raise InputError(f"the first-order start must be one of {', '.join(FIRST_ORDER_METHODS)}, got {first_order!r}")
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     n, K = problem.n, problem.K
@@ -664,18 +792,41 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         try:
             if dual_ascent is None:
                 large = idx.size * kept.size > DUAL_ASCENT_MIN_SIZE
-                budget = (0.2 * time_limit if math.isfinite(time_limit) else 60.0) if large else 0.0
+                share, fallback = (0.5, 300.0) if first_order == "pdlp" else (0.2, 60.0)
+                budget = (share * time_limit if math.isfinite(time_limit) else fallback) if large else 0.0
             else:
                 budget = dual_ascent
+            method = first_order
+            if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
+                budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
+            elif method == "pdlp" and (idx.size + 2 * cg.E) * kept.size > PDLP_MAX_NONZEROS:
+                method = "smoothed"  # the whole component LP would not fit in memory: the dual ascent does
+                logger.info("component of %d records: LP too large for PDLP (%d nonzeros); smoothed dual ascent instead",
+                            idx.size, (idx.size + 2 * cg.E) * kept.size)
+            centre = None
             if budget > 0:
                 ta = time.perf_counter()
-                q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
-                bound = float(q.min(axis=1).sum())
-                ascent.append({"records": int(idx.size), "iterations": its, "seconds": time.perf_counter() - ta,
-                               "bound": bound})
-                logger.info("component of %d records: dual ascent %d iterations, bound %.10g", idx.size, its, bound)
-                cg.warm_start(q)
-            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_))
+                entry: dict[str, Any] = {"records": int(idx.size), "method": method}
+                if method == "pdlp":
+                    start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget))
+                    if start is not None:
+                        q, its = start.Q, start.iterations
+                        entry["columns"] = cg.add_primal_columns(start.Z)
+                        entry["status"] = start.status
+                        centre = start.mu
+                    else:
+                        q, its = None, 0
+                else:
+                    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
+                if q is not None:
+                    bound = float(q.min(axis=1).sum())
+                    cg.warm_start(q)
+                    entry.update(iterations=its, seconds=time.perf_counter() - ta, bound=bound)
+                    ascent.append(entry)
+                    logger.info("component of %d records: %s start, %d iterations, bound %.10g", idx.size, method,
+                                its, bound)
+            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_),
+                                           centre=centre)
         finally:
             cg.close()
         lp_solves += cg.lp_solves

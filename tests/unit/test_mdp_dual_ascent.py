@@ -73,7 +73,8 @@ def test_bad_dual_ascent_budget_is_a_clear_error(capsys: pytest.CaptureFixture[s
 def test_cli_reports_the_dual_ascent(tmp_path) -> None:
     out = tmp_path / "r.json"
     rc = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "2", "--eta", "0.9", "--method", "bd",
-               "--decomposition", "columns", "--dual-ascent", "0.5", "--gap", "1e-6", "--json", str(out)])
+               "--decomposition", "columns", "--dual-ascent", "0.5", "--first-order", "smoothed", "--gap", "1e-6",
+               "--json", str(out)])
     rep = json.loads(out.read_text())
     assert rc == 0 and rep["status"] == "optimal"
     assert rep["dual_ascent"] and {"records", "iterations", "seconds", "bound"} <= set(rep["dual_ascent"][0])
