@@ -448,16 +448,35 @@ class _ComponentCG:
 
     def add_primal_columns(self, Z: np.ndarray) -> int:
         """Add the columns of an approximate component solution ``Z`` (records x kept outputs) to the
-        master, each closed upward into the cone first (``z_j >= z_i exp(-eps d_ij)``, as in
-        :func:`solvers.mdp.pmo.repair_mechanism`). Returns how many entered."""
-        X = np.array(Z, dtype=float, copy=True)
-        X[X < 1e-12 * max(1.0, float(X.max(initial=0.0)))] = 0.0
+        master, twice: closed upward into the cone (``z_j >= z_i exp(-eps d_ij)``), which keeps
+        their quality but leaves the unit rows off by the solver's tolerance, and repaired into an
+        exactly feasible mechanism on the kept outputs (:func:`solvers.mdp.pmo.repair_mechanism`:
+        closure, row normalisation, a uniform mix), which the master can always take at once
+        (on a small instance the first kind alone left the master at its start value). Returns
+        how many columns entered.
+        """
+        Z = np.clip(np.asarray(Z, dtype=float), 0.0, None)
+        C = Z.copy()
+        C[C < 1e-12 * max(1.0, float(C.max(initial=0.0)))] = 0.0
         g = self.sub.graph
-        inv_w = np.exp(-self.sub.eps * self.sub.dataset.distance[g.rows, g.cols])
-        _upward_closure(X, g.rows, g.cols, inv_w)
-        s = X.sum(axis=0)
-        ks = [int(j) for j in np.flatnonzero(s > 0)]
-        self.add_columns(ks, [X[:, j] / s[j] for j in ks])
+        _upward_closure(C, g.rows, g.cols, np.exp(-self.sub.eps * self.sub.dataset.distance[g.rows, g.cols]))
+        try:
+            R, info = repair_mechanism(Z, self.sub)  # type: ignore[arg-type]
+        except SolverError as exc:  # an all-zero row: only the closed columns
+            logger.info("first-order start: no repaired columns (%s)", exc)
+            mats = [C]
+        else:
+            # nearly equal columns of both kinds make the master's basis singular (HiGHS "Solve
+            # error" seen): the closed ones only when the repair had to mix in noticeably
+            mats = [R, C] if info["mix_lambda"] > 1e-6 else [R]
+        ks: list[int] = []
+        vecs: list[np.ndarray] = []
+        for X in mats:
+            s = X.sum(axis=0)
+            for j in np.flatnonzero(s > 0):
+                ks.append(int(j))
+                vecs.append(X[:, j] / s[j])
+        self.add_columns(ks, vecs)
         return len(ks)
 
     def close(self) -> None:
@@ -494,10 +513,9 @@ class _ComponentCG:
     def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
         import highspy
 
-        if self.master.run() == highspy.HighsStatus.kError:
-            raise SolverError("HiGHS failed on the column-generation master")
+        run_status = self.master.run()
         status = self.master.modelStatusToString(self.master.getModelStatus())
-        if status != "Optimal":
+        if run_status == highspy.HighsStatus.kError or status != "Optimal":
             with _RETRY_LOCK:
                 self.master.clearSolver()
                 self.master.run()

@@ -1,0 +1,96 @@
+"""The PDLP start of the column decomposition: nothing it returns is trusted, and colgen stays exact."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from coordinator.cli import main
+from solvers.errors import InputError
+from solvers.mdp import colgen
+from solvers.mdp.colgen import _ComponentCG, pdlp_start, solve_colgen, undominated_outputs
+from solvers.mdp.datasets import load_dataset
+from solvers.mdp.pmo import build_pmo, solve_direct
+from solvers.mdp.verify import verify_mechanism
+
+
+@pytest.fixture(scope="module")
+def instance():
+    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
+    direct = solve_direct(p)
+    idx = max(p.graph.component_members(), key=lambda g: g.size)
+    opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the giant component's share of the optimum
+    return p, direct, idx, opt_c
+
+
+def _cg(p, idx) -> _ComponentCG:
+    return _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 1, 1e-4, 0.0)
+
+
+def test_start_bound_and_columns(instance) -> None:
+    p, _, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 20.0)
+        assert start is not None and start.Q.shape == cg.G.shape == start.Z.shape and start.iterations > 0
+        bound = float(start.Q.min(axis=1).sum())
+        trivial = float(cg.G.min(axis=1).sum())
+        assert bound <= opt_c * (1 + 1e-9)  # weak duality, whatever PDLP's accuracy
+        assert bound >= trivial + 0.99 * (opt_c - trivial)  # and not vacuous
+        before = len(cg.col_owner)
+        assert cg.add_primal_columns(start.Z) > 0
+        # every column that entered lies in the cone: A z <= 0 up to rounding
+        for z in cg.col_ray[before:]:
+            assert float((cg.A @ z).max()) <= 1e-12 * float(z.max())
+        # the master over these columns is a restriction of the PMO: at or above the optimum, and close
+        _, rmp, _ = cg.solve_master()
+        assert opt_c * (1 - 1e-9) <= rmp <= opt_c * (1 + 1e-4)
+    finally:
+        cg.close()
+
+
+def test_columns_outside_the_cone_are_closed_before_they_enter(instance) -> None:
+    p, _, idx, _ = instance
+    cg = _cg(p, idx)
+    try:
+        Z = np.zeros(cg.G.shape)
+        Z[:, 0] = 1e-3
+        Z[0, 0] = 1.0  # breaks every mDP row of record 0's neighbours in output 0
+        assert float((cg.A @ Z[:, 0]).max()) > 0.1  # negative control: the raw column is outside
+        before = len(cg.col_owner)
+        assert cg.add_primal_columns(Z) >= 1
+        for z in cg.col_ray[before:]:
+            assert float((cg.A @ z).max()) <= 1e-12 * float(z.max())
+    finally:
+        cg.close()
+
+
+def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
+    p, direct, _, _ = instance
+    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="pdlp")
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert r.lower_bound <= direct.objective * (1 + 1e-9)
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "pdlp" and s["columns"] > 0 and s["iterations"] > 0 for s in starts)
+
+
+def test_too_large_for_pdlp_falls_back_to_the_dual_ascent(instance, monkeypatch) -> None:
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "PDLP_MAX_NONZEROS", 1)
+    r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
+    assert r.objective == pytest.approx(direct.objective, rel=1e-5)
+    assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
+
+
+def test_bad_first_order_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
+    with pytest.raises(InputError, match="first-order start must be one of pdlp, smoothed"):
+        solve_colgen(p, first_order="simplex")
+    with pytest.raises(SystemExit) as exc:
+        main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
+              "--decomposition", "columns", "--first-order", "simplex", "--json", "-"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'simplex'" in capsys.readouterr().err
