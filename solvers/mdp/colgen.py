@@ -310,7 +310,6 @@ def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
     """The whole component LP's matrix, column ``j*m + i`` for ``z[i, j]``: the ``m`` unit rows, then
     output ``j``'s ``E`` mDP rows at ``m + j*E``."""
     m, K = G.shape
-    E = A.shape[0]
     unit = sp.kron(np.ones((1, K)), sp.identity(m, format="csc"), format="csc")
     blocks = sp.kron(sp.identity(K, format="csc"), sp.csc_matrix(A), format="csc")
     return sp.vstack([unit, blocks], format="csc")
@@ -320,10 +319,11 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     """Solve the component's PMO approximately with HiGHS's first-order PDLP solver (HiPDLP).
 
     A primal-dual hybrid gradient method with restarts (Applegate et al. 2021; HiGHS's
-    implementation); it runs until ``tolerance`` (HiGHS's relative PDLP optimality tolerance)
-    or ``deadline``. Nothing it returns is trusted: the lower bound is recomputed from the
-    clipped duals (``sum_i min_k Q_ik``, module docstring), the primal columns are closed into
-    the cone before they enter the master, and the master's mechanism is verified as always.
+    implementation); it runs until ``tolerance`` (HiGHS's relative PDLP optimality tolerance;
+    :func:`solve_colgen` passes its target gap) or ``deadline``. Nothing it returns is trusted:
+    the lower bound is recomputed from the clipped duals (``sum_i min_k Q_ik``, module
+    docstring), the primal columns are repaired before they enter the master
+    (:meth:`_ComponentCG.add_primal_columns`), and the master's mechanism is verified as always.
     Returns ``None`` when there is no time left or HiGHS returns no solution.
     """
     import highspy
@@ -826,7 +826,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                 ta = time.perf_counter()
                 entry: dict[str, Any] = {"records": int(idx.size), "method": method}
                 if method == "pdlp":
-                    start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget))
+                    start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget), tolerance=max(gap, 1e-7))
                     if start is not None:
                         q, its = start.Q, start.iterations
                         entry["columns"] = cg.add_primal_columns(start.Z)

@@ -10,7 +10,12 @@ import pytest
 from coordinator.cli import main
 from solvers.errors import InputError
 from solvers.mdp import colgen
-from solvers.mdp.colgen import _ComponentCG, pdlp_start, solve_colgen, undominated_outputs
+from solvers.mdp.colgen import (
+    _ComponentCG,
+    pdlp_start,
+    solve_colgen,
+    undominated_outputs,
+)
 from solvers.mdp.datasets import load_dataset
 from solvers.mdp.pmo import build_pmo, solve_direct
 from solvers.mdp.verify import verify_mechanism
