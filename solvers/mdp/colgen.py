@@ -461,21 +461,24 @@ class _ComponentCG:
         g = self.sub.graph
         _upward_closure(C, g.rows, g.cols, np.exp(-self.sub.eps * self.sub.dataset.distance[g.rows, g.cols]))
         try:
-            R, info = repair_mechanism(Z, self.sub)  # type: ignore[arg-type]
+            R = repair_mechanism(Z, self.sub)[0]  # type: ignore[arg-type]
         except SolverError as exc:  # an all-zero row: only the closed columns
             logger.info("first-order start: no repaired columns (%s)", exc)
-            mats = [C]
-        else:
-            # nearly equal columns of both kinds make the master's basis singular (HiGHS "Solve
-            # error" seen): the closed ones only when the repair had to mix in noticeably
-            mats = [R, C] if info["mix_lambda"] > 1e-6 else [R]
+            R = np.zeros_like(C)
         ks: list[int] = []
         vecs: list[np.ndarray] = []
-        for X in mats:
-            s = X.sum(axis=0)
-            for j in np.flatnonzero(s > 0):
-                ks.append(int(j))
-                vecs.append(X[:, j] / s[j])
+        for j in range(C.shape[1]):
+            sr, sc = float(R[:, j].sum()), float(C[:, j].sum())
+            r = R[:, j] / sr if sr > 0 else None
+            c = C[:, j] / sc if sc > 0 else None
+            for v in (r, c):
+                if v is not None:
+                    ks.append(j)
+                    vecs.append(v)
+                # nearly equal columns of both kinds make the master's basis singular (HiGHS
+                # "Solve error" seen): the closed one only where it differs from the repaired one
+                if r is not None and c is not None and float(np.abs(r - c).max()) <= 1e-6 * float(c.max()):
+                    break
         self.add_columns(ks, vecs)
         return len(ks)
 
