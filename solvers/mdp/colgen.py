@@ -296,7 +296,7 @@ class FirstOrderStart:
     ``Q`` (records x outputs) is ``G + A'Y`` for the clipped mDP-row duals ``Y >= 0``, a valid
     certificate whatever the solver's accuracy; ``mu`` the unit-row duals (a stability centre,
     no guarantee attached); ``Z`` the primal iterate (records x outputs, clipped at 0), whose
-    columns, closed upward into the cone, become restricted-master columns.
+    columns, repaired (:meth:`_ComponentCG.add_primal_columns`), become restricted-master columns.
     """
 
     Q: np.ndarray
@@ -316,7 +316,7 @@ def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
 
 
 def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-7) -> FirstOrderStart | None:
-    """Solve the component's PMO approximately with HiGHS's first-order PDLP solver (HiPDLP).
+    """Solve the component's PMO approximately with HiGHS's first-order PDLP solver (cuPDLP-C).
 
     A primal-dual hybrid gradient method with restarts (Applegate et al. 2021; HiGHS's
     implementation); it runs until ``tolerance`` (HiGHS's relative PDLP optimality tolerance;
