@@ -73,6 +73,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
+from solvers.lp.highs import pass_lp
+from solvers.lp.model import LinearProgram
 from solvers.mdp.pmo import (
     IterationRecord,
     MechanismResult,
@@ -333,24 +335,14 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     left = deadline - time.perf_counter()
     if E == 0 or m == 0 or K == 0 or left <= 0.0:
         return None
-    M = component_lp_colwise(G, A)
     h = _highs()
     h.setOptionValue("solver", "pdlp")  # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
     h.setOptionValue("pdlp_optimality_tolerance", float(tolerance))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = m * K, m + E * K
-    lp.col_cost_ = np.ascontiguousarray(G.T).ravel().astype(float)
-    lp.col_lower_ = np.zeros(m * K)
-    lp.col_upper_ = np.ones(m * K)
-    lp.row_lower_ = np.concatenate([np.ones(m), np.full(E * K, -np.inf)])
-    lp.row_upper_ = np.concatenate([np.ones(m), np.zeros(E * K)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
-    lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = M.indices.astype(np.int32)
-    lp.a_matrix_.value_ = M.data.astype(float)
-    del M
-    if h.passModel(lp) == highspy.HighsStatus.kError:
+    lp = LinearProgram(c=np.ascontiguousarray(G.T).ravel(), A=component_lp_colwise(G, A),
+                       row_lower=np.concatenate([np.ones(m), np.full(E * K, -np.inf)]),
+                       row_upper=np.concatenate([np.ones(m), np.zeros(E * K)]),
+                       col_lower=np.zeros(m * K), col_upper=np.ones(m * K))
+    if not pass_lp(h, lp):
         raise SolverError("HiGHS rejected the component LP for the PDLP start (passModel failed)")
     del lp
     h.setOptionValue("time_limit", max(0.01, deadline - time.perf_counter()))
@@ -820,10 +812,10 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             method = first_order
             if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
                 budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
-            elif method == "pdlp" and (idx.size + 2 * cg.E) * kept.size > PDLP_MAX_NONZEROS:
+            elif method == "pdlp" and (nnz := (idx.size + 2 * cg.E) * kept.size) > PDLP_MAX_NONZEROS:
                 method = "smoothed"  # the whole component LP would not fit in memory: the dual ascent does
                 logger.info("component of %d records: LP too large for PDLP (%d nonzeros); smoothed dual ascent instead",
-                            idx.size, (idx.size + 2 * cg.E) * kept.size)
+                            idx.size, nnz)
             centre = None
             if budget > 0:
                 ta = time.perf_counter()
