@@ -803,19 +803,20 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         kept_sizes.append(int(kept.size))
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep)
         try:
-            if dual_ascent is None:
-                large = idx.size * kept.size > DUAL_ASCENT_MIN_SIZE
-                share, fallback = (0.5, 300.0) if first_order == "pdlp" else (0.2, 60.0)
-                budget = (share * time_limit if math.isfinite(time_limit) else fallback) if large else 0.0
-            else:
-                budget = dual_ascent
             method = first_order
-            if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
-                budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
-            elif method == "pdlp" and (nnz := (idx.size + 2 * cg.E) * kept.size) > PDLP_MAX_NONZEROS:
+            if method == "pdlp" and (nnz := (idx.size + 2 * cg.E) * kept.size) > PDLP_MAX_NONZEROS:
                 method = "smoothed"  # the whole component LP would not fit in memory: the dual ascent does
                 logger.info("component of %d records: LP too large for PDLP (%d nonzeros); smoothed dual ascent instead",
                             idx.size, nnz)
+            if dual_ascent is None:
+                # the share follows the method actually run (a PDLP fallback gets the smoothed share)
+                large = idx.size * kept.size > DUAL_ASCENT_MIN_SIZE
+                share, fallback = (0.5, 300.0) if method == "pdlp" else (0.2, 60.0)
+                budget = (share * time_limit if math.isfinite(time_limit) else fallback) if large else 0.0
+            else:
+                budget = dual_ascent
+            if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
+                budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
             centre = None
             if budget > 0:
                 ta = time.perf_counter()

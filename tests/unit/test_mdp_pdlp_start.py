@@ -90,6 +90,25 @@ def test_too_large_for_pdlp_falls_back_to_the_dual_ascent(instance, monkeypatch)
     assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
 
 
+def test_the_fallback_gets_the_smoothed_share_of_the_time_limit(instance, monkeypatch) -> None:
+    """A PDLP start refused for size runs the smoothed ascent with the smoothed budget (a fifth of
+    the cap), not PDLP's half."""
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "PDLP_MAX_NONZEROS", 1)
+    monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 0)
+    budgets: list[float] = []
+    real = colgen.smoothed_dual_ascent
+
+    def spy(G, A, deadline, **kw):
+        budgets.append(deadline - time.perf_counter())
+        return real(G, A, deadline, **kw)
+
+    monkeypatch.setattr(colgen, "smoothed_dual_ascent", spy)
+    r = solve_colgen(p, gap=1e-6, time_limit=100.0, first_order="pdlp")
+    assert r.objective == pytest.approx(direct.objective, rel=1e-5)
+    assert budgets and all(15.0 < b <= 20.0 for b in budgets)
+
+
 def test_bad_first_order_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
     with pytest.raises(InputError, match="first-order start must be one of pdlp, smoothed"):
