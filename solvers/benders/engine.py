@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import SolverError
+from solvers.lp.highs import new_highs
 
 __all__ = ["RowBlock", "LinkedRows", "MasterSpec", "SubproblemSpec", "BendersIteration", "BendersResult", "BendersEngine"]
 
@@ -146,18 +147,6 @@ class BendersResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _highs(threads: int = 1) -> Any:
-    import highspy
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    # no 'threads' option: HiGHS >= 1.16 sizes one task scheduler per process at its first run
-    # and refuses to run a later model that asks for another thread count (status 'Not Set')
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    return h
-
-
 def _pass_model(h: Any, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, rows: RowBlock) -> None:
     import highspy
 
@@ -229,7 +218,7 @@ class _Block:
         self.n_y = n_y
         self.A = spec.rows.matrix(n_y)
         self.AT = self.A.T.tocsr()
-        self.h = _highs()
+        self.h = new_highs(tight=True)
         _pass_model(self.h, spec.cost, np.zeros(n_y), spec.upper, spec.rows)
         self.h1: Any = None
         self.h2: Any = None
@@ -381,7 +370,7 @@ class _Block:
         else:
             cost = np.concatenate([np.zeros(self.n_y), np.ones(n_l)])
         upper = np.concatenate([spec.upper, np.full(n_l, INF)])
-        h = _highs()
+        h = new_highs(tight=True)
         _pass_model(h, cost, np.zeros(cost.size), upper, rows)
         return h
 
@@ -405,7 +394,7 @@ class _MasterComponent:
         cost = np.concatenate([master.cost[xvars], np.ones(len(blocks))])
         lower = np.concatenate([master.lower[xvars], np.asarray(theta_lower, dtype=float)])
         upper = np.concatenate([master.upper[xvars], np.full(len(blocks), INF)])
-        self.h = _highs()
+        self.h = new_highs(tight=True)
         _pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
 

@@ -117,6 +117,7 @@ from solvers.hierarchy.zero_tail import (
     ladder_starts,
     restart_after,
 )
+from solvers.lp.highs import new_highs
 
 logger = logging.getLogger(__name__)
 
@@ -315,10 +316,7 @@ class _BlockLP:
         # cells whose rows may be missing: only the cells movable at construction may grow
         self.fixed_cells: np.ndarray | None = None
         self.iterations = 0  # simplex iterations of the last solve
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
-        if self.h.setOptionValue("solver", _LP_SOLVER) != highspy.HighsStatus.kOk:  # pragma: no cover
-            raise SolverError(f"HiGHS rejected option solver={_LP_SOLVER!r}")
+        self.h = new_highs({"solver": _LP_SOLVER})
         lp = highspy.HighsLp()
         lp.num_row_ = int(row_lo.size)
         lp.row_lower_ = row_lo
@@ -432,11 +430,7 @@ class _BlockLP:
         if self.segments == 0:
             return self.centre.reshape(self.shape).copy(), "no segments"
         time_limit = min(float(time_limit), _remaining(deadline, "before the branch and bound over a level set of"))
-        m = highspy.Highs()
-        m.setOptionValue("output_flag", False)
-        m.setOptionValue("mip_rel_gap", 0.0)
-        m.setOptionValue("mip_abs_gap", 0.99)
-        m.setOptionValue("time_limit", float(time_limit))
+        m = new_highs({"mip_rel_gap": 0.0, "mip_abs_gap": 0.99, "time_limit": float(time_limit)})
         if m.passModel(self.h.getLp()) == highspy.HighsStatus.kError:  # pragma: no cover
             raise SolverError("HiGHS refused the chain MIP")
         n = self.segments

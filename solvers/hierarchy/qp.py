@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import SolverError
+from solvers.lp.highs import new_highs
 
 logger = logging.getLogger(__name__)
 
@@ -70,11 +71,7 @@ def solve_highs(
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in integer
         ]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    for key, value in (options or {}).items():
-        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
-            raise SolverError(f"HiGHS rejected option {key}={value!r}")
+    h = new_highs(options)
     if hessian_diag is not None:
         model = highspy.HighsModel()
         model.lp_ = lp

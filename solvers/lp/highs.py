@@ -78,12 +78,27 @@ def consume_highs_banner() -> None:
         _banner_consumed = True
 
 
-def _new_highs(options: dict[str, object]) -> "object":
+#: primal and dual feasibility tolerances of ``new_highs(tight=True)`` (HiGHS's defaults are 1e-7)
+TIGHT_TOLERANCE = 1e-9
+
+
+def new_highs(options: dict[str, object] | None = None, *, tight: bool = False) -> "object":
+    """A silent ``highspy.Highs`` with ``options`` set (a rejected option is a SolverError).
+
+    ``tight``: primal and dual feasibility tolerances of :data:`TIGHT_TOLERANCE`, for the
+    models whose duals become certified bounds. Never sets ``threads``: HiGHS >= 1.16 sizes
+    one task scheduler per process at its first run and refuses to run a later model that
+    asks for another thread count (model status 'Not Set').
+    """
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    for key, value in options.items():
+    opts: dict[str, object] = {}
+    if tight:
+        opts.update(primal_feasibility_tolerance=TIGHT_TOLERANCE, dual_feasibility_tolerance=TIGHT_TOLERANCE)
+    opts.update(options or {})
+    for key, value in opts.items():
         if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
             raise SolverError(f"HiGHS rejected option {key}={value!r}")
     return h
@@ -179,7 +194,7 @@ class HighsBackend:
     def _solve_once(self, lp: LinearProgram, options: dict[str, object]) -> LPResult:
         import highspy
 
-        h = _new_highs(options)
+        h = new_highs(options)
         if not pass_lp(h, lp):
             raise SolverError(f"HiGHS refused the model {lp.name or ''} ({lp.n_rows} rows, {lp.n_cols} columns)")
         start = time.perf_counter()

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import InputError
+from solvers.lp.highs import new_highs
 from solvers.lp.model import LinearProgram, Sense
 
 
@@ -82,8 +83,7 @@ def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
     if b"\0" in head:
         raise InputError(f"MPS file {p} is not a text file")
     _check_numbers(p)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     status = h.readModel(str(p))
     if status == highspy.HighsStatus.kError:
         raise InputError(f"MPS file {p} is malformed (HiGHS could not parse it)")

@@ -73,7 +73,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
-from solvers.lp.highs import pass_lp
+from solvers.lp.highs import new_highs, pass_lp
 from solvers.lp.model import LinearProgram
 from solvers.mdp.pmo import (
     IterationRecord,
@@ -102,40 +102,6 @@ PDLP_MIN_SIZE = 2_500
 
 #: above this many nonzeros in the whole component LP the smoothed dual ascent replaces PDLP (memory)
 PDLP_MAX_NONZEROS = 400_000_000
-
-
-def _highs() -> Any:
-    import highspy
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    # no 'threads' option: HiGHS >= 1.16 sizes one task scheduler per process at its first run
-    # and refuses to run a later model that asks for another thread count (status 'Not Set')
-    h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    return h
-
-
-def _pass_rowwise(h: Any, A: sp.csr_matrix, lower: np.ndarray, upper: np.ndarray, row_lower: np.ndarray,
-                  row_upper: np.ndarray) -> None:
-    import highspy
-
-    lp = highspy.HighsLp()
-    lp.num_col_ = int(A.shape[1])
-    lp.num_row_ = int(A.shape[0])
-    lp.col_cost_ = np.zeros(A.shape[1])
-    lp.col_lower_ = np.asarray(lower, dtype=float)
-    lp.col_upper_ = np.asarray(upper, dtype=float)
-    lp.row_lower_ = np.asarray(row_lower, dtype=float)
-    lp.row_upper_ = np.asarray(row_upper, dtype=float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = lp.num_col_
-    lp.a_matrix_.num_row_ = lp.num_row_
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    if h.passModel(lp) == highspy.HighsStatus.kError:
-        raise SolverError("HiGHS rejected a column-generation model (passModel failed)")
 
 
 def mdp_rows_matrix(problem: PMOProblem) -> sp.csr_matrix:
@@ -335,7 +301,7 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     left = deadline - time.perf_counter()
     if E == 0 or m == 0 or K == 0 or left <= 0.0:
         return None
-    h = _highs()
+    h = new_highs(tight=True)
     h.setOptionValue("solver", "pdlp")  # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
     h.setOptionValue("pdlp_optimality_tolerance", float(tolerance))
     lp = LinearProgram(c=np.ascontiguousarray(G.T).ravel(), A=component_lp_colwise(G, A),
@@ -397,7 +363,7 @@ class _ComponentCG:
         anchors = np.argmin(self.G, axis=0)
         ua, inv = np.unique(anchors, return_inverse=True)
         delta = dijkstra(adj, directed=False, indices=ua)  # finite: the component is connected
-        self.master = _highs()
+        self.master = new_highs(tight=True)
         self.master.passModel(_empty_master(self.m))
         self.col_owner: list[int] = []
         self.col_ray: list[np.ndarray] = []
@@ -421,11 +387,14 @@ class _ComponentCG:
         nw = max(1, min(workers, self.Kc))
         self.pricers = []
         for _ in range(nw):
-            h = _highs()
+            h = new_highs(tight=True)
             # presolve off: when presolve solves a pricing LP outright (e.g. z = 0) its recovered
             # row duals can be far from dual feasible, and the bound is built from them
             h.setOptionValue("presolve", "off")
-            _pass_rowwise(h, self.A, np.zeros(self.m), np.ones(self.m), np.full(E, -np.inf), np.zeros(E))
+            pricing = LinearProgram(c=np.zeros(self.m), A=self.A, row_lower=np.full(E, -np.inf), row_upper=np.zeros(E),
+                                    col_lower=np.zeros(self.m), col_upper=np.ones(self.m))
+            if not pass_lp(h, pricing):
+                raise SolverError("HiGHS rejected a pricing model (passModel failed)")
             self.pricers.append(h)
         self.pool = ThreadPoolExecutor(max_workers=nw) if nw > 1 else None
         self.lp_solves = 0

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InputError, SolverError, VerificationError
+from solvers.lp.highs import new_highs
 from solvers.mdp.datasets import SecretDataset
 from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
 from solvers.mdp.verify import VerificationReport, verify_mechanism
@@ -204,19 +205,6 @@ def build_pmo(dataset: SecretDataset, eps: float | None = None, eta: float | Non
 # HiGHS plumbing
 
 
-def _new_highs(threads: int = 1, tight: bool = True) -> Any:
-    import highspy
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    # no 'threads' option: HiGHS >= 1.16 sizes one task scheduler per process at its first run
-    # and refuses to run a later model that asks for another thread count (status 'Not Set')
-    if tight:
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-        h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    return h
-
-
 def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_lower: np.ndarray,
                    row_upper: np.ndarray, starts: np.ndarray, index: np.ndarray, value: np.ndarray, *,
                    solver: str = "choose", threads: int = 1, keep: bool = False, time_limit: float | None = None) -> tuple[str, np.ndarray, np.ndarray, float, Any]:
@@ -227,7 +215,7 @@ def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_l
     """
     import highspy
 
-    h = _new_highs(threads)
+    h = new_highs(tight=True)
     if solver != "choose":
         h.setOptionValue("solver", solver)
     if time_limit is not None:
