@@ -85,7 +85,7 @@ from solvers.mdp.pmo import (
 )
 from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["FIRST_ORDER_METHODS", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
+__all__ = ["FIRST_ORDER_METHODS", "available_memory", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,15 @@ PDLP_MIN_SIZE = 2_500
 
 #: above this many nonzeros in the whole component LP the smoothed dual ascent replaces PDLP (memory)
 PDLP_MAX_NONZEROS = 400_000_000
+
+#: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
+#: HiGHS's copy of the model and PDLP's own copies (measured 2026-11-24 with ru_maxrss: 194 on
+#: gaussian 500's giant component, 2.9 M nonzeros; 168 on gaussian 1,000's, 23.2 M). Gaussian
+#: 2,000's 188 M nonzeros would need about 32 GB: on a 23 GiB machine the start was killed.
+PDLP_BYTES_PER_NONZERO = 200
+
+#: the PDLP start may plan on at most this share of the memory available when it starts
+PDLP_MEMORY_SHARE = 0.7
 
 
 def mdp_rows_matrix(problem: PMOProblem) -> sp.csr_matrix:
@@ -272,6 +281,41 @@ class FirstOrderStart:
     Z: np.ndarray
     iterations: int
     status: str
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still use: ``MemAvailable`` of ``/proc/meminfo``, capped by
+    the cgroup (v2 ``memory.max`` minus ``memory.current``) when one limits it; ``None`` if unknown."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                found.append(max(0, int(limit) - int(f.read().strip())))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def _pdlp_too_large(nnz: int) -> str:
+    """Why a PDLP start on a component LP of ``nnz`` nonzeros must not run ('' when it may)."""
+    if nnz > PDLP_MAX_NONZEROS:
+        return f"{nnz:,} nonzeros > {PDLP_MAX_NONZEROS:,}"
+    need = nnz * PDLP_BYTES_PER_NONZERO
+    free = available_memory()
+    if free is not None and need > PDLP_MEMORY_SHARE * free:
+        return (f"{nnz:,} nonzeros need about {need / 2**30:.1f} GiB, "
+                f"more than {PDLP_MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GiB available")
+    return ""
 
 
 def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
@@ -773,10 +817,9 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep)
         try:
             method = first_order
-            if method == "pdlp" and (nnz := (idx.size + 2 * cg.E) * kept.size) > PDLP_MAX_NONZEROS:
+            if method == "pdlp" and (why := _pdlp_too_large((idx.size + 2 * cg.E) * kept.size)):
                 method = "smoothed"  # the whole component LP would not fit in memory: the dual ascent does
-                logger.info("component of %d records: LP too large for PDLP (%d nonzeros); smoothed dual ascent instead",
-                            idx.size, nnz)
+                logger.info("component of %d records: no PDLP start (%s); smoothed dual ascent instead", idx.size, why)
             if dual_ascent is None:
                 # the share follows the method actually run (a PDLP fallback gets the smoothed share)
                 large = idx.size * kept.size > DUAL_ASCENT_MIN_SIZE

@@ -90,6 +90,27 @@ def test_too_large_for_pdlp_falls_back_to_the_dual_ascent(instance, monkeypatch)
     assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
 
 
+def test_a_start_that_would_not_fit_in_memory_is_not_run(instance, monkeypatch) -> None:
+    """The PDLP start is skipped when its measured footprint exceeds the available memory (gaussian
+    2,000 was killed by the kernel before this check), and runs when memory is unknown."""
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "available_memory", lambda: 1_000)
+    r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
+    assert r.objective == pytest.approx(direct.objective, rel=1e-5)
+    assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
+    assert "GiB available" in colgen._pdlp_too_large(10**6)
+    monkeypatch.setattr(colgen, "available_memory", lambda: None)
+    assert colgen._pdlp_too_large(10**6) == ""
+    assert "nonzeros >" in colgen._pdlp_too_large(colgen.PDLP_MAX_NONZEROS + 1)
+
+
+def test_available_memory_is_read_from_the_system() -> None:
+    free = colgen.available_memory()
+    if free is None:
+        pytest.skip("no /proc/meminfo or cgroup limit on this system")
+    assert 0 < free < 2**50
+
+
 def test_the_fallback_gets_the_smoothed_share_of_the_time_limit(instance, monkeypatch) -> None:
     """A PDLP start refused for size runs the smoothed ascent with the smoothed budget (a fifth of
     the cap), not PDLP's half."""
