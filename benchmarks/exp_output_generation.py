@@ -27,6 +27,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.errors import InputError
 from solvers.lp.highs import new_highs, pass_lp
 from solvers.lp.model import LinearProgram
 from solvers.mdp.colgen import mdp_rows_matrix, undominated_outputs
@@ -138,7 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--solver", choices=["ipm", "choose"], default="ipm")
     p.add_argument("--seed", default="0")
     a = p.parse_args(argv)
-    r = run(a.records, a.add, a.solver, a.seed)
+    if a.records < 2 or a.add < 1:
+        p.error(f"--records must be >= 2 and --add >= 1 (got {a.records} and {a.add})")
+    try:
+        r = run(a.records, a.add, a.solver, a.seed)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     print(f"done: objective {r['objective']:.10f}, lower {r['lower']:.10f}, gap {r['rel_gap']:.2e}, "
           f"{r['outputs']} outputs, {r['rounds']} rounds, {r['seconds']:.1f} s")
     return 0
