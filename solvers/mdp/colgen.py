@@ -97,6 +97,14 @@ DUAL_ASCENT_MIN_SIZE = 300_000
 #: first-order starts: HiGHS's PDLP on the whole component LP, or the smoothed mDP-row dual ascent
 FIRST_ORDER_METHODS = ("pdlp", "smoothed")
 
+#: master re-solves after a failed warm and cold one: primal simplex, HiGHS's default (1e-7)
+#: tolerances, the interior-point solver (with crossover)
+_MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1e-7, "dual_feasibility_tolerance": 1e-7},
+                     {"solver": "ipm"})
+
+#: widenings (x4) of a dual box under which the master has no solution before the box is dropped
+BOX_WIDENINGS = 8
+
 #: the PDLP start is never run on components below this many records x kept outputs
 PDLP_MIN_SIZE = 2_500
 
@@ -443,6 +451,8 @@ class _ComponentCG:
         self.pool = ThreadPoolExecutor(max_workers=nw) if nw > 1 else None
         self.lp_solves = 0
         self.cold_retries = 0
+        self.master_retries = 0  # master solves that needed a cold re-solve or a fallback
+        self.box_widenings = 0  # boxes widened because the boxed master had no solution
 
     def warm_start(self, Q: np.ndarray) -> None:
         """Take ``Q = G + A'Y`` (records x outputs, from ``Y >= 0``, e.g. :func:`smoothed_dual_ascent`)
@@ -521,15 +531,59 @@ class _ComponentCG:
     def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
         import highspy
 
-        run_status = self.master.run()
-        status = self.master.modelStatusToString(self.master.getModelStatus())
+        h = self.master
+        run_status = h.run()
+        status = h.modelStatusToString(h.getModelStatus())
         if run_status == highspy.HighsStatus.kError or status != "Optimal":
-            with _RETRY_LOCK:
-                self.master.clearSolver()
-                self.master.run()
-            status = self.master.modelStatusToString(self.master.getModelStatus())
-            if status != "Optimal":
-                raise SolverError(f"column-generation master ended with status {status}")
+            # cold, then the fallbacks: with near-parallel columns (a PDLP start's repaired and closed
+            # copies) the dual simplex at 1e-9 tolerances can end "Unknown" or even "Infeasible" on this
+            # always-feasible master (seen in about 1 of 7 time-budgeted starts on gaussian 70); primal
+            # simplex solved every such saved master. Any master solution is safe: its duals only steer
+            # the pricing (every bound is re-derived from pricing certificates) and its mechanism is
+            # repaired and verified.
+            for options in ({}, *_MASTER_FALLBACKS):
+                with _RETRY_LOCK:
+                    saved = {key: h.getOptionValue(key)[1] for key in options}
+                    for key, value in options.items():
+                        h.setOptionValue(key, value)
+                    h.clearSolver()
+                    h.run()
+                    status = h.modelStatusToString(h.getModelStatus())
+                    if status == "Optimal":
+                        result = self._master_solution()
+                    for key, value in saved.items():
+                        h.setOptionValue(key, value)
+                if status == "Optimal":
+                    self.master_retries += 1
+                    return result
+            raise SolverError(f"column-generation master ended with status {status}, also cold and with "
+                              "primal simplex, loose tolerances and the interior-point solver")
+        return self._master_solution()
+
+    def solve_master_in_box(self, center: np.ndarray | None, width: float
+                            ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None, float]:
+        """:meth:`solve_master` under the dual box ``center +- width``; returns the box in force after.
+
+        A box can exclude every dual point the master's columns allow (a first-order start's
+        centre above them, with the narrow box of a small gap): the boxed master is then
+        unbounded (seen on gaussian 70 with a time-budgeted PDLP start, reported as 'Unbounded').
+        The box is widened x4 up to :data:`BOX_WIDENINGS` times, then dropped: without it the
+        master is always feasible (the uniform start columns) and bounded (costs >= 0).
+        """
+        if center is not None:
+            for _ in range(BOX_WIDENINGS):
+                try:
+                    return (*self.solve_master(), center, width)
+                except SolverError:
+                    width *= 4.0
+                    self.box_widenings += 1
+                    self.set_box(center, width)
+            logger.info("master still unsolved after %d box widenings: box dropped", BOX_WIDENINGS)
+            self.set_box(None, 0.0)
+            self.boxstep = False
+        return (*self.solve_master(), None, 0.0)
+
+    def _master_solution(self) -> tuple[np.ndarray, float, np.ndarray]:
         sol = self.master.getSolution()
         return (np.asarray(sol.row_dual, dtype=float), float(self.master.getInfo().objective_function_value),
                 np.asarray(sol.col_value, dtype=float)[self.n_slack:])
@@ -659,7 +713,7 @@ class _ComponentCG:
             self.set_box(box_center, width)
         it = 0
         for it in range(1, max_iterations + 1):
-            mu_r, obj_r, lam = self.solve_master()
+            mu_r, obj_r, lam, box_center, width = self.solve_master_in_box(box_center, width)
             binding = box_center is not None and self.box_binding()
             scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
             tau = 0.05 * self.gap * scale / self.Kc
@@ -789,6 +843,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     statuses: list[str] = []
     lp_solves = 0
     cold_retries = 0
+    master_retries = 0
     n_columns = 0
     kept_sizes: list[int] = []
     ascent: list[dict[str, float]] = []
@@ -857,6 +912,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             cg.close()
         lp_solves += cg.lp_solves
         cold_retries += cg.cold_retries
+        master_retries += cg.master_retries
         n_columns += len(cg.col_owner)
         Z[idx] = rows
         lowers[ci], uppers[ci] = max(lo, trivial[ci]), up
@@ -881,7 +937,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         method=method_name, status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
         rel_gap=rel_gap, iterations=len(history), time_s=time.perf_counter() - t0, verification=report,
         history=tuple(history),
-        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "pricing_cold_retries": cold_retries, "component_sizes": sizes,
+        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "pricing_cold_retries": cold_retries,
+                 "master_retries": master_retries, "component_sizes": sizes,
                  "kept_outputs": kept_sizes, "smoothing": smoothing, "dual_ascent": ascent, **info},
     )
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from coordinator.cli import main
-from solvers.errors import InputError
+from solvers.errors import InputError, SolverError
 from solvers.mdp import colgen
 from solvers.mdp.colgen import (
     _ComponentCG,
@@ -109,6 +109,72 @@ def test_available_memory_is_read_from_the_system() -> None:
     if free is None:
         pytest.skip("no /proc/meminfo or cgroup limit on this system")
     assert 0 < free < 2**50
+
+
+class _FailingRuns:
+    """A master whose first ``n`` runs report HiGHS's model status 'Unknown'."""
+
+    def __init__(self, h, n: int) -> None:
+        self._h, self._n, self.runs = h, n, 0
+
+    def __getattr__(self, name):
+        return getattr(self._h, name)
+
+    def run(self):
+        self.runs += 1
+        return self._h.run()
+
+    def getModelStatus(self):
+        import highspy
+
+        return highspy.HighsModelStatus.kUnknown if self.runs <= self._n else self._h.getModelStatus()
+
+
+def test_a_failed_master_solve_falls_back_and_restores_its_options(instance) -> None:
+    """Warm, cold and primal-simplex runs 'fail': the loose-tolerance fallback solves the master, the
+    options are restored; when every fallback fails it is a SolverError, never a silent return."""
+    p, _, idx, _ = instance
+    cg = _cg(p, idx)
+    try:
+        _, clean, _ = cg.solve_master()
+        real = cg.master
+        cg.master = _FailingRuns(real, 3)
+        _, obj, _ = cg.solve_master()
+        assert cg.master.runs == 4 and cg.master_retries == 1
+        assert obj == pytest.approx(clean, rel=1e-6)
+        assert real.getOptionValue("simplex_strategy")[1] == 1
+        assert real.getOptionValue("primal_feasibility_tolerance")[1] == 1e-9
+        assert real.getOptionValue("solver")[1] == "choose"
+        cg.master = _FailingRuns(real, 100)
+        with pytest.raises(SolverError, match="ended with status Unknown, also cold"):
+            cg.solve_master()
+        cg.master = real
+    finally:
+        cg.close()
+
+
+def test_a_box_that_leaves_the_master_unbounded_is_widened_then_dropped(instance) -> None:
+    """A dual box above every dual point the columns allow makes the boxed master unbounded: it is
+    widened (a centre just above) or dropped (a centre far above), and the master is solved."""
+    p, _, idx, _ = instance
+    cg = _cg(p, idx)
+    try:
+        _, free, _ = cg.solve_master()
+        mu, _, _ = cg.solve_master()
+        above = mu + 0.01 * abs(free) / cg.m
+        cg.set_box(above, 1e-4 * abs(free) / cg.m)
+        with pytest.raises(SolverError):
+            cg.solve_master()  # the negative control: this box has no solution
+        _, obj, _, centre, width = cg.solve_master_in_box(above, 1e-4 * abs(free) / cg.m)
+        assert centre is not None and width > 1e-4 * abs(free) / cg.m and cg.box_widenings >= 1
+        assert obj <= free * (1 + 1e-9)  # the box can only lower the boxed master's value
+        far = mu + 1e6
+        cg.set_box(far, 1e-9)
+        _, obj, _, centre, width = cg.solve_master_in_box(far, 1e-9)
+        assert centre is None and width == 0.0 and not cg.boxstep
+        assert obj == pytest.approx(free, rel=1e-9)
+    finally:
+        cg.close()
 
 
 def test_the_fallback_gets_the_smoothed_share_of_the_time_limit(instance, monkeypatch) -> None:
