@@ -30,23 +30,16 @@ import scipy.sparse as sp
 from solvers.errors import InputError
 from solvers.lp.highs import new_highs, pass_lp
 from solvers.lp.model import LinearProgram
-from solvers.mdp.colgen import mdp_rows_matrix, undominated_outputs
+from solvers.mdp.colgen import _ComponentCG, undominated_outputs
 from solvers.mdp.datasets import gaussian_dataset
 from solvers.mdp.pmo import build_pmo
 
 
-def largest_component(records: int, seed: str) -> tuple[np.ndarray, sp.csr_matrix]:
-    """``(G, A)``: prior-weighted loss (records x kept outputs) and mDP rows of the largest component."""
+def largest_component(records: int, seed: str) -> _ComponentCG:
+    """colgen's model of the largest component: ``G`` (records x kept outputs), ``A`` (mDP rows), pricers."""
     prob = build_pmo(gaussian_dataset(records, seed=seed))
     idx = max(prob.graph.component_members(), key=lambda g: g.size)
-    G = prob.cost[idx]
-    G = G[:, undominated_outputs(G)]
-    pos = -np.ones(prob.n, dtype=int)
-    pos[idx] = np.arange(idx.size)
-    er, ec = prob.lp_edges
-    inside = np.flatnonzero((pos[er] >= 0) & (pos[ec] >= 0))
-    A = mdp_rows_matrix(prob).tocsr()[inside][:, idx].tocsr()
-    return G, A
+    return _ComponentCG(prob, idx, undominated_outputs(prob.cost[idx]), 1, 1e-6, 0.0)
 
 
 def solve_restricted(G: np.ndarray, A: sp.csr_matrix, S: list[int], solver: str):
@@ -56,10 +49,7 @@ def solve_restricted(G: np.ndarray, A: sp.csr_matrix, S: list[int], solver: str)
                    sp.hstack([sp.identity(m, format="csr")] * s, format="csr")], format="csc")
     lp = LinearProgram(c=G[:, S].T.ravel(), A=M, row_lower=np.r_[np.full(E * s, -np.inf), np.ones(m)],
                        row_upper=np.r_[np.zeros(E * s), np.ones(m)], col_lower=np.zeros(m * s), col_upper=np.ones(m * s))
-    opts: dict[str, object] = {"solver": solver}
-    if solver == "ipm":
-        opts["run_crossover"] = "off"
-    h = new_highs(opts, tight=True)
+    h = new_highs({"solver": solver, **({"run_crossover": "off"} if solver == "ipm" else {})}, tight=True)
     if not pass_lp(h, lp):
         raise RuntimeError("HiGHS refused the restricted PMO")
     h.run()
@@ -73,61 +63,39 @@ def solve_restricted(G: np.ndarray, A: sp.csr_matrix, S: list[int], solver: str)
             rd[:E * s].reshape(s, E))
 
 
-class Pricer:
-    """One warm HiGHS model of the cone LP, re-costed per output."""
-
-    def __init__(self, G: np.ndarray, A: sp.csr_matrix) -> None:
-        self.G, self.AT, self.m = G, A.T.tocsr(), G.shape[0]
-        self.h = new_highs({"presolve": "off"}, tight=True)
-        E = A.shape[0]
-        lp = LinearProgram(c=np.zeros(self.m), A=A, row_lower=np.full(E, -np.inf), row_upper=np.zeros(E),
-                           col_lower=np.zeros(self.m), col_upper=np.ones(self.m))
-        if not pass_lp(self.h, lp):
-            raise RuntimeError("HiGHS refused the pricing LP")
-
-    def certificate(self, k: int, y: np.ndarray) -> np.ndarray:
-        """``q_k = g_k + A'y`` for ``y`` clipped to ``>= 0``."""
-        return self.G[:, k] + self.AT @ np.maximum(0.0, y)
-
-    def price(self, k: int, mu: np.ndarray) -> np.ndarray:
-        self.h.changeColsCost(self.m, np.arange(self.m, dtype=np.int32), self.G[:, k] - mu)
-        self.h.run()
-        return self.certificate(k, -np.asarray(self.h.getSolution().row_dual, dtype=float))
-
-
 def run(records: int, add: int, solver: str, seed: str = "0", gap: float = 1e-6, max_rounds: int = 50,
         out=sys.stdout) -> dict[str, float]:
     t0 = time.perf_counter()
-    G, A = largest_component(records, seed)
+    cg = largest_component(records, seed)
+    G, A = cg.G, cg.A
     m, K = G.shape
     print(f"largest component: {m} records, {K} kept outputs, {A.shape[0]} mDP rows per output", file=out, flush=True)
-    pricer = Pricer(G, A)
     S = [int(np.argmin(G.sum(axis=0)))]
     best = -np.inf
-    Q = np.empty((K, m))
-    for rnd in range(1, max_rounds + 1):
-        tr = time.perf_counter()
-        status, obj, Z, mu, Y = solve_restricted(G, A, S, solver)
-        t_res = time.perf_counter() - tr
-        tp = time.perf_counter()
-        in_s = np.zeros(K, dtype=bool)
-        in_s[S] = True
-        for j, k in enumerate(S):
-            Q[k] = pricer.certificate(k, -Y[j])
-        for k in np.flatnonzero(~in_s):
-            Q[k] = pricer.price(int(k), mu)
-        v = np.minimum(0.0, Q - mu).sum(axis=1)
-        lower = max(float(mu.sum() + v.sum()), float(Q.min(axis=0).sum()))
-        best = max(best, lower)
-        rel = (obj - best) / abs(obj)
-        used = int((Z.max(axis=0) > 1e-9).sum())
-        print(f"round {rnd}: |S| {len(S)} (mass on {used}), restricted {status} {obj:.8f} in {t_res:.1f} s; "
-              f"lower {best:.8f}, gap {rel:.2e}; pricing {time.perf_counter() - tp:.1f} s; t = {time.perf_counter() - t0:.1f} s",
-              file=out, flush=True)
-        cand = np.flatnonzero(~in_s & (v < -1e-9))
-        if rel <= gap or cand.size == 0:
-            break
-        S = sorted(set(S) | {int(k) for k in cand[np.argsort(v[cand])][:add]})
+    try:
+        for rnd in range(1, max_rounds + 1):
+            tr = time.perf_counter()
+            status, obj, Z, mu, Y = solve_restricted(G, A, S, solver)
+            t_res = time.perf_counter() - tr
+            tp = time.perf_counter()
+            in_s = np.zeros(K, dtype=bool)
+            in_s[S] = True
+            cg.Q[S] = G[:, S].T + (cg.AT @ np.maximum(0.0, -Y).T).T  # q_k = g_k + A'y_k, y_k clipped
+            cg.price(np.flatnonzero(~in_s), mu, 1e-12)  # keeps the better certificate per output in cg.Q
+            v = np.minimum(0.0, cg.Q - mu).sum(axis=1)
+            lower = max(float(mu.sum() + v.sum()), float(cg.Q.min(axis=0).sum()))
+            best = max(best, lower)
+            rel = (obj - best) / abs(obj)
+            used = int((Z.max(axis=0) > 1e-9).sum())
+            print(f"round {rnd}: |S| {len(S)} (mass on {used}), restricted {status} {obj:.8f} in {t_res:.1f} s; "
+                  f"lower {best:.8f}, gap {rel:.2e}; pricing {time.perf_counter() - tp:.1f} s; "
+                  f"t = {time.perf_counter() - t0:.1f} s", file=out, flush=True)
+            cand = np.flatnonzero(~in_s & (v < -1e-9))
+            if rel <= gap or cand.size == 0:
+                break
+            S = sorted(set(S) | {int(k) for k in cand[np.argsort(v[cand])][:add]})
+    finally:
+        cg.close()
     return {"objective": obj, "lower": best, "rel_gap": rel, "rounds": rnd, "outputs": len(S),
             "seconds": time.perf_counter() - t0}
 

@@ -10,7 +10,9 @@ from benchmarks.exp_output_generation import largest_component, run, solve_restr
 
 
 def test_output_generation_matches_the_whole_component_lp() -> None:
-    G, A = largest_component(150, "0")
+    cg = largest_component(150, "0")
+    G, A = cg.G, cg.A
+    cg.close()
     status, full, _, _, _ = solve_restricted(G, A, list(range(G.shape[1])), "choose")
     assert status == "Optimal"
     log = io.StringIO()
