@@ -114,7 +114,7 @@ PDLP_MAX_NONZEROS = 400_000_000
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
 #: HiGHS's copy of the model and PDLP's own copies (measured 2026-11-24 with ru_maxrss: 194 on
 #: gaussian 500's giant component, 2.9 M nonzeros; 168 on gaussian 1,000's, 23.2 M). Gaussian
-#: 2,000's 188 M nonzeros would need about 32 GB: on a 23 GiB machine the start was killed.
+#: 2,000's 188 M nonzeros would need about 35 GiB at this rate: on a 23 GiB machine the start was killed.
 PDLP_BYTES_PER_NONZERO = 200
 
 #: the PDLP start may plan on at most this share of the memory available when it starts
@@ -353,9 +353,8 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     left = deadline - time.perf_counter()
     if E == 0 or m == 0 or K == 0 or left <= 0.0:
         return None
-    h = new_highs(tight=True)
-    h.setOptionValue("solver", "pdlp")  # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
-    h.setOptionValue("pdlp_optimality_tolerance", float(tolerance))
+    # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
+    h = new_highs({"solver": "pdlp", "pdlp_optimality_tolerance": float(tolerance)}, tight=True)
     lp = LinearProgram(c=np.ascontiguousarray(G.T).ravel(), A=component_lp_colwise(G, A),
                        row_lower=np.concatenate([np.ones(m), np.full(E * K, -np.inf)]),
                        row_upper=np.concatenate([np.ones(m), np.zeros(E * K)]),
@@ -439,10 +438,9 @@ class _ComponentCG:
         nw = max(1, min(workers, self.Kc))
         self.pricers = []
         for _ in range(nw):
-            h = new_highs(tight=True)
             # presolve off: when presolve solves a pricing LP outright (e.g. z = 0) its recovered
             # row duals can be far from dual feasible, and the bound is built from them
-            h.setOptionValue("presolve", "off")
+            h = new_highs({"presolve": "off"}, tight=True)
             pricing = LinearProgram(c=np.zeros(self.m), A=self.A, row_lower=np.full(E, -np.inf), row_upper=np.zeros(E),
                                     col_lower=np.zeros(self.m), col_upper=np.ones(self.m))
             if not pass_lp(h, pricing):

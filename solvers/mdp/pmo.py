@@ -215,11 +215,10 @@ def highs_solve_lp(cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, row_l
     """
     import highspy
 
-    h = new_highs(tight=True)
-    if solver != "choose":
-        h.setOptionValue("solver", solver)
+    options: dict[str, object] = {} if solver == "choose" else {"solver": solver}
     if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+        options["time_limit"] = float(time_limit)
+    h = new_highs(options, tight=True)
     lp = highspy.HighsLp()
     lp.num_col_ = int(cost.size)
     lp.num_row_ = int(row_lower.size)
