@@ -11,6 +11,7 @@ from coordinator.cli import main
 from solvers.errors import InputError, SolverError
 from solvers.mdp import colgen
 from solvers.mdp.colgen import (
+    MASTER_ACCEPT_INFEASIBILITY,
     _ComponentCG,
     pdlp_start,
     solve_colgen,
@@ -112,10 +113,10 @@ def test_available_memory_is_read_from_the_system() -> None:
 
 
 class _FailingRuns:
-    """A master whose first ``n`` runs report HiGHS's model status 'Unknown'."""
+    """A master whose first ``n`` runs report HiGHS's model status 'Unknown' (and, optionally, a primal residual)."""
 
-    def __init__(self, h, n: int) -> None:
-        self._h, self._n, self.runs = h, n, 0
+    def __init__(self, h, n: int, residual: float | None = None) -> None:
+        self._h, self._n, self.runs, self._residual = h, n, 0, residual
 
     def __getattr__(self, name):
         return getattr(self._h, name)
@@ -128,6 +129,12 @@ class _FailingRuns:
         import highspy
 
         return highspy.HighsModelStatus.kUnknown if self.runs <= self._n else self._h.getModelStatus()
+
+    def getInfo(self):
+        info = self._h.getInfo()
+        if self._residual is not None:
+            info.max_primal_infeasibility = self._residual
+        return info
 
 
 def test_a_failed_master_solve_falls_back_and_restores_its_options(instance) -> None:
@@ -145,8 +152,14 @@ def test_a_failed_master_solve_falls_back_and_restores_its_options(instance) -> 
         assert real.getOptionValue("simplex_strategy")[1] == 1
         assert real.getOptionValue("primal_feasibility_tolerance")[1] == 1e-9
         assert real.getOptionValue("solver")[1] == "choose"
+        # no run 'Optimal', but a solution with unit-row residual <= MASTER_ACCEPT_INFEASIBILITY: taken
         cg.master = _FailingRuns(real, 100)
-        with pytest.raises(SolverError, match="ended with status Unknown, also cold"):
+        _, obj, _ = cg.solve_master()
+        assert cg.master.runs == 5 and cg.master_retries == 2
+        assert obj == pytest.approx(clean, rel=1e-6)
+        # ... and with residuals above it, a SolverError, never a silent return
+        cg.master = _FailingRuns(real, 100, residual=10 * MASTER_ACCEPT_INFEASIBILITY)
+        with pytest.raises(SolverError, match="ended with status Unknown, also cold.*smallest unit-row residual"):
             cg.solve_master()
         cg.master = real
     finally:
