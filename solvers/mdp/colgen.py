@@ -102,7 +102,8 @@ FIRST_ORDER_METHODS = ("pdlp", "smoothed")
 _MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1e-7, "dual_feasibility_tolerance": 1e-7},
                      {"solver": "ipm"})
 
-#: a master solve that every fallback leaves without HiGHS's "Optimal" is still taken when it has a
+#: a master solve that every fallback leaves without HiGHS's "Optimal" is still taken when a run ended
+#: "Unknown" (never "Unbounded" or "Infeasible": a box can make the master unbounded) with a
 #: primal and dual solution with unit-row residuals at most this (HiGHS's max primal infeasibility):
 #: seen on gaussian 300 with the columns of a PDLP start on 48 screened outputs, where every run
 #: ended "Unknown" with residuals 8e-7 to 8e-5 (near-parallel columns). Safe because the master only
@@ -559,7 +560,7 @@ class _ComponentCG:
                     residual = float(h.getInfo().max_primal_infeasibility)
                     if status == "Optimal":
                         result = self._master_solution()
-                    elif (sol.value_valid and sol.dual_valid and np.isfinite(residual)
+                    elif (status == "Unknown" and sol.value_valid and sol.dual_valid and np.isfinite(residual)
                           and (nearest is None or residual < nearest[0])):
                         nearest = (residual, self._master_solution())
                     for key, value in saved.items():
