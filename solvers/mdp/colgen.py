@@ -110,6 +110,10 @@ _MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1
 #: steers the pricing and proposes a mechanism that is repaired and verified; no bound comes from it
 MASTER_ACCEPT_INFEASIBILITY = 1e-5
 
+class _OutOfTime(Exception):
+    """A master solve reached the component's deadline (HiGHS's time limit) without a solution."""
+
+
 #: widenings (x4) of a dual box under which the master has no solution before the box is dropped
 BOX_WIDENINGS = 8
 
@@ -356,9 +360,10 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     """
     import highspy
 
+    t_enter = time.perf_counter()
     m, K = G.shape
     E = A.shape[0]
-    left = deadline - time.perf_counter()
+    left = deadline - t_enter
     if E == 0 or m == 0 or K == 0 or left <= 0.0:
         return None
     # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
@@ -370,7 +375,10 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     if not pass_lp(h, lp):
         raise SolverError("HiGHS rejected the component LP for the PDLP start (passModel failed)")
     del lp
-    h.setOptionValue("time_limit", max(0.01, deadline - time.perf_counter()))
+    # the time after the run (solution copies, the bound's Q) is about the time before it (model
+    # build, copies): reserve as much again (gaussian 1,000: 164 s for a 150 s budget without)
+    now = time.perf_counter()
+    h.setOptionValue("time_limit", max(0.01, deadline - now - (now - t_enter)))
     if h.run() == highspy.HighsStatus.kError:
         return None
     status = h.modelStatusToString(h.getModelStatus())
@@ -459,6 +467,8 @@ class _ComponentCG:
         self.cold_retries = 0
         self.master_retries = 0  # master solves that needed a cold re-solve or a fallback
         self.box_widenings = 0  # boxes widened because the boxed master had no solution
+        self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
+        self.start_rows: np.ndarray | None = None  # the repaired first-order start (m x Kc), a fallback
 
     def warm_start(self, Q: np.ndarray) -> None:
         """Take ``Q = G + A'Y`` (records x outputs, from ``Y >= 0``, e.g. :func:`smoothed_dual_ascent`)
@@ -483,6 +493,7 @@ class _ComponentCG:
         _upward_closure(C, g.rows, g.cols, np.exp(-self.sub.eps * self.sub.dataset.distance[g.rows, g.cols]))
         try:
             R = repair_mechanism(Z, self.sub)[0]  # type: ignore[arg-type]
+            self.start_rows = R
         except SolverError as exc:  # an all-zero row: only the closed columns
             logger.info("first-order start: no repaired columns (%s)", exc)
             R = np.zeros_like(C)
@@ -534,12 +545,25 @@ class _ComponentCG:
         self.master.changeColsCost(2 * m, idx, np.concatenate([center + width, -(center - width)]))
         self.master.changeColsBounds(2 * m, idx, np.zeros(2 * m), np.full(2 * m, np.inf))
 
+    def _master_time_limit(self) -> None:
+        """HiGHS's time limit on the master: what is left until :attr:`deadline` (none without one)."""
+        left = self.deadline - time.perf_counter()
+        if left <= 0.0:
+            raise _OutOfTime
+        self.master.setOptionValue("time_limit", left if math.isfinite(left) else math.inf)
+
     def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
+        """Solve the RMP; its duals, objective and column weights. Raises :class:`_OutOfTime` when
+        :attr:`deadline` passes first (on gaussian 1,000 one master solve with a PDLP start's
+        columns took 145 s: without the limit a 300 s run took 430 s)."""
         import highspy
 
         h = self.master
+        self._master_time_limit()
         run_status = h.run()
         status = h.modelStatusToString(h.getModelStatus())
+        if status == "Time limit reached":
+            raise _OutOfTime
         if run_status == highspy.HighsStatus.kError or status != "Optimal":
             # cold, then the fallbacks: with near-parallel columns (a PDLP start's repaired and closed
             # copies) the dual simplex at 1e-9 tolerances can end "Unknown" or even "Infeasible" on this
@@ -554,7 +578,12 @@ class _ComponentCG:
                     for key, value in options.items():
                         h.setOptionValue(key, value)
                     h.clearSolver()
-                    h.run()
+                    try:
+                        self._master_time_limit()
+                        h.run()
+                    finally:
+                        for key, value in saved.items():
+                            h.setOptionValue(key, value)
                     status = h.modelStatusToString(h.getModelStatus())
                     sol = h.getSolution()
                     residual = float(h.getInfo().max_primal_infeasibility)
@@ -563,8 +592,8 @@ class _ComponentCG:
                     elif (status == "Unknown" and sol.value_valid and sol.dual_valid and np.isfinite(residual)
                           and (nearest is None or residual < nearest[0])):
                         nearest = (residual, self._master_solution())
-                    for key, value in saved.items():
-                        h.setOptionValue(key, value)
+                if status == "Time limit reached":
+                    raise _OutOfTime
                 if status == "Optimal":
                     self.master_retries += 1
                     return result
@@ -610,15 +639,34 @@ class _ComponentCG:
         x = np.asarray(self.master.getSolution().col_value[: self.n_slack], dtype=float)
         return bool(np.any(x > 1e-12))
 
-    def unboxed_rows(self, center: np.ndarray | None, width: float) -> tuple[np.ndarray, float]:
-        """Solve the RMP without the box (a restriction of the PMO) and return its verified rows."""
+    def unboxed_rows(self, center: np.ndarray | None, width: float, lam: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, float]:
+        """The verified rows of the RMP without the box (a restriction of the PMO). ``lam``: the
+        column weights of a boxed solution whose box slacks are all zero, which is already feasible
+        without the box and is taken as it is; else the RMP is re-solved without the box."""
+        if lam is not None:
+            return self.verified_rows(lam)
         if center is not None:
             self.set_box(None, 0.0)
-        _, _, lam = self.solve_master()
-        out = self.verified_rows(lam)
-        if center is not None:
-            self.set_box(center, width)
-        return out
+        try:
+            _, _, lam = self.solve_master()
+        finally:
+            if center is not None:
+                self.set_box(center, width)
+        return self.verified_rows(lam)
+
+    def fallback_rows(self) -> tuple[np.ndarray, float]:
+        """Verified rows without a master solve (the deadline passed first): the repaired
+        first-order start's mechanism, else the best single output for every record (a constant
+        mechanism, private at any eps)."""
+        if self.start_rows is not None:
+            Zc = self.start_rows
+        else:
+            Zc = np.zeros((self.m, self.Kc))
+            Zc[:, int(np.argmin(self.G.sum(axis=0)))] = 1.0
+        Z = np.zeros((self.m, self.K))
+        Z[:, self.kept] = Zc
+        return self._verified(Z)
 
     def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         g = self.G[:, j] - mu
@@ -689,7 +737,10 @@ class _ComponentCG:
         return Z
 
     def verified_rows(self, lam: np.ndarray) -> tuple[np.ndarray, float]:
-        X, _ = repair_mechanism(self.mechanism_rows(lam), self.sub)  # type: ignore[arg-type]
+        return self._verified(self.mechanism_rows(lam))
+
+    def _verified(self, Z: np.ndarray) -> tuple[np.ndarray, float]:
+        X, _ = repair_mechanism(Z, self.sub)  # type: ignore[arg-type]
         verify_mechanism(X, self.sub.dataset.distance, self.problem.eps, eta=self.problem.eta)
         cost = self.problem.cost[self.idx]
         return X, float(np.sum(cost * X))
@@ -721,98 +772,110 @@ class _ComponentCG:
         owner = np.zeros(0, dtype=np.int64)
         box_center: np.ndarray | None = None
         width = 0.0
-        if self.boxstep:
-            _, obj0, _ = self.solve_master()
-            width = max(abs(obj0), 1e-300) / self.m  # the average unit-row dual
-            if price_centre:
-                # a first-order start's duals are close: a box of the gap spread over the records
-                width = min(width, max(obj0 - best_lb, 1e-9 * abs(obj0)) / self.m)
-            box_center = mu_c.copy()
-            self.set_box(box_center, width)
+        self.deadline = deadline
         it = 0
-        for it in range(1, max_iterations + 1):
-            mu_r, obj_r, lam, box_center, width = self.solve_master_in_box(box_center, width)
-            binding = box_center is not None and self.box_binding()
-            scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
-            tau = 0.05 * self.gap * scale / self.Kc
-            alpha = alpha_next if mu_c is not None else 0.0
-            mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
-            if price_centre:
-                mu_s, alpha, full, price_centre = mu_c, 1.0, True, False
-            cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
-            candidates = cheap < -tau
-            if not full:
-                if owner.size != len(self.col_owner):
-                    owner = np.asarray(self.col_owner, dtype=np.int64)
-                in_use = np.zeros(self.Kc, dtype=bool)
-                in_use[owner[lam > 0]] = True
-                in_use[recent] = True
-                candidates &= in_use
-            js = np.flatnonzero(candidates)
-            js = js[np.argsort(cheap[js])]
-            out_of_time = time.perf_counter() > deadline
-            new_k: list[int] = []
-            new_v: list[np.ndarray] = []
-            if js.size and not out_of_time:
-                for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc, deadline):
-                    if z is None or z.sum() <= 0:
-                        continue
-                    if float((self.G[:, j] - mu_r) @ z) < -1e-3 * tau * max(1.0, float(z.max())):
-                        new_k.append(j)
-                        new_v.append(z / z.sum())
+        try:
+            if self.boxstep:
+                _, obj0, lam0 = self.solve_master()
+                # without the box the RMP is a restriction of the PMO: its mechanism is an upper bound
+                # at once (kept when a later master solve reaches the time limit)
+                rows, upper = self.verified_rows(lam0)
+                width = max(abs(obj0), 1e-300) / self.m  # the average unit-row dual
+                if price_centre:
+                    # a first-order start's duals are close: a box of the gap spread over the records
+                    width = min(width, max(obj0 - best_lb, 1e-9 * abs(obj0)) / self.m)
+                box_center = mu_c.copy()
+                self.set_box(box_center, width)
+            for it in range(1, max_iterations + 1):
+                mu_r, obj_r, lam, box_center, width = self.solve_master_in_box(box_center, width)
+                binding = box_center is not None and self.box_binding()
+                scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
+                tau = 0.05 * self.gap * scale / self.Kc
+                alpha = alpha_next if mu_c is not None else 0.0
+                mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
+                if price_centre:
+                    mu_s, alpha, full, price_centre = mu_c, 1.0, True, False
                 cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
-            lb = float(mu_s.sum() + cheap.sum())
-            # the Lagrangian bound that relaxes the mDP rows instead (module docstring): for the stored
-            # y_k >= 0, OPT >= sum_i min_k (g_k + A'y_k)_i; never below lb, and it needs no mu
-            lb_y = float(self.Q.min(axis=0).sum())
-            best_bound = max(best_bound, lb, lb_y)
-            logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, lb(y) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
-                         "columns %d", it, obj_r, lb, lb_y, alpha, binding, width, "full" if full else "partial",
-                         js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
-            if lb > best_lb:
-                best_lb, mu_c = lb, mu_s.copy()
-                if box_center is not None:
-                    box_center = mu_c.copy()
-                    self.set_box(box_center, width)
-            converged = not new_k and alpha == 0.0 and full and not binding
-            near = (obj_r - best_bound) / scale <= self.gap and not binding
-            stop_now = near or converged or out_of_time or it == max_iterations or time.perf_counter() > deadline
-            if stop_now or it % 5 == 0:
-                X, ub = self.unboxed_rows(box_center, width)
-                if ub < upper:
-                    upper, rows = ub, X
-            on_iter(best_bound, upper)
-            if np.isfinite(upper) and (upper - best_bound) / max(abs(upper), 1e-300) <= self.gap:
-                status = "optimal"
-                break
-            if out_of_time or time.perf_counter() > deadline:
-                status = "time_limit"
-                break
-            if converged and box_center is not None:
-                # no column at the RMP's own duals but the gap is open: the pricing certificates found
-                # at boxed duals were weak (seen at eps d ~ 10); drop the box and go on unstabilised
-                self.set_box(None, 0.0)
-                box_center = None
-                self.boxstep = False
-                continue
-            if converged:
-                status = "stalled"
-                break
-            if not new_k:
-                if alpha > 0.0:
-                    alpha_next = 0.0  # mis-price: next round at the RMP's own duals
-                elif not full:
-                    full = True  # nothing more among the outputs in use: price every output
-                elif binding and box_center is not None:
-                    width *= 4.0  # no column at the box's optimum: widen the box
-                    self.set_box(box_center, width)
-                continue
-            alpha_next = self.alpha
-            full = False
-            recent = np.asarray(sorted(set(new_k)), dtype=np.int64)
-            self.add_columns(new_k, new_v)
-        if rows is None:
-            rows, upper = self.unboxed_rows(box_center, width)
+                candidates = cheap < -tau
+                if not full:
+                    if owner.size != len(self.col_owner):
+                        owner = np.asarray(self.col_owner, dtype=np.int64)
+                    in_use = np.zeros(self.Kc, dtype=bool)
+                    in_use[owner[lam > 0]] = True
+                    in_use[recent] = True
+                    candidates &= in_use
+                js = np.flatnonzero(candidates)
+                js = js[np.argsort(cheap[js])]
+                out_of_time = time.perf_counter() > deadline
+                new_k: list[int] = []
+                new_v: list[np.ndarray] = []
+                if js.size and not out_of_time:
+                    for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc, deadline):
+                        if z is None or z.sum() <= 0:
+                            continue
+                        if float((self.G[:, j] - mu_r) @ z) < -1e-3 * tau * max(1.0, float(z.max())):
+                            new_k.append(j)
+                            new_v.append(z / z.sum())
+                    cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
+                lb = float(mu_s.sum() + cheap.sum())
+                # the Lagrangian bound that relaxes the mDP rows instead (module docstring): for the stored
+                # y_k >= 0, OPT >= sum_i min_k (g_k + A'y_k)_i; never below lb, and it needs no mu
+                lb_y = float(self.Q.min(axis=0).sum())
+                best_bound = max(best_bound, lb, lb_y)
+                logger.debug("colgen it %d: rmp %.10g, lb(mu_s) %.10g, lb(y) %.10g, alpha %.2f, box %s %.3g, %s pricing %d, entered %d, "
+                             "columns %d", it, obj_r, lb, lb_y, alpha, binding, width, "full" if full else "partial",
+                             js.size if not out_of_time else 0, len(new_k), len(self.col_owner))
+                if lb > best_lb:
+                    best_lb, mu_c = lb, mu_s.copy()
+                    if box_center is not None:
+                        box_center = mu_c.copy()
+                        self.set_box(box_center, width)
+                converged = not new_k and alpha == 0.0 and full and not binding
+                near = (obj_r - best_bound) / scale <= self.gap and not binding
+                stop_now = near or converged or out_of_time or it == max_iterations or time.perf_counter() > deadline
+                if stop_now or it % 5 == 0:
+                    X, ub = self.unboxed_rows(box_center, width, None if binding else lam)
+                    if ub < upper:
+                        upper, rows = ub, X
+                on_iter(best_bound, upper)
+                if np.isfinite(upper) and (upper - best_bound) / max(abs(upper), 1e-300) <= self.gap:
+                    status = "optimal"
+                    break
+                if out_of_time or time.perf_counter() > deadline:
+                    status = "time_limit"
+                    break
+                if converged and box_center is not None:
+                    # no column at the RMP's own duals but the gap is open: the pricing certificates found
+                    # at boxed duals were weak (seen at eps d ~ 10); drop the box and go on unstabilised
+                    self.set_box(None, 0.0)
+                    box_center = None
+                    self.boxstep = False
+                    continue
+                if converged:
+                    status = "stalled"
+                    break
+                if not new_k:
+                    if alpha > 0.0:
+                        alpha_next = 0.0  # mis-price: next round at the RMP's own duals
+                    elif not full:
+                        full = True  # nothing more among the outputs in use: price every output
+                    elif binding and box_center is not None:
+                        width *= 4.0  # no column at the box's optimum: widen the box
+                        self.set_box(box_center, width)
+                    continue
+                alpha_next = self.alpha
+                full = False
+                recent = np.asarray(sorted(set(new_k)), dtype=np.int64)
+                self.add_columns(new_k, new_v)
+            if rows is None:
+                rows, upper = self.unboxed_rows(box_center, width)
+        except _OutOfTime:
+            # the deadline passed inside a master solve: the best verified rows so far, else a fallback;
+            # every bound stays valid (it comes from the stored pricing certificates)
+            logger.info("component of %d records: a master solve reached the time limit", self.m)
+            status = "time_limit"
+            if rows is None:
+                rows, upper = self.fallback_rows()
         return rows, min(best_bound, upper), upper, status, it
 
 

@@ -17,10 +17,11 @@ Exactness. An LP solver returns a vertex up to its feasibility tolerance; we nev
 return that raw. :func:`repair_mechanism` turns it into a matrix that satisfies the
 constraints exactly up to float rounding: (1) clip negatives to 0; (2) the *upward
 closure* ``z_jk <- max(z_jk, z_ik / exp(eps d_ij))`` over the neighbour graph until no entry
-changes (so every ratio holds); (3) divide each row by its sum; (4) mix with the uniform
-mechanism, ``(1 - lam) z + lam / K``, with the smallest ``lam`` that absorbs the ratio
-error step (3) introduced (the uniform mechanism meets every mDP row with slack
-``(exp(eps d) - 1) / K``). The result is then verified (:mod:`solvers.mdp.verify`); its
+changes (so every ratio holds); (3) divide each row by its sum; (4) mix with a
+record-independent distribution ``u`` over the outputs, ``(1 - lam) z + lam u``, with ``u``
+weighted by each output's largest ratio error from step (3) and the ``lam`` that absorbs
+every one of them (a constant mechanism meets the mDP row of output ``k`` with slack
+``(exp(eps d) - 1) u_k``). The result is then verified (:mod:`solvers.mdp.verify`); its
 loss (not the solver's objective) is the reported objective and upper bound.
 Implied constraints (:func:`solvers.mdp.graph.essential_edges`) are left out of the LP
 (same feasible set); the verifier checks all pairs.
@@ -278,20 +279,72 @@ def build_block_lp(cost: np.ndarray, weights_rows: np.ndarray, weights_cols: np.
 
 
 def _upward_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np.ndarray, max_passes: int = 200) -> int:
-    """In place: ``Z[j] = max(Z[j], Z[i] * inv_w)`` over pairs ``(i, j)`` until stable; returns passes."""
+    """In place: ``Z[j] = max(Z[j], Z[i] * inv_w)`` over pairs ``(i, j)`` until stable; returns passes.
+
+    Each pass reads every source before it writes (a Jacobi sweep), so after a pass a pair can be
+    violated only in an output where its source ``Z[i, k]`` just grew: the next pass takes only the
+    pairs whose source row grew, in the outputs where anything grew (the repair of gaussian 500's
+    PDLP start, 144 passes: 2.64 s with full sweeps, 1.40 s, the same matrix; 2026-11-24).
+    """
     if rows.size == 0:
         return 0
     order = np.argsort(cols, kind="stable")
     r, c, iw = rows[order], cols[order], inv_w[order]
-    targets, first = np.unique(c, return_index=True)
+    sel: np.ndarray | None = None  # pairs to sweep (None: all)
+    ks: np.ndarray | None = None  # outputs to sweep (None: all)
     for passes in range(1, max_passes + 1):
-        cand = Z[r] * iw[:, None]
+        rs, cs, ws = (r, c, iw) if sel is None else (r[sel], c[sel], iw[sel])
+        targets, first = np.unique(cs, return_index=True)
+        if ks is None:
+            cand, cur = Z[rs], Z[targets]
+        else:
+            cand, cur = Z[np.ix_(rs, ks)], Z[np.ix_(targets, ks)]
+        cand *= ws[:, None]
         best = np.maximum.reduceat(cand, first, axis=0)
-        cur = Z[targets]
-        if not np.any(best > cur):
+        grew = best > cur
+        if not np.any(grew):
             return passes
-        Z[targets] = np.maximum(cur, best)
+        new = np.maximum(cur, best)
+        if ks is None:
+            Z[targets] = new
+        else:
+            Z[np.ix_(targets, ks)] = new
+        grown_cols = np.any(grew, axis=0)
+        ks = np.flatnonzero(grown_cols) if ks is None else ks[grown_cols]
+        sel = np.flatnonzero(np.isin(r, targets[np.any(grew, axis=1)]))
     raise SolverError(f"mechanism repair did not converge in {max_passes} passes")
+
+
+def _mix_into_cone(X: np.ndarray, rows: np.ndarray, cols: np.ndarray, d: np.ndarray, eps: float
+                   ) -> tuple[np.ndarray, float]:
+    """Step (4) of the repair on a row-stochastic ``X``: returns ``(mixed X, lam)``."""
+    # (4) the mix: a record-independent distribution u meets the mDP row (i, j, k) with slack
+    # (exp(eps d_ij) - 1) u_k, so u_k in proportion to column k's largest need v_k = max a/(w - 1)
+    # absorbs every violation a with lam = V / (1 + V), V = sum v (x2 margin for rounding); the
+    # uniform u needs V = K max v: on gaussian 500's PDLP start (463 outputs) lam 0.88 and loss
+    # 1.513 with the uniform u, lam 0.068 and loss 0.934 with this one (PDLP's bound 0.877)
+    X = np.asarray(X, dtype=float)
+    K = X.shape[1]
+    lam = 0.0
+    if rows.size:
+        w = np.exp(eps * d)
+        v = np.zeros(K)
+        chunk = max(1, (32 * 1024 * 1024) // (8 * K))
+        for start in range(0, rows.size, chunk):
+            sl = slice(start, start + chunk)
+            a = X[rows[sl]] - w[sl, None] * X[cols[sl]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                need = np.where(a > 1e-13 * X[rows[sl]], a / (w[sl] - 1.0)[:, None], 0.0)
+            v = np.maximum(v, need.max(axis=0))
+        V = 2.0 * float(v.sum())
+        if V > 0:
+            if math.isfinite(V):
+                lam, u = V / (1.0 + V), v / v.sum()
+            else:
+                lam, u = 1.0, np.full(K, 1.0 / K)
+            X = (1.0 - lam) * X + lam * u[None, :]
+            X /= X.sum(axis=1)[:, None]
+    return X, lam
 
 
 def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, dict[str, float]]:
@@ -316,21 +369,7 @@ def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, di
         X /= s[:, None]
         if np.max(np.abs(s - 1.0)) <= 1e-15:
             break
-    lam = 0.0
-    if rows.size:
-        w = np.exp(problem.eps * d)
-        chunk = max(1, (32 * 1024 * 1024) // (8 * K))
-        for start in range(0, rows.size, chunk):
-            sl = slice(start, start + chunk)
-            a = X[rows[sl]] - w[sl, None] * X[cols[sl]]
-            slack = ((w[sl] - 1.0) / K)[:, None]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                need = np.where(a > 1e-13 * X[rows[sl]], a / (a + slack), 0.0)
-            lam = max(lam, float(need.max()))
-    if lam > 0:
-        lam = min(1.0, 2.0 * lam + 1e-15)
-        X = (1.0 - lam) * X + lam / K
-        X /= X.sum(axis=1)[:, None]
+    X, lam = _mix_into_cone(X, rows, cols, d, problem.eps)
     return X, {"max_abs_change": float(np.max(np.abs(X - Z0))), "mix_lambda": lam, "closure_passes": float(passes)}
 
 

@@ -137,6 +137,60 @@ class _FailingRuns:
         return info
 
 
+class _TimedOut(_FailingRuns):
+    """A master whose runs after the first ``n`` report HiGHS's 'Time limit reached'."""
+
+    def getModelStatus(self):
+        import highspy
+
+        return highspy.HighsModelStatus.kTimeLimit if self.runs > self._n else self._h.getModelStatus()
+
+
+def _assert_verified_rows(cg, rows, lo, up, opt_c) -> None:
+    verify_mechanism(rows, cg.sub.dataset.distance, cg.problem.eps, eta=cg.problem.eta)
+    assert np.abs(rows.sum(axis=1) - 1.0).max() <= 1e-9
+    assert up == pytest.approx(float(np.sum(cg.problem.cost[cg.idx] * rows)), rel=1e-12)
+    assert lo <= opt_c * (1 + 1e-9) <= up * (1 + 1e-9)
+
+
+def test_a_master_solve_that_reaches_the_deadline_ends_the_run_with_a_verified_mechanism(instance) -> None:
+    """HiGHS's time limit on the master is the time left; a master run that reaches it ends the run
+    ('time_limit') with the best verified rows so far (here the first, unboxed, master's), or, when
+    no master was ever solved, the repaired first-order start's; the bounds stay valid."""
+    p, _, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 20.0)
+        cg.warm_start(start.Q)
+        cg.add_primal_columns(start.Z)
+        real = cg.master
+        cg.master = _TimedOut(real, 1)  # the first (unboxed) master solve succeeds, the boxed one times out
+        rows, lo, up, status, _ = cg.run(time.perf_counter() + 60.0, 100, lambda a, b: None, centre=start.mu)
+        assert status == "time_limit" and cg.master.runs == 2
+        assert 0.0 < real.getOptionValue("time_limit")[1] <= 60.0
+        _assert_verified_rows(cg, rows, lo, up, opt_c)
+        first = up
+        cg.master = _TimedOut(real, 0)  # no master solution at all: the repaired start
+        rows, lo, up, status, _ = cg.run(time.perf_counter() + 60.0, 100, lambda a, b: None, centre=start.mu)
+        assert status == "time_limit" and cg.master.runs == 1
+        _assert_verified_rows(cg, rows, lo, up, opt_c)
+        assert up == pytest.approx(float(np.sum(cg.G * cg.start_rows)), rel=1e-9)
+        assert up >= first * (1 - 1e-9)
+    finally:
+        cg.master = real
+        cg.close()
+    cg = _cg(p, idx)
+    try:  # no start and the deadline already passed: the best constant mechanism, no master run
+        cg.master = _TimedOut(cg.master, 0)
+        rows, lo, up, status, _ = cg.run(time.perf_counter() - 1.0, 100, lambda a, b: None)
+        assert status == "time_limit" and cg.master.runs == 0
+        _assert_verified_rows(cg, rows, lo, up, opt_c)
+        assert np.count_nonzero(rows.sum(axis=0)) == 1
+        assert up == pytest.approx(float(cg.G.sum(axis=0).min()), rel=1e-9)
+    finally:
+        cg.close()
+
+
 def test_a_failed_master_solve_falls_back_and_restores_its_options(instance) -> None:
     """Warm, cold and primal-simplex runs 'fail': the loose-tolerance fallback solves the master, the
     options are restored; when every fallback fails it is a SolverError, never a silent return."""

@@ -13,7 +13,7 @@ from solvers.mdp.datasets import SecretDataset, load_dataset
 from solvers.mdp.expmech import solve_expmech
 from solvers.mdp.graph import build_graph, essential_edges
 from solvers.mdp.partition import PARTITIONERS, partition_records
-from solvers.mdp.pmo import build_pmo, repair_mechanism, solve_direct
+from solvers.mdp.pmo import _mix_into_cone, _upward_closure, build_pmo, repair_mechanism, solve_direct
 from solvers.mdp.verify import verify_mechanism
 
 
@@ -66,6 +66,54 @@ def test_repair_makes_a_slightly_infeasible_solution_exact() -> None:
     X, info = repair_mechanism(Z, p)
     verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
     assert info["max_abs_change"] < 1e-6
+
+
+def test_upward_closure_equals_plain_sweeps() -> None:
+    """The closure that sweeps only the pairs and outputs that just grew gives exactly what full
+    sweeps until nothing changes give, on random matrices far outside the cone."""
+    p = build_pmo(load_dataset("grid", rows=5, cols=6), 1.3, 2.5)
+    rows, cols = p.graph.rows, p.graph.cols
+    inv_w = np.exp(-p.eps * np.asarray(p.dataset.distance)[rows, cols])
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        Z = rng.uniform(0, 1, (p.n, p.K)) ** 8
+        ref = Z.copy()
+        while True:
+            new = ref.copy()
+            np.maximum.at(new, cols, ref[rows] * inv_w[:, None])
+            if np.array_equal(new, ref):
+                break
+            ref = new
+        got = Z.copy()
+        assert _upward_closure(got, rows, cols, inv_w) > 1
+        assert np.array_equal(got, ref)
+        assert float(np.max(got[rows] * inv_w[:, None] - got[cols])) <= 0.0
+
+
+def test_repair_mixes_in_proportion_to_each_outputs_need() -> None:
+    """Ratios broken in one output only: the mix puts its mass there, needing far less than a
+    uniform mix over all outputs; the result verifies, and a quarter of the mix does not."""
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
+    rows, cols = p.graph.rows, p.graph.cols
+    d = np.asarray(p.dataset.distance)[rows, cols]
+    Y = np.full((p.n, p.K), 1.0)
+    Y[0, 0] = 5.0  # record 0's output 0 far above its neighbours'
+    Y /= Y.sum(axis=1)[:, None]
+    with pytest.raises(Exception):
+        verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta)
+    X, lam = _mix_into_cone(Y, rows, cols, d, p.eps)
+    report = verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta)
+    assert report.max_row_sum_error <= 1e-12
+    # a uniform mix needs V = 2 K max v (here all the need is in output 0)
+    a = Y[rows, 0] - np.exp(p.eps * d) * Y[cols, 0]
+    V_uniform = 2.0 * p.K * float(np.max(a / (np.exp(p.eps * d) - 1.0)))
+    assert 0.0 < lam < 0.5 * V_uniform / (1.0 + V_uniform)
+    assert X[5:, 0].min() > X[5:, 1:].max()  # the mass went to output 0
+    # negative control: the same u with a quarter of lam leaves a violation
+    u = (X[1] - (1.0 - lam) * Y[1]) / lam
+    weak = (1.0 - lam / 4) * Y + (lam / 4) * u[None, :]
+    with pytest.raises(Exception):
+        verify_mechanism(weak, p.dataset.distance, p.eps, eta=p.eta)
 
 
 @pytest.mark.parametrize("partitioner", PARTITIONERS)
