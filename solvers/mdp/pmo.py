@@ -354,7 +354,6 @@ def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, di
     (``max_abs_change``, ``mix_lambda``, ``closure_passes``).
     """
     Z0 = np.asarray(Z, dtype=float)
-    n, K = Z0.shape
     X = np.clip(Z0, 0.0, None)
     rows, cols = problem.graph.rows, problem.graph.cols
     d = np.asarray(problem.dataset.distance)[rows, cols]

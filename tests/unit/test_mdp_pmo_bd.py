@@ -7,13 +7,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.errors import InputError
+from solvers.errors import InputError, VerificationError
 from solvers.mdp.bd import solve_bd
 from solvers.mdp.datasets import SecretDataset, load_dataset
 from solvers.mdp.expmech import solve_expmech
 from solvers.mdp.graph import build_graph, essential_edges
 from solvers.mdp.partition import PARTITIONERS, partition_records
-from solvers.mdp.pmo import _mix_into_cone, _upward_closure, build_pmo, repair_mechanism, solve_direct
+from solvers.mdp.pmo import (
+    _mix_into_cone,
+    _upward_closure,
+    build_pmo,
+    repair_mechanism,
+    solve_direct,
+)
 from solvers.mdp.verify import verify_mechanism
 
 
@@ -99,7 +105,7 @@ def test_repair_mixes_in_proportion_to_each_outputs_need() -> None:
     Y = np.full((p.n, p.K), 1.0)
     Y[0, 0] = 5.0  # record 0's output 0 far above its neighbours'
     Y /= Y.sum(axis=1)[:, None]
-    with pytest.raises(Exception):
+    with pytest.raises(VerificationError):
         verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta)
     X, lam = _mix_into_cone(Y, rows, cols, d, p.eps)
     report = verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta)
@@ -112,7 +118,7 @@ def test_repair_mixes_in_proportion_to_each_outputs_need() -> None:
     # negative control: the same u with a quarter of lam leaves a violation
     u = (X[1] - (1.0 - lam) * Y[1]) / lam
     weak = (1.0 - lam / 4) * Y + (lam / 4) * u[None, :]
-    with pytest.raises(Exception):
+    with pytest.raises(VerificationError):
         verify_mechanism(weak, p.dataset.distance, p.eps, eta=p.eta)
 
 
