@@ -117,7 +117,7 @@ from solvers.hierarchy.zero_tail import (
     ladder_starts,
     restart_after,
 )
-from solvers.lp.highs import new_highs
+from solvers.lp.highs import new_highs, set_time_left
 
 logger = logging.getLogger(__name__)
 
@@ -464,7 +464,7 @@ class _BlockLP:
         if self.segments == 0:  # nothing can move: the centre, zero multipliers
             self.iterations = 0
             return self.centre.astype(np.float64).reshape(self.shape), lam, mu
-        self.h.setOptionValue("time_limit", _remaining(deadline, "before an LP solve of"))
+        set_time_left(self.h, _remaining(deadline, "before an LP solve of"))
         run = self.h.run()
         model_status = self.h.getModelStatus()
         if model_status == highspy.HighsModelStatus.kTimeLimit and deadline is not None:

@@ -73,7 +73,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
-from solvers.lp.highs import new_highs, pass_lp
+from solvers.lp.highs import new_highs, pass_lp, set_time_left
 from solvers.lp.model import LinearProgram
 from solvers.mdp.pmo import (
     IterationRecord,
@@ -550,7 +550,7 @@ class _ComponentCG:
         left = self.deadline - time.perf_counter()
         if left <= 0.0:
             raise _OutOfTime
-        self.master.setOptionValue("time_limit", left if math.isfinite(left) else math.inf)
+        set_time_left(self.master, left)
 
     def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
         """Solve the RMP; its duals, objective and column weights. Raises :class:`_OutOfTime` when

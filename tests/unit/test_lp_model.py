@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import time
 
 import numpy as np
 import pytest
@@ -139,3 +140,45 @@ def test_no_module_sets_the_highs_threads_option():
     offenders = [str(p.relative_to(root)) for sub in ("solvers", "coordinator", "party", "benchmarks")
                  for p in (root / sub).rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def _slow_lp(n: int = 400):
+    """A dense LP that takes HiGHS about 0.1 s (max c'x, Ax <= 1, x >= 0, A and c > 0 random)."""
+    import highspy
+
+    from solvers.lp.highs import new_highs
+
+    rng = np.random.default_rng(0)
+    A = rng.uniform(0, 1, (n, n))
+    h = new_highs()
+    inf = highspy.kHighsInf
+    h.addCols(n, -rng.uniform(0, 1, n), np.zeros(n), np.full(n, inf), 0, np.zeros(0, dtype=np.int32),
+              np.zeros(0, dtype=np.int32), np.zeros(0))
+    for i in range(n):
+        h.addRow(-inf, 1.0, n, np.arange(n, dtype=np.int32), A[i])
+    return h
+
+
+def test_set_time_left_counts_from_the_objects_accumulated_run_time() -> None:
+    """HiGHS compares time_limit with the run time accumulated over all runs of the object: a
+    plain limit a little above the first run's time stops a second run early (the negative
+    control); set_time_left gives the second run its own allowance."""
+    import math
+
+    from solvers.lp.highs import set_time_left
+
+    h = _slow_lp()
+    t = time.perf_counter()
+    h.run()
+    first = time.perf_counter() - t
+    assert h.modelStatusToString(h.getModelStatus()) == "Optimal"
+    h.clearSolver()
+    h.setOptionValue("time_limit", 1.2 * first)
+    h.run()
+    assert h.modelStatusToString(h.getModelStatus()) == "Time limit reached"
+    h.clearSolver()
+    set_time_left(h, 60.0)
+    h.run()
+    assert h.modelStatusToString(h.getModelStatus()) == "Optimal"
+    set_time_left(h, math.inf)
+    assert h.getOptionValue("time_limit")[1] == math.inf
