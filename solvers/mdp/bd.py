@@ -210,7 +210,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
 def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int = 25, gap: float = 1e-4,
              decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
-             dual_ascent: float | None = None, first_order: str = "pdlp",
+             dual_ascent: float | None = None, first_order: str = "auto",
              progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
     """Solve the PMO by Benders decomposition; returns a verified mechanism.
 
@@ -220,7 +220,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp.md for the equivalence); the partitioner
     is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
     first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
-    (``"pdlp"`` or ``"smoothed"``) are passed on.
+    (``"auto"``, ``"pdlp"`` or ``"smoothed"``) are passed on.
 
     Raises
     ------

@@ -263,9 +263,31 @@ def test_the_fallback_gets_the_smoothed_share_of_the_time_limit(instance, monkey
     assert budgets and all(15.0 < b <= 20.0 for b in budgets)
 
 
+def test_auto_takes_pdlp_unless_the_time_limit_leaves_it_too_few_iterations(instance, monkeypatch) -> None:
+    """``auto`` (the default): PDLP without a time limit or with enough time for
+    PDLP_MIN_ITERATIONS expected iterations, the smoothed ascent (with its share) otherwise; an
+    explicit ``pdlp`` is never replaced."""
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 0)
+    monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 0)
+
+    def methods(**kw):
+        r = solve_colgen(p, gap=1e-6, **kw)
+        assert r.objective == pytest.approx(direct.objective, rel=1e-5)
+        return {s["method"] for s in r.details["dual_ascent"]}
+
+    assert methods(time_limit=20.0) == {"pdlp"}  # tens of thousands of iterations expected
+    monkeypatch.setattr(colgen, "PDLP_SECONDS_PER_NONZERO_ITERATION", 1.0)  # a machine 10^8 x slower
+    assert methods(time_limit=20.0) == {"smoothed"}
+    assert methods(time_limit=20.0, first_order="pdlp") == {"pdlp"}
+    assert methods() == {"pdlp"}  # no time limit: PDLP's default budget
+    monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 10**9)  # no default start at all: nothing to choose
+    assert methods(time_limit=20.0) == set()
+
+
 def test_bad_first_order_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
-    with pytest.raises(InputError, match="first-order start must be one of pdlp, smoothed"):
+    with pytest.raises(InputError, match="first-order start must be one of auto, pdlp, smoothed"):
         solve_colgen(p, first_order="simplex")
     with pytest.raises(SystemExit) as exc:
         main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
