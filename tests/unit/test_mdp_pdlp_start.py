@@ -81,6 +81,35 @@ def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
     assert r.lower_bound <= direct.objective * (1 + 1e-9)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "pdlp" and s["columns"] > 0 and s["iterations"] > 0 for s in starts)
+    # the second half of the budget went to the ascent from PDLP's duals, which kept or raised its bound
+    assert all(s["polish"]["bound"] >= s["polish"]["bound_before"] for s in starts)
+    assert all(s["bound"] == s["polish"]["bound"] for s in starts)
+
+
+def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
+    """The smoothed ascent started from an early PDLP iterate's duals: a bound at least PDLP's, and
+    still at most the optimum (weak duality); negative duals handed to it are clipped, so even a
+    bad start gives a valid bound."""
+    p, _, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 0.3)
+        assert start is not None and start.Y is not None and start.Y.shape == (cg.G.shape[1], cg.A.shape[0])
+        before = float(start.Q.min(axis=1).sum())
+        m, K = cg.G.shape
+        q, its = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 3.0, Y0=start.Y.T,
+                                             beta=1e-3 * abs(before) / (m * np.log(K)))
+        after = float(q.min(axis=1).sum())
+        assert its > 0 and before <= after <= opt_c * (1 + 1e-9)
+        assert before < opt_c * (1 - 1e-6)  # PDLP left a gap (about 5e-5 here) ...
+        assert after > before + 0.3 * (opt_c - before)  # ... and the ascent closes much of it (85 % measured)
+        bad = -np.abs(start.Y.T) * 1e3 - 1.0  # all negative: clipped to Y = 0, the trivial start
+        q_bad, _ = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 0.2, Y0=bad)
+        assert float(q_bad.min(axis=1).sum()) <= opt_c * (1 + 1e-9)
+        with pytest.raises(ValueError, match="mDP rows x outputs"):
+            colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 1.0, Y0=start.Y)
+    finally:
+        cg.close()
 
 
 def test_too_large_for_pdlp_falls_back_to_the_dual_ascent(instance, monkeypatch) -> None:
