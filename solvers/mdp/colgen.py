@@ -102,11 +102,13 @@ FIRST_ORDER_METHODS = ("auto", "pdlp", "smoothed")
 #: 1,000's 23.2 M nonzeros, 349 iterations in 150 s and 1,340 in 496 s: 16-19 ns)
 PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 
-#: ``auto`` runs the smoothed ascent instead of PDLP when PDLP's budget under a time limit buys fewer
-#: iterations than this: on gaussian 1,000, 331-349 PDLP iterations (300 s cap) ended with gap
-#: 0.40-0.41 against the smoothed start's 0.238, and 1,268-1,340 (900 s cap) with 0.075-0.088
-#: against 0.180
-PDLP_MIN_ITERATIONS = 1_000
+#: ``auto`` runs the smoothed ascent instead of PDLP when the whole start budget under a time limit
+#: would buy PDLP fewer iterations than this (estimated; setup not counted). Gaussian 1,000 side by
+#: side, one core each (AMD EPYC, stop 15, PDLP followed by the ascent from its duals): at a 300 s cap
+#: (about 380 expected) PDLP gap 0.135 against the smoothed start's 0.199; at a 120 s cap (about 150
+#: expected, 2 done after its setup) 0.642 against 0.265. Before the ascent after PDLP (stop 14) the
+#: threshold was 1,000: PDLP alone lost at 300 s (0.40 against 0.238)
+PDLP_MIN_ITERATIONS = 300
 
 #: share of a PDLP start's budget given to :func:`smoothed_dual_ascent` started from PDLP's duals, which
 #: raises the bound faster than more PDLP iterations (gaussian 1,000, 300 s: PDLP alone 1.0722,
@@ -1001,10 +1003,10 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             expected = budget / (nnz * PDLP_SECONDS_PER_NONZERO_ITERATION)
             if first_order == "auto" and method == "pdlp" and budget > 0 and math.isfinite(time_limit) \
                     and expected < PDLP_MIN_ITERATIONS:
-                method = "smoothed"
-                budget = _start_budget(method, idx.size * kept.size, time_limit, dual_ascent)
                 logger.info("component of %d records: about %.0f PDLP iterations in its %.0f s budget (< %d): "
                             "smoothed dual ascent instead", idx.size, expected, budget, PDLP_MIN_ITERATIONS)
+                method = "smoothed"
+                budget = _start_budget(method, idx.size * kept.size, time_limit, dual_ascent)
             if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
                 budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
             centre = None
