@@ -1018,8 +1018,11 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget - polish), tolerance=max(gap, 1e-7))
                     if start is not None:
                         q, its = start.Q, start.iterations
-                        if polish > 0 and start.Y is not None and time.perf_counter() < min(deadline, ta + budget):
-                            q, entry["polish"] = _polish(cg, start, min(deadline, ta + budget))
+                        end = min(deadline, ta + budget)
+                        if start.status == "Optimal":  # PDLP converged early: the ascent gets at most its time
+                            end = min(end, 2.0 * time.perf_counter() - ta)
+                        if polish > 0 and start.Y is not None and time.perf_counter() < end:
+                            q, entry["polish"] = _polish(cg, start, end)
                         start.Y = None
                         entry["columns"] = cg.add_primal_columns(start.Z)
                         entry["status"] = start.status
