@@ -71,8 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--first-order", default="auto", choices=["auto", "pdlp", "smoothed"],
                    help="columns: the first-order start: 'pdlp' (HiGHS's PDLP on the whole component LP: "
                         "start columns, duals and a certified bound), 'smoothed' (the mDP-row dual ascent: a "
-                        "certified bound only) or 'auto' (default: pdlp, unless --time-limit leaves it fewer "
-                        "than about 1,000 iterations or its LP would not fit in memory)")
+                        "certified bound only) or 'auto' (default: pdlp, unless --time-limit leaves it too few "
+                        "iterations or its LP would not fit in memory; docs/mdp.md)")
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")

@@ -702,13 +702,10 @@ class _ComponentCG:
         first-order start's mechanism, else the best single output for every record (a constant
         mechanism, private at any eps)."""
         if self.start_rows is not None:
-            Zc = self.start_rows
-        else:
-            Zc = np.zeros((self.m, self.Kc))
-            Zc[:, int(np.argmin(self.G.sum(axis=0)))] = 1.0
-        Z = np.zeros((self.m, self.K))
-        Z[:, self.kept] = Zc
-        return self._verified(Z)
+            return self._verified(self.start_rows)
+        Zc = np.zeros((self.m, self.Kc))
+        Zc[:, int(np.argmin(self.G.sum(axis=0)))] = 1.0
+        return self._verified(Zc)
 
     def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         g = self.G[:, j] - mu
@@ -769,19 +766,18 @@ class _ComponentCG:
         self.lp_solves += len(results)
         return results
 
-    def mechanism_rows(self, lam: np.ndarray) -> np.ndarray:
-        """The RMP's mechanism on the component, as ``m x K`` (zero in dropped outputs)."""
+    def verified_rows(self, lam: np.ndarray) -> tuple[np.ndarray, float]:
+        """The RMP's mechanism for column weights ``lam``, repaired and verified."""
         Zc = np.zeros((self.m, self.Kc))
         for j in np.flatnonzero(lam > 0):
             Zc[:, self.col_owner[j]] += lam[j] * self.col_ray[j]
+        return self._verified(Zc)
+
+    def _verified(self, Zc: np.ndarray) -> tuple[np.ndarray, float]:
+        """Rows ``m x K`` (zero in dropped outputs) from ``Zc`` on the kept outputs, repaired and
+        verified, and their loss."""
         Z = np.zeros((self.m, self.K))
         Z[:, self.kept] = Zc
-        return Z
-
-    def verified_rows(self, lam: np.ndarray) -> tuple[np.ndarray, float]:
-        return self._verified(self.mechanism_rows(lam))
-
-    def _verified(self, Z: np.ndarray) -> tuple[np.ndarray, float]:
         X, _ = repair_mechanism(Z, self.sub)  # type: ignore[arg-type]
         verify_mechanism(X, self.sub.dataset.distance, self.problem.eps, eta=self.problem.eta)
         cost = self.problem.cost[self.idx]
@@ -1086,7 +1082,7 @@ def _polish(cg: _ComponentCG, start: FirstOrderStart, deadline: float) -> tuple[
     beta = POLISH_SMOOTHING * gap_left / (m * math.log(max(K, 2)))
     q, its = smoothed_dual_ascent(cg.G, cg.A, deadline, Y0=start.Y.T, beta=beta)
     after = float(q.min(axis=1).sum())
-    if after < before:  # cannot happen (the ascent keeps its start's certificate); never lose it
+    if after < before:  # the ascent starts from PDLP's duals rounded to float32: never lose a hair of the bound
         q, after = start.Q, before
     logger.info("component of %d records: smoothed ascent after PDLP, %d iterations, bound %.10g -> %.10g", m, its,
                 before, after)
