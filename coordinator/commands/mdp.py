@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--max-iterations must be >= 1, got {args.max_iterations}")
         if args.dual_ascent is not None and not (math.isfinite(args.dual_ascent) and args.dual_ascent >= 0):
             raise InputError(f"--dual-ascent must be a number of seconds >= 0, got {args.dual_ascent}")
+        if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+            raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.eps is not None and not args.eps > 0:
         raise InputError(f"--eps must be > 0, got {args.eps}")
     if args.eta is not None and not args.eta > 0:

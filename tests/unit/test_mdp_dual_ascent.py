@@ -70,6 +70,21 @@ def test_bad_dual_ascent_budget_is_a_clear_error(capsys: pytest.CaptureFixture[s
     assert "--dual-ascent must be a number of seconds >= 0" in capsys.readouterr().err
 
 
+def test_bad_time_limit_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """On the command line a zero, negative, NaN or infinite limit is a user mistake, not a run that
+    stops at once with a trivial mechanism and status time_limit (exit 8, which it was). The API
+    keeps ``time_limit=0`` as "no time left" (test_mdp_colgen)."""
+    for bad in ("-5", "0", "nan", "inf"):
+        rc = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
+                   "--decomposition", "columns", "--time-limit", bad, "--json", "-"])
+        assert rc == 3
+        assert "--time-limit must be a positive number of seconds" in capsys.readouterr().err
+    rc = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
+               "--decomposition", "columns", "--time-limit", "30", "--json", "-"])
+    assert rc == 0  # a sane limit still runs
+    assert '"status": "optimal"' in capsys.readouterr().out
+
+
 def test_cli_reports_the_dual_ascent(tmp_path) -> None:
     out = tmp_path / "r.json"
     rc = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "2", "--eta", "0.9", "--method", "bd",
