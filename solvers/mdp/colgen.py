@@ -73,7 +73,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.errors import InputError, SolverError
-from solvers.lp.highs import new_highs, pass_lp, set_time_left
+from solvers.lp.highs import TIGHT_TOLERANCE, new_highs, pass_lp, set_time_left
 from solvers.lp.model import LinearProgram
 from solvers.mdp.pmo import (
     IterationRecord,
@@ -94,21 +94,47 @@ _RETRY_LOCK = threading.Lock()
 #: components with more than this many records x kept outputs get a first-order start by default
 DUAL_ASCENT_MIN_SIZE = 300_000
 
-#: first-order starts: HiGHS's PDLP on the whole component LP, the smoothed mDP-row dual ascent, or
-#: ``auto``: PDLP unless a time limit leaves it too few iterations (:data:`PDLP_MIN_ITERATIONS`)
-FIRST_ORDER_METHODS = ("auto", "pdlp", "smoothed")
+#: first-order starts: HiGHS's PDLP on the whole component LP, the smoothed mDP-row dual ascent, the
+#: ascent followed by PDLP on the outputs it screens (``screened``), or ``auto`` (see :func:`solve_colgen`)
+FIRST_ORDER_METHODS = ("auto", "pdlp", "smoothed", "screened")
+
+#: ``screened`` start, in three parts: the smoothed ascent, PDLP on the component LP restricted to
+#: the outputs its certificate marks as near some record's row minimum (for primal columns only: its
+#: duals certify nothing about the other outputs), then the ascent again from where it stopped.
+#: Shares of the start budget of the first ascent and of the ascent after PDLP
+SCREEN_ASCENT_SHARE = 1.0 / 3.0
+SCREEN_RESUME_SHARE = 1.0 / 3.0
+
+#: under a time limit the ``screened`` start gets this share of it; the column generation the rest.
+#: Gaussian 1,000 at a 300 s cap, one core each: half the cap (ascent, then PDLP) gap 0.041; 90 % in
+#: thirds (ascent, PDLP, ascent again) gap 0.026 (lower 1.0662 -> 1.0809; the column generation's
+#: master solves take about a minute each there and its first 150 s had raised the bound by 0.01)
+SCREEN_BUDGET_SHARE = 0.9
+
+#: at most this many outputs in the screened PDLP (fewer when memory is short): gaussian 1,000's giant
+#: component after 100 s of ascent, PDLP 100 s on 100 / 200 screened outputs: repaired start 1.1269 /
+#: 1.1054 (PDLP on all 965 outputs for 200 s: 1.1245; docs/benchmarks/mdp.md, stop 16)
+SCREEN_MAX_OUTPUTS = 200
+
+#: softmin temperature of :func:`screen_outputs`, relative to each record's row minimum
+SCREEN_TEMPERATURE = 1e-3
 
 #: PDLP's seconds per iteration per nonzero of the component LP (Intel Xeon, 2026-11-24: gaussian
 #: 1,000's 23.2 M nonzeros, 349 iterations in 150 s and 1,340 in 496 s: 16-19 ns)
 PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 
-#: ``auto`` runs the smoothed ascent instead of PDLP when the whole start budget under a time limit
-#: would buy PDLP fewer iterations than this (estimated; setup not counted). Gaussian 1,000 side by
-#: side, one core each (AMD EPYC, stop 15, PDLP followed by the ascent from its duals): at a 300 s cap
-#: (about 380 expected) PDLP gap 0.135 against the smoothed start's 0.199; at a 120 s cap (about 150
-#: expected, 2 done after its setup) 0.642 against 0.265. Before the ascent after PDLP (stop 14) the
-#: threshold was 1,000: PDLP alone lost at 300 s (0.40 against 0.238)
-PDLP_MIN_ITERATIONS = 300
+#: ``auto`` runs the screened start instead of PDLP on the whole LP when the start budget under a
+#: time limit would buy PDLP fewer than this many iterations on it (estimated; setup not counted).
+#: Gaussian 1,000, stop 16 (AMD EPYC, docs/benchmarks/mdp.md): at a 300 s cap (about 380 expected)
+#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 900 s (about 1,140) PDLP
+#: 0.020 (stop 15) against the screened start's 0.056; at 600 s (about 760) PDLP 0.027 (stop 15;
+#: the screened start not measured there)
+PDLP_MIN_ITERATIONS = 700
+
+#: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
+#: than this many expected iterations on the screened outputs (stop 15's threshold for PDLP on the
+#: whole LP: at a 120 s cap, 2 PDLP iterations after its setup lost to the smoothed start)
+SCREEN_MIN_ITERATIONS = 300
 
 #: share of a PDLP start's budget given to :func:`smoothed_dual_ascent` started from PDLP's duals, which
 #: raises the bound faster than more PDLP iterations (gaussian 1,000, 300 s: PDLP alone 1.0722,
@@ -133,6 +159,14 @@ _MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1
 #: ended "Unknown" with residuals 8e-7 to 8e-5 (near-parallel columns). Safe because the master only
 #: steers the pricing and proposes a mechanism that is repaired and verified; no bound comes from it
 MASTER_ACCEPT_INFEASIBILITY = 1e-5
+
+#: a priced column enters the master only if its reduced cost, normalised to unit mass, is below minus
+#: this: 10 x the master's dual feasibility tolerance. Below that the master's simplex does not pivot
+#: it in, the duals stay, and the same column is priced again: with a 1e-7 target gap on gaussian 70
+#: (giant component, screened start) 900 iterations each entered a column of reduced cost -4.3e-11
+#: until the iteration cap (a gap of 1e-2 left); such a column now counts as "nothing entered"
+ENTER_TOLERANCE = 10 * TIGHT_TOLERANCE
+
 
 class _OutOfTime(Exception):
     """A master solve reached the component's deadline (HiGHS's time limit) without a solution."""
@@ -219,7 +253,7 @@ def _softmin(Q: np.ndarray, beta: float) -> tuple[float, np.ndarray]:
 
 def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, max_iterations: int = 100_000,
                          check_every: int = 20, Y0: np.ndarray | None = None,
-                         beta: float | None = None) -> tuple[np.ndarray, int]:
+                         beta: float | None = None, state: dict[str, Any] | None = None) -> tuple[np.ndarray, int]:
     """Approximate the mDP-row dual ``max_{Y >= 0} sum_i min_k (G + A'Y)_ik`` by a first-order method.
 
     Accelerated projected gradient ascent (FISTA with gradient restarts) on the entropy-smoothed
@@ -236,6 +270,8 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     ``Y0`` (mDP rows x outputs, clipped at 0) starts the ascent from given duals, e.g. a PDLP start's
     (:data:`PDLP_POLISH_SHARE`); ``beta`` is then the first smoothing, which should be small next to
     the gap left (a large one first undoes the start). The returned ``Q`` is never worse than ``Y0``'s.
+    ``state``: a dict that receives the last iterate ``Y`` (float32) and smoothing ``beta``, to go on
+    later (``Y0=state["Y"], beta=state["beta"]``).
     """
     m, K = G.shape
     E = A.shape[0]
@@ -319,6 +355,8 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
                 V[...] = Y
             prev_phi = phi
             logger.debug("dual ascent it %d: beta %.3g, step %.3g, bound %.10g, smoothed %.10g", it, beta, step, b, phi)
+    if state is not None:
+        state.update(Y=Y, beta=beta)
     return best_q, it
 
 
@@ -431,6 +469,23 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     Q = np.asarray(G, dtype=float) + np.asarray(A.T @ Y.T)
     Z = np.clip(x.reshape(K, m).T, 0.0, None)
     return FirstOrderStart(Q=Q, mu=duals[:m].copy(), Z=np.ascontiguousarray(Z), iterations=iterations, status=status, Y=Y)
+
+
+def screen_outputs(Q: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` outputs (columns of ``Q``, records x outputs) that a certificate ``Q = G + A'Y``
+    marks as most used, in increasing order. At an optimal ``Y`` an output in use attains the row
+    minimum in every record it serves; so each record spreads a unit of weight over the outputs by a
+    softmin of its row at temperature :data:`SCREEN_TEMPERATURE` x its row minimum, and the outputs
+    with the most weight are kept (ties, e.g. outputs far from every minimum, by the smallest
+    relative distance to some row's minimum). A poorly converged ``Q`` has many row minima (gaussian
+    2,000 after 300 s of ascent: 556 distinct ones), so "near some minimum" alone does not rank."""
+    rmin = Q.min(axis=1, keepdims=True)
+    scale = np.abs(rmin) + 1e-12 * max(float(np.abs(rmin).mean()), 1e-300)
+    rel = (Q - rmin) / scale
+    w = np.exp(-rel / SCREEN_TEMPERATURE)
+    mass = (w / w.sum(axis=1, keepdims=True)).sum(axis=0)
+    order = np.lexsort((rel.min(axis=0), -mass))
+    return np.sort(order[:max(1, min(int(n), Q.shape[1]))])
 
 
 class _ComponentCG:
@@ -851,7 +906,8 @@ class _ComponentCG:
                     for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc, deadline):
                         if z is None or z.sum() <= 0:
                             continue
-                        if float((self.G[:, j] - mu_r) @ z) < -1e-3 * tau * max(1.0, float(z.max())):
+                        rc = float((self.G[:, j] - mu_r) @ z)
+                        if rc < -1e-3 * tau * max(1.0, float(z.max())) and rc < -ENTER_TOLERANCE * float(z.sum()):
                             new_k.append(j)
                             new_v.append(z / z.sum())
                     cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
@@ -990,21 +1046,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         kept_sizes.append(int(kept.size))
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep)
         try:
-            method = "pdlp" if first_order == "auto" else first_order
-            nnz = (idx.size + 2 * cg.E) * kept.size
-            if method == "pdlp" and (why := _pdlp_too_large(nnz)):
-                method = "smoothed"  # the whole component LP would not fit in memory: the dual ascent does
-                logger.info("component of %d records: no PDLP start (%s); smoothed dual ascent instead", idx.size, why)
-            budget = _start_budget(method, idx.size * kept.size, time_limit, dual_ascent)
-            expected = budget / (nnz * PDLP_SECONDS_PER_NONZERO_ITERATION)
-            if first_order == "auto" and method == "pdlp" and budget > 0 and math.isfinite(time_limit) \
-                    and expected < PDLP_MIN_ITERATIONS:
-                logger.info("component of %d records: about %.0f PDLP iterations in its %.0f s budget (< %d): "
-                            "smoothed dual ascent instead", idx.size, expected, budget, PDLP_MIN_ITERATIONS)
-                method = "smoothed"
-                budget = _start_budget(method, idx.size * kept.size, time_limit, dual_ascent)
-            if method == "pdlp" and idx.size * kept.size < PDLP_MIN_SIZE:
-                budget = 0.0  # the pricing LPs of a small component are cheaper than any first-order start
+            method, budget = _choose_start(first_order, idx.size, cg.E, kept.size, time_limit, dual_ascent)
             centre = None
             if budget > 0:
                 ta = time.perf_counter()
@@ -1025,6 +1067,25 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                         centre = start.mu
                     else:
                         q, its = None, 0
+                elif method == "screened":
+                    resume = SCREEN_RESUME_SHARE * budget
+                    state: dict[str, Any] = {}
+                    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + SCREEN_ASCENT_SHARE * budget),
+                                                  state=state if resume > 0 else None)
+                    entry["screened"] = _screened_primal(cg, q, min(deadline, ta + budget - resume), max(gap, 1e-7))
+                    if resume > 0 and "Y" in state and time.perf_counter() < min(deadline, ta + budget):
+                        # the ascent goes on from its last iterate and smoothing; the better certificate is kept
+                        tr = time.perf_counter()
+                        before = float(q.min(axis=1).sum())
+                        q2, its2 = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget), Y0=state.pop("Y"),
+                                                        beta=state["beta"])
+                        after = float(q2.min(axis=1).sum())
+                        if after > before:
+                            q = q2
+                        its += its2
+                        entry["screened"]["ascent_after"] = {"iterations": its2, "seconds": time.perf_counter() - tr,
+                                                             "bound_before": before, "bound": max(before, after)}
+                    state.clear()
                 else:
                     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
                 if q is not None:
@@ -1089,15 +1150,85 @@ def _polish(cg: _ComponentCG, start: FirstOrderStart, deadline: float) -> tuple[
     return q, {"iterations": its, "seconds": time.perf_counter() - t, "bound_before": before, "bound": after}
 
 
+def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance: float) -> dict[str, Any]:
+    """PDLP on the component LP restricted to the outputs :func:`screen_outputs` picks from ``Q``
+    (records x outputs), until ``deadline``; its primal columns, repaired, enter the master (the
+    restricted LP's mechanisms are mechanisms of the whole: the other outputs get no mass). Returns
+    what it did (``outputs``, ``iterations``, ``seconds``, ``status``, ``columns``). PDLP's unit-row
+    duals are not used as a stability centre: they are the restricted LP's, and on a 51-record
+    component with 10 of 60 outputs screened the column generation around them used up its 1,000
+    iterations at a gap of 1e-2 (from the ascent's bound alone it converges)."""
+    t = time.perf_counter()
+    n = min(SCREEN_MAX_OUTPUTS, cg.Kc)
+    while n > 1 and _pdlp_too_large((cg.m + 2 * cg.E) * n):
+        n //= 2
+    out: dict[str, Any] = {"outputs": 0, "iterations": 0, "status": "none", "columns": 0}
+    if why := _pdlp_too_large((cg.m + 2 * cg.E) * n):
+        logger.info("component of %d records: no PDLP even on one output (%s)", cg.m, why)
+        out["seconds"] = time.perf_counter() - t
+        return out
+    S = screen_outputs(Q, n)
+    start = pdlp_start(cg.G[:, S], cg.A, deadline, tolerance=tolerance)
+    out["outputs"] = int(S.size)
+    if start is not None:
+        Z = np.zeros((cg.m, cg.Kc))
+        Z[:, S] = start.Z
+        out.update(iterations=start.iterations, status=start.status, columns=cg.add_primal_columns(Z))
+    out["seconds"] = time.perf_counter() - t
+    logger.info("component of %d records: PDLP on %d screened outputs, %d iterations (%s), %d columns", cg.m,
+                S.size, out["iterations"], out["status"], out["columns"])
+    return out
+
+
+def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, dual_ascent: float | None
+                  ) -> tuple[str, float]:
+    """The first-order start of a component (``m`` records, ``E`` mDP rows, ``Kc`` kept outputs) and
+    its budget in seconds (0: none).
+
+    ``auto`` takes ``pdlp`` when its budget buys at least :data:`PDLP_MIN_ITERATIONS` expected
+    iterations on the whole LP (no time limit: always), else ``screened``, and that only if its PDLP
+    gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else
+    ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
+    ``screened`` (PDLP on as many outputs as fit). PDLP-based starts are skipped on components below
+    :data:`PDLP_MIN_SIZE` records x kept outputs (their pricing LPs are cheaper)."""
+    size = m * Kc
+    method = first_order
+    if method == "auto":
+        method = "pdlp"
+        budget = _start_budget(method, size, time_limit, dual_ascent)
+        expected = budget / ((m + 2 * E) * Kc * PDLP_SECONDS_PER_NONZERO_ITERATION)
+        if math.isfinite(time_limit) and budget > 0 and expected < PDLP_MIN_ITERATIONS:
+            logger.info("component of %d records: about %.0f PDLP iterations on the whole LP in %.0f s (< %d): "
+                        "PDLP on screened outputs instead", m, expected, budget, PDLP_MIN_ITERATIONS)
+            method = "screened"
+    if method == "pdlp" and (why := _pdlp_too_large((m + 2 * E) * Kc)):
+        method = "screened"
+        logger.info("component of %d records: no PDLP start on the whole LP (%s); PDLP on screened outputs", m, why)
+    budget = _start_budget(method, size, time_limit, dual_ascent)
+    if first_order == "auto" and method == "screened" and budget > 0 and math.isfinite(time_limit):
+        nnz = (m + 2 * E) * min(SCREEN_MAX_OUTPUTS, Kc)
+        pdlp_seconds = (1.0 - SCREEN_ASCENT_SHARE - SCREEN_RESUME_SHARE) * budget
+        expected = pdlp_seconds / (nnz * PDLP_SECONDS_PER_NONZERO_ITERATION)
+        if expected < SCREEN_MIN_ITERATIONS:
+            logger.info("component of %d records: about %.0f PDLP iterations on screened outputs in %.0f s (< %d): "
+                        "smoothed dual ascent instead", m, expected, pdlp_seconds, SCREEN_MIN_ITERATIONS)
+            method = "smoothed"
+            budget = _start_budget(method, size, time_limit, dual_ascent)
+    if method in ("pdlp", "screened") and size < PDLP_MIN_SIZE:
+        budget = 0.0
+    return method, budget
+
+
 def _start_budget(method: str, size: int, time_limit: float, dual_ascent: float | None) -> float:
     """Seconds of the first-order start on a component of ``size`` records x kept outputs: the
     given ``dual_ascent``, else (components above :data:`DUAL_ASCENT_MIN_SIZE`) half the time limit
-    (300 s without one) for PDLP and a fifth (60 s) for the smoothed ascent."""
+    (300 s without one) for PDLP, :data:`SCREEN_BUDGET_SHARE` of it (300 s) for the screened start
+    and a fifth (60 s) for the smoothed ascent."""
     if dual_ascent is not None:
         return float(dual_ascent)
     if size <= DUAL_ASCENT_MIN_SIZE:
         return 0.0
-    share, fallback = (0.5, 300.0) if method == "pdlp" else (0.2, 60.0)
+    share, fallback = {"pdlp": (0.5, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}.get(method, (0.2, 60.0))
     return share * time_limit if math.isfinite(time_limit) else fallback
 
 

@@ -112,12 +112,16 @@ def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
         cg.close()
 
 
-def test_too_large_for_pdlp_falls_back_to_the_dual_ascent(instance, monkeypatch) -> None:
+def test_too_large_for_pdlp_falls_back_to_the_screened_start(instance, monkeypatch) -> None:
+    """A PDLP start whose whole LP is too large becomes the screened start; when not even one
+    output's LP fits, its PDLP is skipped and only the ascent runs."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "PDLP_MAX_NONZEROS", 1)
     r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
-    assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "screened" and s["screened"]["outputs"] == 0 for s in starts)
+    assert all(s["screened"]["columns"] == 0 and s["iterations"] > 0 for s in starts)
 
 
 def test_a_start_that_would_not_fit_in_memory_is_not_run(instance, monkeypatch) -> None:
@@ -127,7 +131,8 @@ def test_a_start_that_would_not_fit_in_memory_is_not_run(instance, monkeypatch) 
     monkeypatch.setattr(colgen, "available_memory", lambda: 1_000)
     r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
-    assert r.details["dual_ascent"] and all(s["method"] == "smoothed" for s in r.details["dual_ascent"])
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "screened" and s["screened"]["outputs"] == 0 for s in starts)
     assert "GiB available" in colgen._pdlp_too_large(10**6)
     monkeypatch.setattr(colgen, "available_memory", lambda: None)
     assert colgen._pdlp_too_large(10**6) == ""
@@ -273,29 +278,37 @@ def test_a_box_that_leaves_the_master_unbounded_is_widened_then_dropped(instance
         cg.close()
 
 
-def test_the_fallback_gets_the_smoothed_share_of_the_time_limit(instance, monkeypatch) -> None:
-    """A PDLP start refused for size runs the smoothed ascent with the smoothed budget (a fifth of
-    the cap), not PDLP's half."""
+def test_the_fallback_gets_the_screened_shares_of_the_time_limit(instance, monkeypatch) -> None:
+    """A PDLP start refused for size runs the screened start with its budget (SCREEN_BUDGET_SHARE of
+    the cap), whose first ascent gets SCREEN_ASCENT_SHARE of it; its PDLP does not fit either, so
+    the ascent goes on from its last iterate for the rest of the budget."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "PDLP_MAX_NONZEROS", 1)
     monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 0)
     budgets: list[float] = []
+    starts: list[bool] = []
     real = colgen.smoothed_dual_ascent
 
     def spy(G, A, deadline, **kw):
         budgets.append(deadline - time.perf_counter())
+        starts.append(kw.get("Y0") is not None)
         return real(G, A, deadline, **kw)
 
     monkeypatch.setattr(colgen, "smoothed_dual_ascent", spy)
-    r = solve_colgen(p, gap=1e-6, time_limit=100.0, first_order="pdlp")
-    assert r.objective == pytest.approx(direct.objective, rel=1e-5)
-    assert budgets and all(15.0 < b <= 20.0 for b in budgets)
+    r = solve_colgen(p, gap=1e-6, time_limit=30.0, first_order="pdlp")
+    # the column generation may get too little of the cap to certify: the bounds stay valid
+    assert r.lower_bound <= direct.objective * (1 + 1e-9) <= r.objective * (1 + 2e-9)
+    first = 30.0 * colgen.SCREEN_BUDGET_SHARE * colgen.SCREEN_ASCENT_SHARE
+    assert budgets and budgets[0] == pytest.approx(first, abs=1.0) and not starts[0]
+    # where the first ascent ran to its deadline, the second went on from its iterate
+    assert all(resumed for resumed in starts[1:])
 
 
-def test_auto_takes_pdlp_unless_the_time_limit_leaves_it_too_few_iterations(instance, monkeypatch) -> None:
-    """``auto`` (the default): PDLP without a time limit or with enough time for
-    PDLP_MIN_ITERATIONS expected iterations, the smoothed ascent (with its share) otherwise; an
-    explicit ``pdlp`` is never replaced."""
+def test_auto_takes_pdlp_then_the_screened_start_then_the_smoothed_ascent(instance, monkeypatch) -> None:
+    """``auto`` (the default): PDLP on the whole LP without a time limit or when its budget buys
+    PDLP_MIN_ITERATIONS expected iterations; else the screened start when its PDLP gets
+    SCREEN_MIN_ITERATIONS on the screened outputs; else the smoothed ascent (with its share). An
+    explicit choice is never replaced."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 0)
     monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 0)
@@ -306,20 +319,84 @@ def test_auto_takes_pdlp_unless_the_time_limit_leaves_it_too_few_iterations(inst
         return {s["method"] for s in r.details["dual_ascent"]}
 
     assert methods(time_limit=20.0) == {"pdlp"}  # tens of thousands of iterations expected
-    monkeypatch.setattr(colgen, "PDLP_SECONDS_PER_NONZERO_ITERATION", 1.0)  # a machine 10^8 x slower
+    assert methods(dual_ascent=1.0) == {"pdlp"}  # no time limit
+    monkeypatch.setattr(colgen, "PDLP_MIN_ITERATIONS", 10**12)  # as on a slow machine or a short cap
+    assert methods(time_limit=20.0) == {"screened"}
+    assert methods(dual_ascent=1.0) == {"pdlp"}  # no time limit: PDLP
+    monkeypatch.setattr(colgen, "SCREEN_MIN_ITERATIONS", 10**12)
     assert methods(time_limit=20.0) == {"smoothed"}
     assert methods(time_limit=20.0, first_order="pdlp") == {"pdlp"}
-    assert methods() == {"pdlp"}  # no time limit: PDLP's default budget
+    assert methods(time_limit=20.0, first_order="screened") == {"screened"}
+    # the estimates themselves: a machine 10^8 x slower leaves no start but the smoothed one
+    monkeypatch.setattr(colgen, "PDLP_MIN_ITERATIONS", 700)
+    monkeypatch.setattr(colgen, "SCREEN_MIN_ITERATIONS", 300)
+    monkeypatch.setattr(colgen, "PDLP_SECONDS_PER_NONZERO_ITERATION", 1.0)
+    assert methods(time_limit=20.0) == {"smoothed"}
     monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 10**9)  # no default start at all: nothing to choose
     assert methods(time_limit=20.0) == set()
 
 
 def test_bad_first_order_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
-    with pytest.raises(InputError, match="first-order start must be one of auto, pdlp, smoothed"):
+    with pytest.raises(InputError, match="first-order start must be one of auto, pdlp, smoothed, screened"):
         solve_colgen(p, first_order="simplex")
     with pytest.raises(SystemExit) as exc:
         main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
               "--decomposition", "columns", "--first-order", "simplex", "--json", "-"])
     assert exc.value.code == 2
     assert "invalid choice: 'simplex'" in capsys.readouterr().err
+
+
+def test_screen_outputs_ranks_outputs_by_the_records_they_serve() -> None:
+    """Each record spreads a unit of weight over its near-minimal outputs (softmin of its row); the
+    outputs with the most weight are kept, ties broken by the distance to some row's minimum."""
+    Q = np.array([[1.0, 1.0001, 2.0, 3.0],
+                  [1.0, 2.0, 1.0, 3.0],
+                  [5.0, 5.0, 5.0, 4.99],
+                  [7.0, 7.5, 7.0, 6.0]])
+    assert list(colgen.screen_outputs(Q, 1)) == [3]  # the minimum of two records
+    assert list(colgen.screen_outputs(Q, 2)) == [0, 3]  # then the output record 0 and record 1 share
+    assert list(colgen.screen_outputs(Q, 3)) == [0, 2, 3]
+    assert list(colgen.screen_outputs(Q, 99)) == [0, 1, 2, 3]
+    # far from every minimum: no weight, ranked by the relative distance to the nearest row minimum
+    far = np.array([[1.0, 3.0, 2.0], [1.0, 3.0, 2.0]])
+    assert list(colgen.screen_outputs(far, 2)) == [0, 2]
+
+
+def test_colgen_with_a_screened_start_equals_direct(instance, monkeypatch) -> None:
+    """The ascent, then PDLP on the outputs its certificate marks (10 of the 60 kept here): start
+    columns from a restricted LP, a bound from the ascent only; the column generation, which prices
+    every output, still ends at the optimum. (Regression: with these columns, columns whose reduced
+    cost was below the master's dual tolerance entered without a pivot, 900 times over, until the
+    iteration cap; ENTER_TOLERANCE.)"""
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "SCREEN_MAX_OUTPUTS", 10)
+    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="screened")
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.status == "optimal"
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "screened" and s["iterations"] > 0 for s in starts)
+    for s in starts:
+        sc = s["screened"]
+        assert 1 <= sc["outputs"] <= 10
+        assert sc["iterations"] > 0 and sc["columns"] > 0
+
+
+def test_screened_start_shrinks_to_the_memory_available(instance, monkeypatch) -> None:
+    """With too little memory for PDLP on many outputs the screened LP keeps fewer (down to one:
+    all mass on one output is still a mechanism) instead of being refused."""
+    p, direct, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        q, _ = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 0.5)
+        per_output = (cg.m + 2 * cg.E) * colgen.PDLP_BYTES_PER_NONZERO / colgen.PDLP_MEMORY_SHARE
+        monkeypatch.setattr(colgen, "available_memory", lambda: int(3.5 * per_output))
+        info = colgen._screened_primal(cg, q, time.perf_counter() + 2.0, 1e-7)
+        # halved until it fits: at most 3.5 outputs' worth of memory, and the size before did not fit
+        assert 1 <= info["outputs"] <= 3.5 < 2 * info["outputs"] + 1
+        assert info["columns"] > 0
+        _, rmp, _ = cg.solve_master()
+        assert rmp >= opt_c * (1 - 1e-9)  # a restriction of the PMO
+    finally:
+        cg.close()
