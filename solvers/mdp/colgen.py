@@ -126,9 +126,8 @@ PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 #: ``auto`` runs the screened start instead of PDLP on the whole LP when the start budget under a
 #: time limit would buy PDLP fewer than this many iterations on it (estimated; setup not counted).
 #: Gaussian 1,000, stop 16 (AMD EPYC, docs/benchmarks/mdp.md): at a 300 s cap (about 380 expected)
-#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 900 s (about 1,140) PDLP
-#: 0.020 (stop 15) against the screened start's 0.056; at 600 s (about 760) PDLP 0.027 (stop 15;
-#: the screened start not measured there)
+#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 600 s (about 760) PDLP
+#: 0.048 against 0.060, side by side; at 900 s (about 1,140) PDLP 0.020 (stop 15) against 0.056
 PDLP_MIN_ITERATIONS = 700
 
 #: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
