@@ -116,6 +116,11 @@ SCREEN_BUDGET_SHARE = 0.9
 #: 1.1054 (PDLP on all 965 outputs for 200 s: 1.1245; docs/benchmarks/mdp.md, stop 16)
 SCREEN_MAX_OUTPUTS = 200
 
+#: at most this many PDLP iterations on the screened outputs (the rest of its time goes to the ascent
+#: after it): its repaired iterate got worse with longer runs on gaussian 1,000 (1.1000-1.1120 after
+#: 1,783-2,259 iterations, 1.1520 after 4,529, 1.1518 after 6,277; docs/benchmarks/mdp.md, stop 16)
+SCREEN_PDLP_ITERATIONS = 2_500
+
 #: softmin temperature of :func:`screen_outputs`, relative to each record's row minimum
 SCREEN_TEMPERATURE = 1e-3
 
@@ -126,9 +131,11 @@ PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 #: ``auto`` runs the screened start instead of PDLP on the whole LP when the start budget under a
 #: time limit would buy PDLP fewer than this many iterations on it (estimated; setup not counted).
 #: Gaussian 1,000, stop 16 (AMD EPYC, docs/benchmarks/mdp.md): at a 300 s cap (about 380 expected)
-#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 600 s (about 760) PDLP
-#: 0.048 against 0.060, side by side; at 900 s (about 1,140) PDLP 0.020 (stop 15) against 0.056
-PDLP_MIN_ITERATIONS = 700
+#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 600 s (about 760) 0.023
+#: against PDLP's 0.042 side by side (with :data:`SCREEN_PDLP_ITERATIONS`; 0.060 against 0.048
+#: without); at 900 s (about 1,140) PDLP 0.020 (stop 15) against 0.056 for the screened start
+#: without the iteration cap (with it: not measured)
+PDLP_MIN_ITERATIONS = 1_000
 
 #: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
 #: than this many expected iterations on the screened outputs (stop 15's threshold for PDLP on the
@@ -422,7 +429,8 @@ def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
     return sp.vstack([unit, blocks], format="csc")
 
 
-def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-7) -> FirstOrderStart | None:
+def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-7,
+               iteration_limit: int | None = None) -> FirstOrderStart | None:
     """Solve the component's PMO approximately with HiGHS's first-order PDLP solver (cuPDLP-C).
 
     A primal-dual hybrid gradient method with restarts (Applegate et al. 2021; HiGHS's
@@ -443,6 +451,8 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
         return None
     # cuPDLP-C: returns its iterate at the time limit (HiPDLP returns none)
     h = new_highs({"solver": "pdlp", "pdlp_optimality_tolerance": float(tolerance)}, tight=True)
+    if iteration_limit is not None:
+        h.setOptionValue("pdlp_iteration_limit", int(iteration_limit))
     lp = LinearProgram(c=np.ascontiguousarray(G.T).ravel(), A=component_lp_colwise(G, A),
                        row_lower=np.concatenate([np.ones(m), np.full(E * K, -np.inf)]),
                        row_upper=np.concatenate([np.ones(m), np.zeros(E * K)]),
@@ -1167,7 +1177,7 @@ def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance
         out["seconds"] = time.perf_counter() - t
         return out
     S = screen_outputs(Q, n)
-    start = pdlp_start(cg.G[:, S], cg.A, deadline, tolerance=tolerance)
+    start = pdlp_start(cg.G[:, S], cg.A, deadline, tolerance=tolerance, iteration_limit=SCREEN_PDLP_ITERATIONS)
     out["outputs"] = int(S.size)
     if start is not None:
         Z = np.zeros((cg.m, cg.Kc))
