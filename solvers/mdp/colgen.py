@@ -128,14 +128,9 @@ SCREEN_TEMPERATURE = 1e-3
 #: 1,000's 23.2 M nonzeros, 349 iterations in 150 s and 1,340 in 496 s: 16-19 ns)
 PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 
-#: ``auto`` runs the screened start instead of PDLP on the whole LP when the start budget under a
-#: time limit would buy PDLP fewer than this many iterations on it (estimated; setup not counted).
-#: Gaussian 1,000, stop 16 (AMD EPYC, docs/benchmarks/mdp.md): at a 300 s cap (about 380 expected)
-#: the screened start's gap 0.026 against PDLP's 0.126, side by side; at 600 s (about 760) 0.023
-#: against PDLP's 0.042 side by side (with :data:`SCREEN_PDLP_ITERATIONS`; 0.060 against 0.048
-#: without); at 900 s (about 1,140) PDLP 0.020 (stop 15) against 0.056 for the screened start
-#: without the iteration cap (with it: not measured)
-PDLP_MIN_ITERATIONS = 1_000
+#: under a time limit ``auto`` takes the screened start, without one PDLP on the whole LP. Gaussian
+#: 1,000, side by side, one core each (stop 16, docs/benchmarks/mdp.md): screened against PDLP 0.026
+#: against 0.126 at a 300 s cap, 0.023 against 0.042 at 600 s, 0.016 against 0.031 at 900 s
 
 #: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
 #: than this many expected iterations on the screened outputs (stop 15's threshold for PDLP on the
@@ -1194,22 +1189,15 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     """The first-order start of a component (``m`` records, ``E`` mDP rows, ``Kc`` kept outputs) and
     its budget in seconds (0: none).
 
-    ``auto`` takes ``pdlp`` when its budget buys at least :data:`PDLP_MIN_ITERATIONS` expected
-    iterations on the whole LP (no time limit: always), else ``screened``, and that only if its PDLP
-    gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else
+    ``auto`` takes ``pdlp`` without a time limit and ``screened`` under one, and that only if its
+    PDLP gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else
     ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
     ``screened`` (PDLP on as many outputs as fit). PDLP-based starts are skipped on components below
     :data:`PDLP_MIN_SIZE` records x kept outputs (their pricing LPs are cheaper)."""
     size = m * Kc
     method = first_order
     if method == "auto":
-        method = "pdlp"
-        budget = _start_budget(method, size, time_limit, dual_ascent)
-        expected = budget / ((m + 2 * E) * Kc * PDLP_SECONDS_PER_NONZERO_ITERATION)
-        if math.isfinite(time_limit) and budget > 0 and expected < PDLP_MIN_ITERATIONS:
-            logger.info("component of %d records: about %.0f PDLP iterations on the whole LP in %.0f s (< %d): "
-                        "PDLP on screened outputs instead", m, expected, budget, PDLP_MIN_ITERATIONS)
-            method = "screened"
+        method = "screened" if math.isfinite(time_limit) else "pdlp"
     if method == "pdlp" and (why := _pdlp_too_large((m + 2 * E) * Kc)):
         method = "screened"
         logger.info("component of %d records: no PDLP start on the whole LP (%s); PDLP on screened outputs", m, why)
