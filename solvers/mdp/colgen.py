@@ -128,10 +128,6 @@ SCREEN_TEMPERATURE = 1e-3
 #: 1,000's 23.2 M nonzeros, 349 iterations in 150 s and 1,340 in 496 s: 16-19 ns)
 PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 
-#: under a time limit ``auto`` takes the screened start, without one PDLP on the whole LP. Gaussian
-#: 1,000, side by side, one core each (stop 16, docs/benchmarks/mdp.md): screened against PDLP 0.026
-#: against 0.126 at a 300 s cap, 0.023 against 0.042 at 600 s, 0.016 against 0.031 at 900 s
-
 #: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
 #: than this many expected iterations on the screened outputs (stop 15's threshold for PDLP on the
 #: whole LP: at a 120 s cap, 2 PDLP iterations after its setup lost to the smoothed start)
@@ -1072,24 +1068,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     else:
                         q, its = None, 0
                 elif method == "screened":
-                    resume = SCREEN_RESUME_SHARE * budget
-                    state: dict[str, Any] = {}
-                    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + SCREEN_ASCENT_SHARE * budget),
-                                                  state=state if resume > 0 else None)
-                    entry["screened"] = _screened_primal(cg, q, min(deadline, ta + budget - resume), max(gap, 1e-7))
-                    if resume > 0 and "Y" in state and time.perf_counter() < min(deadline, ta + budget):
-                        # the ascent goes on from its last iterate and smoothing; the better certificate is kept
-                        tr = time.perf_counter()
-                        before = float(q.min(axis=1).sum())
-                        q2, its2 = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget), Y0=state.pop("Y"),
-                                                        beta=state["beta"])
-                        after = float(q2.min(axis=1).sum())
-                        if after > before:
-                            q = q2
-                        its += its2
-                        entry["screened"]["ascent_after"] = {"iterations": its2, "seconds": time.perf_counter() - tr,
-                                                             "bound_before": before, "bound": max(before, after)}
-                    state.clear()
+                    q, its, entry["screened"] = _screened_start(cg, ta, budget, deadline, max(gap, 1e-7))
                 else:
                     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
                 if q is not None:
@@ -1139,19 +1118,47 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
 def _polish(cg: _ComponentCG, start: FirstOrderStart, deadline: float) -> tuple[np.ndarray, dict[str, float]]:
     """Go on from a PDLP start's mDP-row duals with :func:`smoothed_dual_ascent` until ``deadline``;
     returns the better certificate ``Q`` and what it did (iterations, seconds, bounds)."""
-    t = time.perf_counter()
     before = float(start.Q.min(axis=1).sum())
     m, K = cg.G.shape
     # the gap PDLP left, estimated by its own (unrepaired, maybe slightly infeasible) primal value
     gap_left = max(float(np.sum(cg.G * start.Z)) - before, 1e-3 * abs(before))
     beta = POLISH_SMOOTHING * gap_left / (m * math.log(max(K, 2)))
-    q, its = smoothed_dual_ascent(cg.G, cg.A, deadline, Y0=start.Y.T, beta=beta)
+    return _ascend_from(cg, start.Q, start.Y.T, beta, deadline, "after PDLP")
+
+
+def _ascend_from(cg: _ComponentCG, q_before: np.ndarray, Y0: np.ndarray, beta: float, deadline: float,
+                 what: str) -> tuple[np.ndarray, dict[str, float]]:
+    """:func:`smoothed_dual_ascent` from duals ``Y0`` (mDP rows x outputs) with first smoothing ``beta``
+    until ``deadline``; returns the better of its certificate and ``q_before`` (the certificate of
+    ``Y0``, or of an earlier iterate) and what it did (iterations, seconds, bounds)."""
+    t = time.perf_counter()
+    before = float(q_before.min(axis=1).sum())
+    q, its = smoothed_dual_ascent(cg.G, cg.A, deadline, Y0=Y0, beta=beta)
     after = float(q.min(axis=1).sum())
-    if after < before:  # the ascent starts from PDLP's duals rounded to float32: never lose a hair of the bound
-        q, after = start.Q, before
-    logger.info("component of %d records: smoothed ascent after PDLP, %d iterations, bound %.10g -> %.10g", m, its,
+    if after < before:  # the ascent starts from Y0 rounded to float32: never lose a hair of the bound
+        q, after = q_before, before
+    logger.info("component of %d records: smoothed ascent %s, %d iterations, bound %.10g -> %.10g", cg.m, what, its,
                 before, after)
     return q, {"iterations": its, "seconds": time.perf_counter() - t, "bound_before": before, "bound": after}
+
+
+def _screened_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, tolerance: float
+                    ) -> tuple[np.ndarray, int, dict[str, Any]]:
+    """The ``screened`` start begun at ``ta`` with ``budget`` seconds: the ascent
+    (:data:`SCREEN_ASCENT_SHARE`), PDLP on the outputs it screens (:func:`_screened_primal`), then
+    the ascent again from its last iterate and smoothing (:data:`SCREEN_RESUME_SHARE`). Returns the
+    best certificate ``Q``, the ascents' iterations and what the screened PDLP did (with
+    ``ascent_after`` when the second ascent ran)."""
+    end = min(deadline, ta + budget)
+    resume = SCREEN_RESUME_SHARE * budget
+    state: dict[str, Any] = {}
+    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + SCREEN_ASCENT_SHARE * budget),
+                                  state=state if resume > 0 else None)
+    info = _screened_primal(cg, q, min(deadline, ta + budget - resume), tolerance)
+    if resume > 0 and "Y" in state and time.perf_counter() < end:
+        q, info["ascent_after"] = _ascend_from(cg, q, state.pop("Y"), state["beta"], end, "after the screened PDLP")
+        its += info["ascent_after"]["iterations"]
+    return q, its, info
 
 
 def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance: float) -> dict[str, Any]:
@@ -1189,9 +1196,11 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     """The first-order start of a component (``m`` records, ``E`` mDP rows, ``Kc`` kept outputs) and
     its budget in seconds (0: none).
 
-    ``auto`` takes ``pdlp`` without a time limit and ``screened`` under one, and that only if its
-    PDLP gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else
-    ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
+    ``auto`` takes ``pdlp`` without a time limit and ``screened`` under one (gaussian 1,000, side by
+    side, one core each, stop 16: screened against PDLP 0.026 against 0.126 at a 300 s cap, 0.023
+    against 0.042 at 600 s, 0.016 against 0.031 at 900 s; docs/benchmarks/mdp.md), and that only if
+    its PDLP gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs,
+    else ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
     ``screened`` (PDLP on as many outputs as fit). PDLP-based starts are skipped on components below
     :data:`PDLP_MIN_SIZE` records x kept outputs (their pricing LPs are cheaper)."""
     size = m * Kc
