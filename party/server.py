@@ -17,12 +17,16 @@ gRPC rules (docs/protocol.md):
   on shutdown;
 - ``serve`` returns after the session is closed (Close RPC), after a signal
   (SIGTERM/SIGINT: NOT_SERVING, then ``server.stop(grace)``), or after an idle timeout
-  with no coordinator contact, so a party process is never left running forever.
+  with no coordinator contact, so a party process is never left running forever;
+- a process that has begun to stop is not allowed to hang in gRPC's shutdown or in the
+  interpreter's exit: ``ExitWatchdog`` ends it with ``os._exit`` once a deadline passes
+  (armed by the signal handler, and by the CLI before it returns).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -233,6 +237,54 @@ def start_party_server(address: str, session: "object", *, tls: ServerTls | None
     return PartyServer(server, port, servicer, health_servicer)
 
 
+class ExitWatchdog:
+    """Ends the process with ``os._exit(code)`` if it is still alive ``seconds`` after ``arm``.
+
+    A party that has been told to stop (a signal, the launcher's death) must go away even if
+    a gRPC thread or the interpreter's exit blocks (seen once under load: a party re-parented
+    after its launcher's kill -9 hung in shutdown with its signal handler still installed, so
+    a second SIGTERM was ignored). The first ``arm`` starts a daemon thread; later calls only
+    change the exit code; ``disarm`` stops the countdown for good (a stop that finished).
+    The message goes to fd 2 with ``os.write`` (no Python-level lock that a stuck thread could
+    hold).
+    """
+
+    def __init__(self, seconds: float, label: str = "securelp") -> None:
+        if not seconds > 0:
+            raise E.ConfigError(f"exit watchdog needs a positive delay, got {seconds}")
+        self.seconds = float(seconds)
+        self.label = label
+        self.code = int(E.ExitCode.INTERRUPTED)
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self._thread is not None and not self._cancelled.is_set()
+
+    def arm(self, code: int) -> None:
+        """Set the exit code and, on the first call, start the countdown (safe in a signal handler)."""
+        self.code = int(code)
+        with self._lock:
+            if self._thread is None and not self._cancelled.is_set():
+                self._thread = threading.Thread(target=self._expire, name="exit-watchdog", daemon=True)
+                self._thread.start()
+
+    def disarm(self) -> None:
+        """Cancel the countdown (and any later ``arm``): the shutdown it guarded has finished."""
+        self._cancelled.set()
+
+    def _expire(self) -> None:
+        if self._cancelled.wait(self.seconds):
+            return
+        try:
+            os.write(2, f"{self.label}: shutdown did not finish within {self.seconds:g} s; "
+                        f"exiting (code {self.code})\n".encode())
+        finally:
+            os._exit(self.code)
+
+
 @dataclass(frozen=True)
 class ServeResult:
     """Why ``serve`` returned."""
@@ -244,7 +296,8 @@ class ServeResult:
 def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
           idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, grace_s: float = DEFAULT_GRACE_S,
           on_listening: Callable[[str, int], None] | None = None,
-          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> ServeResult:
+          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+          exit_watchdog: ExitWatchdog | None = None) -> ServeResult:
     """Serve one session until it is closed, a signal arrives, or the coordinator goes silent.
 
     Installs SIGTERM/SIGINT handlers (main thread only) that set NOT_SERVING and stop
@@ -257,6 +310,11 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
         ``LISTENING host:port`` from it).
     idle_timeout_s : return with reason ``"idle"`` after this many seconds with no call
         from the coordinator.
+    exit_watchdog : armed by the signal handler before anything else (exit code 130) and
+        before the server stops (130 after a signal, else 6), so a process that is stopping
+        ends even if the shutdown blocks. It stays armed after a signal (the process is going
+        away; its exit must not hang either); otherwise it is disarmed once the server has
+        stopped. Give it a delay longer than ``grace_s``.
     """
     if idle_timeout_s <= 0:
         raise E.ConfigError(f"idle timeout must be positive, got {idle_timeout_s}")
@@ -267,6 +325,8 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
     signalled: list[str] = []
 
     def on_signal(signum: int, _frame: object) -> None:
+        if exit_watchdog is not None:
+            exit_watchdog.arm(int(E.ExitCode.INTERRUPTED))
         signalled.append(signal.Signals(signum).name)
         stop.set()
 
@@ -292,12 +352,16 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
                 result = ServeResult("idle", f"no call from the coordinator for {idle_timeout_s:g} s")
                 break
     finally:
+        if exit_watchdog is not None:  # a stop that blocks is a transport failure (130 after a signal)
+            exit_watchdog.arm(int(E.ExitCode.INTERRUPTED if signalled else E.ExitCode.TRANSPORT))
         for name in ("", SERVICE_NAME):
             health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         # after Close the last reply is already on its way; a short grace lets it flush
         server.stop(grace_s).wait(grace_s + 1.0)
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
+        if exit_watchdog is not None and not signalled:
+            exit_watchdog.disarm()
     log.info("party %s: stopped (%s%s)", servicer.party_id, result.reason,
              f": {result.detail}" if result.detail else "")
     return result

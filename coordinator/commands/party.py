@@ -6,7 +6,9 @@ once it is SERVING (so a launcher can ask for port 0), and exits when the coordi
 closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds without a
 call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
 11 unbounded, ...), 5 when the coordinator aborted the session, 6 on idle timeout,
-130 on a signal. It never logs or prints its block, its mask or its decoded x_j.
+130 on a signal. After a signal it is gone within ``--grace`` + 10 s, even if gRPC's
+shutdown or the interpreter's exit blocks (``party.server.ExitWatchdog``). It never
+logs or prints its block, its mask or its decoded x_j.
 """
 
 from __future__ import annotations
@@ -14,12 +16,20 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from coordinator.commands.common import positive_float
 from coordinator.grpc_env import quiet_grpc_core
 from solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
 
+if TYPE_CHECKING:
+    from party.server import ServeResult
+    from party.session import PartySession
+
 log = logging.getLogger(__name__)
+
+#: seconds beyond ``--grace`` that a stopping party may take before its watchdog ends it
+SHUTDOWN_SLACK_S = 10.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,9 +69,8 @@ def run(args: argparse.Namespace) -> int:
     die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9
     from coordinator.certs import load_identity, validate_party_ids
     from coordinator.grpc_link import parse_address
-    from party.server import ServerTls, serve
+    from party.server import ExitWatchdog, ServerTls, serve
     from party.session import PartySession
-    from protos import securelp_pb2 as pb
     from solvers.lp.partition import load_block
 
     if args.certs and args.insecure:
@@ -84,8 +93,16 @@ def run(args: argparse.Namespace) -> int:
     def listening(host: str, port: int) -> None:
         print(f"LISTENING {host}:{port}", flush=True)
 
+    watchdog = ExitWatchdog(args.grace + SHUTDOWN_SLACK_S, label=f"securelp party: {args.id}")
     result = serve(args.listen, session, tls=tls, insecure=args.insecure, idle_timeout_s=args.idle_timeout,
-                   grace_s=args.grace, on_listening=listening)
+                   grace_s=args.grace, on_listening=listening, exit_watchdog=watchdog)
+    return _finish(args, result, session)
+
+
+def _finish(args: argparse.Namespace, result: ServeResult, session: PartySession) -> int:
+    """Report why the session ended and return the exit code (or raise the typed error)."""
+    from protos import securelp_pb2 as pb
+
     if result.reason == "signal":
         print(f"securelp party: {args.id}: stopped by {result.detail}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
