@@ -6,7 +6,7 @@ once it is SERVING (so a launcher can ask for port 0), and exits when the coordi
 closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds without a
 call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
 11 unbounded, ...), 5 when the coordinator aborted the session, 6 on idle timeout,
-130 on a signal. After a signal it is gone within ``--grace`` + 10 s, even if gRPC's
+130 on a signal. After a signal it is gone within ``--grace`` + 5 s, even if gRPC's
 shutdown or the interpreter's exit blocks (``party.server.ExitWatchdog``). It never
 logs or prints its block, its mask or its decoded x_j.
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: seconds beyond ``--grace`` that a stopping party may take before its watchdog ends it
-SHUTDOWN_SLACK_S = 10.0
+SHUTDOWN_SLACK_S = 5.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
