@@ -42,14 +42,18 @@ def test_armed_watchdog_ends_a_process_whose_exit_blocks():
     assert time.monotonic() - start < 20
 
 
-def test_without_the_watchdog_the_same_process_hangs():
-    proc = subprocess.Popen(_script("pass"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
+def _assert_hangs(arm: str, seconds: float) -> None:
+    proc = subprocess.Popen(_script(arm), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
     try:
         with pytest.raises(subprocess.TimeoutExpired):
-            proc.wait(timeout=2.0)
+            proc.wait(timeout=seconds)
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_without_the_watchdog_the_same_process_hangs():
+    _assert_hangs("pass", 2.0)
 
 
 @pytest.mark.parametrize("seconds", [0, -1, float("nan")])
@@ -74,11 +78,4 @@ def test_unarmed_or_disarmed_watchdog_does_nothing():
 
 def test_disarm_in_a_blocked_process_leaves_it_hanging():
     """The disarmed path really cancels: the blocked process is not ended by the watchdog."""
-    proc = subprocess.Popen(_script("w.arm(42); w.disarm()"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=str(REPO))
-    try:
-        with pytest.raises(subprocess.TimeoutExpired):
-            proc.wait(timeout=1.5)
-    finally:
-        proc.kill()
-        proc.wait()
+    _assert_hangs("w.arm(42); w.disarm()", 1.5)
