@@ -128,15 +128,34 @@ SCREEN_TEMPERATURE = 1e-3
 #: 1,000's 23.2 M nonzeros, 349 iterations in 150 s and 1,340 in 496 s: 16-19 ns)
 PDLP_SECONDS_PER_NONZERO_ITERATION = 17e-9
 
+#: under a time limit ``auto`` takes the PDLP start (PDLP on the whole LP, the ascent from its duals,
+#: PDLP on screened outputs) when its PDLP on the whole LP gets at least this many expected
+#: iterations, else the screened start. Gaussian 1,000: 228 expected at a 300 s cap (the PDLP start
+#: with half the cap, 127 expected, lost there), 456 at 600 s and 684 at 900 s, where it won
+#: (:func:`_choose_start`)
+AUTO_PDLP_MIN_ITERATIONS = 300
+
 #: ``auto`` runs the smoothed ascent instead of the screened start when its PDLP would get fewer
 #: than this many expected iterations on the screened outputs (stop 15's threshold for PDLP on the
 #: whole LP: at a 120 s cap, 2 PDLP iterations after its setup lost to the smoothed start)
 SCREEN_MIN_ITERATIONS = 300
 
+#: under a time limit a ``pdlp`` start gets this share of it; the column generation the rest (whose
+#: master solves take about a minute each on gaussian 1,000). Gaussian 1,000 at 900 s, side by side:
+#: gap 0.0096 with 90 %, 0.0119 with half (docs/benchmarks/mdp.md, stop 17)
+PDLP_BUDGET_SHARE = 0.9
+
 #: share of a PDLP start's budget given to :func:`smoothed_dual_ascent` started from PDLP's duals, which
 #: raises the bound faster than more PDLP iterations (gaussian 1,000, 300 s: PDLP alone 1.0722,
 #: 150 s PDLP + 150 s ascent 1.0855; docs/benchmarks/mdp.md, stop 15)
 PDLP_POLISH_SHARE = 0.5
+
+#: share of a PDLP start's budget kept for PDLP on the outputs that the ascent after it screens
+#: (:func:`_screened_primal`, for primal columns only), after PDLP and that ascent: PDLP on the whole
+#: LP gives the better lower bound, the screened PDLP the better upper bound (gaussian 1,000 at 900 s,
+#: side by side: gap 0.011 with this part, 0.017 for the screened start; stop 16's PDLP start
+#: without it had 0.031; docs/benchmarks/mdp.md, stop 17)
+PDLP_SCREEN_SHARE = 1.0 / 3.0
 
 #: the ascent after PDLP starts with smoothing ``beta`` such that its bias ``m beta log K`` is this
 #: fraction of the gap PDLP left (its primal value minus its bound). Gaussian 1,000 after 75 s of PDLP
@@ -1052,11 +1071,13 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                 ta = time.perf_counter()
                 entry: dict[str, Any] = {"records": int(idx.size), "method": method}
                 if method == "pdlp":
-                    polish = PDLP_POLISH_SHARE * budget
-                    start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget - polish), tolerance=max(gap, 1e-7))
+                    screen = PDLP_SCREEN_SHARE * budget
+                    polish = PDLP_POLISH_SHARE * (budget - screen)
+                    start = pdlp_start(cg.G, cg.A, min(deadline, ta + budget - screen - polish),
+                                       tolerance=max(gap, 1e-7))
                     if start is not None:
                         q, its = start.Q, start.iterations
-                        end = min(deadline, ta + budget)
+                        end = min(deadline, ta + budget - screen)
                         if start.status == "Optimal":  # PDLP converged early: the ascent gets at most its time
                             end = min(end, 2.0 * time.perf_counter() - ta)
                         if polish > 0 and start.Y is not None and time.perf_counter() < end:
@@ -1065,6 +1086,9 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                         entry["columns"] = cg.add_primal_columns(start.Z)
                         entry["status"] = start.status
                         centre = start.mu
+                        if screen > 0 and start.status != "Optimal" and time.perf_counter() < deadline:
+                            entry["screened"] = _screened_primal(cg, q, min(deadline, time.perf_counter() + screen),
+                                                                 max(gap, 1e-7))
                     else:
                         q, its = None, 0
                 elif method == "screened":
@@ -1196,17 +1220,24 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     """The first-order start of a component (``m`` records, ``E`` mDP rows, ``Kc`` kept outputs) and
     its budget in seconds (0: none).
 
-    ``auto`` takes ``pdlp`` without a time limit and ``screened`` under one (gaussian 1,000, side by
-    side, one core each, stop 16: screened against PDLP 0.026 against 0.126 at a 300 s cap, 0.023
-    against 0.042 at 600 s, 0.016 against 0.031 at 900 s; docs/benchmarks/mdp.md), and that only if
-    its PDLP gets at least :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs,
-    else ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
+    ``auto`` takes ``pdlp`` without a time limit, and under one when its PDLP on the whole LP gets at
+    least :data:`AUTO_PDLP_MIN_ITERATIONS` expected iterations; else ``screened`` (gaussian 1,000, side
+    by side, one core each, stop 17: the PDLP start, with its screened part, against the screened
+    start 0.093 against 0.033 at a 300 s cap, 0.017 against 0.022 at 600 s, 0.011 against 0.017 at
+    900 s; docs/benchmarks/mdp.md), and that only if its PDLP gets at least
+    :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
     ``screened`` (PDLP on as many outputs as fit). PDLP-based starts are skipped on components below
     :data:`PDLP_MIN_SIZE` records x kept outputs (their pricing LPs are cheaper)."""
     size = m * Kc
     method = first_order
     if method == "auto":
-        method = "screened" if math.isfinite(time_limit) else "pdlp"
+        method = "pdlp"
+        if math.isfinite(time_limit):
+            budget = _start_budget("pdlp", size, time_limit, dual_ascent)
+            pdlp_seconds = (1.0 - PDLP_SCREEN_SHARE) * (1.0 - PDLP_POLISH_SHARE) * budget
+            expected = pdlp_seconds / ((m + 2 * E) * Kc * PDLP_SECONDS_PER_NONZERO_ITERATION)
+            if expected < AUTO_PDLP_MIN_ITERATIONS:
+                method = "screened"
     if method == "pdlp" and (why := _pdlp_too_large((m + 2 * E) * Kc)):
         method = "screened"
         logger.info("component of %d records: no PDLP start on the whole LP (%s); PDLP on screened outputs", m, why)
@@ -1227,14 +1258,16 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
 
 def _start_budget(method: str, size: int, time_limit: float, dual_ascent: float | None) -> float:
     """Seconds of the first-order start on a component of ``size`` records x kept outputs: the
-    given ``dual_ascent``, else (components above :data:`DUAL_ASCENT_MIN_SIZE`) half the time limit
-    (300 s without one) for PDLP, :data:`SCREEN_BUDGET_SHARE` of it (300 s) for the screened start
-    and a fifth (60 s) for the smoothed ascent."""
+    given ``dual_ascent``, else (components above :data:`DUAL_ASCENT_MIN_SIZE`)
+    :data:`PDLP_BUDGET_SHARE` of the time limit (300 s without one) for PDLP,
+    :data:`SCREEN_BUDGET_SHARE` of it (300 s) for the screened start and a fifth (60 s) for the
+    smoothed ascent."""
     if dual_ascent is not None:
         return float(dual_ascent)
     if size <= DUAL_ASCENT_MIN_SIZE:
         return 0.0
-    share, fallback = {"pdlp": (0.5, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}.get(method, (0.2, 60.0))
+    share, fallback = {"pdlp": (PDLP_BUDGET_SHARE, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}.get(method,
+                                                                                                      (0.2, 60.0))
     return share * time_limit if math.isfinite(time_limit) else fallback
 
 

@@ -35,6 +35,7 @@ def _cg(p, idx) -> _ComponentCG:
     return _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 1, 1e-4, 0.0)
 
 
+
 def test_start_bound_and_columns(instance) -> None:
     p, _, idx, opt_c = instance
     cg = _cg(p, idx)
@@ -84,6 +85,53 @@ def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
     # the second half of the budget went to the ascent from PDLP's duals, which kept or raised its bound
     assert all(s["polish"]["bound"] >= s["polish"]["bound_before"] for s in starts)
     assert all(s["bound"] == s["polish"]["bound"] for s in starts)
+
+
+def test_pdlp_start_ends_with_pdlp_on_screened_outputs(instance, monkeypatch) -> None:
+    """After PDLP on the whole LP (stopped early here) and the ascent from its duals, PDLP runs on
+    the outputs that ascent's certificate screens (PDLP_SCREEN_SHARE of the start), for columns only;
+    the column generation still ends at the optimum."""
+    p, direct, _, _ = instance
+    monkeypatch.setattr(colgen, "SCREEN_MAX_OUTPUTS", 10)
+    monkeypatch.setattr(colgen, "SCREEN_PDLP_ITERATIONS", 300)
+    real = colgen.pdlp_start
+    limits: list[int | None] = []
+
+    def early(G, A, deadline, **kw):  # the whole LP's PDLP stops before it converges
+        kw.setdefault("iteration_limit", 40)
+        limits.append(kw["iteration_limit"])
+        return real(G, A, deadline, **kw)
+
+    monkeypatch.setattr(colgen, "pdlp_start", early)
+    r = solve_colgen(p, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "pdlp" and s["status"] != "Optimal" for s in starts)
+    for s in starts:
+        sc = s["screened"]
+        assert 1 <= sc["outputs"] <= 10 and 0 < sc["iterations"] <= 300 and sc["columns"] > 0
+    assert limits[:2] == [40, 300]  # the whole LP first, then the screened outputs
+    monkeypatch.setattr(colgen, "PDLP_SCREEN_SHARE", 0.0)  # off: PDLP and the ascent only
+    r = solve_colgen(p, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
+    assert all("screened" not in s for s in r.details["dual_ascent"])
+
+
+def test_auto_rule_on_gaussian_1000_sizes() -> None:
+    """``auto`` under a time limit: PDLP on the whole LP (then the ascent, then PDLP on screened
+    outputs) once its expected iterations reach AUTO_PDLP_MIN_ITERATIONS, else the screened start;
+    without a limit PDLP. The sizes of gaussian 1,000's giant component (894 records, 965 kept
+    outputs, 23.2 M nonzeros): screened at 300 s, PDLP from 600 s (measured, stop 17). Both starts
+    get 90 % of the cap."""
+    m, Kc = 894, 965
+    E = (23_200_000 // Kc - m) // 2
+    assert colgen._choose_start("auto", m, E, Kc, 300.0, None) == ("screened", 270.0)
+    assert colgen._choose_start("auto", m, E, Kc, 600.0, None) == ("pdlp", 540.0)
+    assert colgen._choose_start("auto", m, E, Kc, 900.0, None) == ("pdlp", 810.0)
+    assert colgen._choose_start("auto", m, E, Kc, float("inf"), None) == ("pdlp", 300.0)
+    assert colgen._choose_start("screened", m, E, Kc, 900.0, None) == ("screened", 810.0)
+    # gaussian 2,000's component: its whole LP (188 M nonzeros) does not fit, so screened at any cap
+    assert colgen._choose_start("auto", 1901, 46_698, 1971, 1800.0, None)[0] == "screened"
 
 
 def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
@@ -305,9 +353,10 @@ def test_the_fallback_gets_the_screened_shares_of_the_time_limit(instance, monke
 
 
 def test_auto_takes_pdlp_without_a_time_limit_else_the_screened_start(instance, monkeypatch) -> None:
-    """``auto`` (the default): PDLP on the whole LP without a time limit; under one the screened
-    start when its PDLP gets SCREEN_MIN_ITERATIONS expected iterations on the screened outputs, else
-    the smoothed ascent (with its share). An explicit choice is never replaced."""
+    """``auto`` (the default): PDLP on the whole LP without a time limit, and under one when it gets
+    AUTO_PDLP_MIN_ITERATIONS expected iterations; else the screened start when its PDLP gets
+    SCREEN_MIN_ITERATIONS expected iterations on the screened outputs, else the smoothed ascent (with
+    its share). An explicit choice is never replaced."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 0)
     monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 0)
@@ -318,7 +367,9 @@ def test_auto_takes_pdlp_without_a_time_limit_else_the_screened_start(instance, 
         return {s["method"] for s in r.details["dual_ascent"]}
 
     assert methods(dual_ascent=1.0) == {"pdlp"}  # no time limit
-    assert methods(time_limit=20.0) == {"screened"}  # tens of thousands of iterations expected
+    assert methods(time_limit=20.0) == {"pdlp"}  # tens of thousands of iterations expected
+    monkeypatch.setattr(colgen, "AUTO_PDLP_MIN_ITERATIONS", 10**12)  # more than PDLP on the whole LP gets
+    assert methods(time_limit=20.0) == {"screened"}
     monkeypatch.setattr(colgen, "PDLP_SECONDS_PER_NONZERO_ITERATION", 1.0)  # a machine 10^8 x slower
     assert methods(time_limit=20.0) == {"smoothed"}
     assert methods(time_limit=20.0, first_order="pdlp") == {"pdlp"}
@@ -378,7 +429,7 @@ def test_colgen_with_a_screened_start_equals_direct(instance, monkeypatch) -> No
 def test_screened_start_shrinks_to_the_memory_available(instance, monkeypatch) -> None:
     """With too little memory for PDLP on many outputs the screened LP keeps fewer (down to one:
     all mass on one output is still a mechanism) instead of being refused."""
-    p, direct, idx, opt_c = instance
+    p, _, idx, opt_c = instance
     cg = _cg(p, idx)
     try:
         q, _ = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 0.5)
