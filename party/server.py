@@ -20,7 +20,8 @@ gRPC rules (docs/protocol.md):
   with no coordinator contact, so a party process is never left running forever;
 - a process that has begun to stop is not allowed to hang in gRPC's shutdown or in the
   interpreter's exit: ``ExitWatchdog`` ends it with ``os._exit`` once a deadline passes
-  (armed by the signal handler, and by the CLI before it returns).
+  (armed by ``serve``'s signal handler and before the server stops; disarmed after a clean
+  stop without a signal).
 """
 
 from __future__ import annotations

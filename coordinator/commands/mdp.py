@@ -66,8 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dual-ascent", type=float, default=None, metavar="SECONDS",
                    help="columns: seconds of the first-order start per large component before the column "
                         "generation, for strong early bounds (default on components with more than 300,000 "
-                        "records x outputs: half of --time-limit, 300 s without one, for pdlp; a fifth, 60 s "
-                        "without one, for smoothed; 0 = off)")
+                        "records x outputs: 90%% of --time-limit, 300 s without one, for pdlp and screened; a "
+                        "fifth, 60 s without one, for smoothed; 0 = off)")
     p.add_argument("--first-order", default="auto", choices=["auto", "pdlp", "smoothed", "screened"],
                    help="columns: the first-order start: 'pdlp' (HiGHS's PDLP on the whole component LP: "
                         "start columns, duals and a certified bound), 'smoothed' (the mDP-row dual ascent: a "

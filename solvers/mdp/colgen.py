@@ -1225,27 +1225,30 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     by side, one core each, stop 17: the PDLP start, with its screened part, against the screened
     start 0.093 against 0.033 at a 300 s cap, 0.017 against 0.022 at 600 s, 0.011 against 0.017 at
     900 s; docs/benchmarks/mdp.md), and that only if its PDLP gets at least
-    :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else ``smoothed``. A ``pdlp`` start whose whole component LP would not fit in memory becomes
-    ``screened`` (PDLP on as many outputs as fit). PDLP-based starts are skipped on components below
+    :data:`SCREEN_MIN_ITERATIONS` expected iterations on the screened outputs, else ``smoothed``.
+    A ``pdlp`` start whose whole component LP would not fit in memory becomes ``screened`` (PDLP on
+    as many outputs as fit). PDLP-based starts are skipped on components below
     :data:`PDLP_MIN_SIZE` records x kept outputs (their pricing LPs are cheaper)."""
     size = m * Kc
+    per_output = m + 2 * E  # nonzeros of the component LP per output (unit rows, mDP rows)
     method = first_order
     if method == "auto":
         method = "pdlp"
         if math.isfinite(time_limit):
             budget = _start_budget("pdlp", size, time_limit, dual_ascent)
             pdlp_seconds = (1.0 - PDLP_SCREEN_SHARE) * (1.0 - PDLP_POLISH_SHARE) * budget
-            expected = pdlp_seconds / ((m + 2 * E) * Kc * PDLP_SECONDS_PER_NONZERO_ITERATION)
+            expected = _expected_pdlp_iterations(pdlp_seconds, per_output * Kc)
             if expected < AUTO_PDLP_MIN_ITERATIONS:
+                logger.info("component of %d records: about %.0f PDLP iterations on the whole LP in %.0f s (< %d): "
+                            "screened start instead", m, expected, pdlp_seconds, AUTO_PDLP_MIN_ITERATIONS)
                 method = "screened"
-    if method == "pdlp" and (why := _pdlp_too_large((m + 2 * E) * Kc)):
+    if method == "pdlp" and (why := _pdlp_too_large(per_output * Kc)):
         method = "screened"
         logger.info("component of %d records: no PDLP start on the whole LP (%s); PDLP on screened outputs", m, why)
     budget = _start_budget(method, size, time_limit, dual_ascent)
     if first_order == "auto" and method == "screened" and budget > 0 and math.isfinite(time_limit):
-        nnz = (m + 2 * E) * min(SCREEN_MAX_OUTPUTS, Kc)
         pdlp_seconds = (1.0 - SCREEN_ASCENT_SHARE - SCREEN_RESUME_SHARE) * budget
-        expected = pdlp_seconds / (nnz * PDLP_SECONDS_PER_NONZERO_ITERATION)
+        expected = _expected_pdlp_iterations(pdlp_seconds, per_output * min(SCREEN_MAX_OUTPUTS, Kc))
         if expected < SCREEN_MIN_ITERATIONS:
             logger.info("component of %d records: about %.0f PDLP iterations on screened outputs in %.0f s (< %d): "
                         "smoothed dual ascent instead", m, expected, pdlp_seconds, SCREEN_MIN_ITERATIONS)
@@ -1254,6 +1257,11 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     if method in ("pdlp", "screened") and size < PDLP_MIN_SIZE:
         budget = 0.0
     return method, budget
+
+
+def _expected_pdlp_iterations(seconds: float, nnz: int) -> float:
+    """PDLP iterations expected in ``seconds`` on an LP of ``nnz`` nonzeros (setup not counted)."""
+    return seconds / (nnz * PDLP_SECONDS_PER_NONZERO_ITERATION)
 
 
 def _start_budget(method: str, size: int, time_limit: float, dual_ascent: float | None) -> float:
@@ -1266,8 +1274,9 @@ def _start_budget(method: str, size: int, time_limit: float, dual_ascent: float 
         return float(dual_ascent)
     if size <= DUAL_ASCENT_MIN_SIZE:
         return 0.0
-    share, fallback = {"pdlp": (PDLP_BUDGET_SHARE, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}.get(method,
-                                                                                                      (0.2, 60.0))
+    # looked up per call: the shares are module constants that tests and tuning runs set
+    shares = {"pdlp": (PDLP_BUDGET_SHARE, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}
+    share, fallback = shares.get(method, (0.2, 60.0))
     return share * time_limit if math.isfinite(time_limit) else fallback
 
 
