@@ -10,7 +10,8 @@ No orphan on any exit path:
 - leaving the ``with`` block (normally, by an exception or by Ctrl-C) closes the links,
   sends SIGTERM, waits ``grace_s`` and SIGKILLs what is left, then reaps every child;
 - if the coordinator process itself dies (even ``kill -9``), each child gets SIGTERM from
-  the kernel: the child asks for it with ``prctl(PR_SET_PDEATHSIG)`` (Linux) as soon as
+  the kernel (once per launcher thread as they exit; the party's handler is re-entrant):
+  the child asks for it with ``prctl(PR_SET_PDEATHSIG)`` (Linux) as soon as
   it starts (``die_with_parent``), then checks its parent is still the launcher, closing
   the window between fork and prctl. This is done in the child rather than in a
   ``preexec_fn``: a ``preexec_fn`` forces ``fork()`` of a process that runs gRPC threads,

@@ -242,12 +242,14 @@ class ExitWatchdog:
     """Ends the process with ``os._exit(code)`` if it is still alive ``seconds`` after ``arm``.
 
     A party that has been told to stop (a signal, the launcher's death) must go away even if
-    a gRPC thread or the interpreter's exit blocks (seen once under load: a party re-parented
-    after its launcher's kill -9 hung in shutdown with its signal handler still installed, so
-    a second SIGTERM was ignored). The first ``arm`` starts a daemon thread; later calls only
-    change the exit code; ``disarm`` stops the countdown for good (a stop that finished).
-    The message goes to fd 2 with ``os.write`` (no Python-level lock that a stuck thread could
-    hold).
+    a gRPC thread or the interpreter's exit blocks. The first ``arm`` starts a daemon thread;
+    later calls only change the exit code; ``disarm`` stops the countdown for good (a stop
+    that finished). The message goes to fd 2 with ``os.write`` (no Python-level lock that a
+    stuck thread could hold).
+
+    Not for signal handlers: ``arm`` takes a lock and starts a thread, and a handler can be
+    re-entered (a burst of signals) while it holds them. ``serve`` arms it from its main
+    loop.
     """
 
     def __init__(self, seconds: float, label: str = "securelp") -> None:
@@ -265,7 +267,7 @@ class ExitWatchdog:
         return self._thread is not None and not self._cancelled.is_set()
 
     def arm(self, code: int) -> None:
-        """Set the exit code and, on the first call, start the countdown (safe in a signal handler)."""
+        """Set the exit code and, on the first call, start the countdown (main code, not a signal handler)."""
         self.code = int(code)
         with self._lock:
             if self._thread is None and not self._cancelled.is_set():
@@ -303,7 +305,12 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
 
     Installs SIGTERM/SIGINT handlers (main thread only) that set NOT_SERVING and stop
     the server with ``grace_s`` seconds for in-flight calls; restores the previous
-    handlers on return.
+    handlers on return. The handlers only append to a list: no lock, no thread, nothing
+    that a re-entered handler could deadlock on. A party started by ``LocalParties`` gets
+    its parent-death SIGTERM several times when the launcher is killed (once for each of
+    the launcher's threads the kernel re-parents it to as they exit), and a handler that
+    took a lock (``Event.set``, starting a thread) hung in about 4 of 10 bursts of
+    SIGTERMs. The loop below sees the signal within 0.2 s.
 
     Parameters
     ----------
@@ -311,25 +318,21 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
         ``LISTENING host:port`` from it).
     idle_timeout_s : return with reason ``"idle"`` after this many seconds with no call
         from the coordinator.
-    exit_watchdog : armed by the signal handler before anything else (exit code 130) and
-        before the server stops (130 after a signal, else 6), so a process that is stopping
-        ends even if the shutdown blocks. It stays armed after a signal (the process is going
-        away; its exit must not hang either); otherwise it is disarmed once the server has
-        stopped. Give it a delay longer than ``grace_s``.
+    exit_watchdog : armed as soon as the loop ends (exit code 130 after a signal, else 6),
+        before the server stops, so a process that is stopping ends even if the shutdown
+        blocks. It stays armed after a signal (the process is going away; its exit must
+        not hang either); otherwise it is disarmed once the server has stopped. Give it a
+        delay longer than ``grace_s``.
     """
     if idle_timeout_s <= 0:
         raise E.ConfigError(f"idle timeout must be positive, got {idle_timeout_s}")
     started = start_party_server(address, session, tls=tls, insecure=insecure, max_message_bytes=max_message_bytes)
     server, port, servicer, health_servicer = started.server, started.port, started.servicer, started.health
     host = address.rsplit(":", 1)[0]
-    stop = threading.Event()
     signalled: list[str] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        if exit_watchdog is not None:
-            exit_watchdog.arm(int(E.ExitCode.INTERRUPTED))
-        signalled.append(signal.Signals(signum).name)
-        stop.set()
+        signalled.append(signal.Signals(signum).name)  # re-entrant: see the docstring
 
     previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
@@ -345,8 +348,8 @@ def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: b
             if closed.wait(timeout=0.2):
                 result = ServeResult("closed", getattr(session, "close_reason", ""))
                 break
-            if stop.is_set():
-                result = ServeResult("signal", signalled[0] if signalled else "stop")
+            if signalled:
+                result = ServeResult("signal", signalled[0])
                 break
             idle = time.monotonic() - servicer.last_contact
             if idle > idle_timeout_s:
