@@ -198,15 +198,19 @@ def test_certificates_from_another_ca_are_refused(tmp_path):
         swapped.shutdown()
 
 
-def test_party_exits_after_idle_timeout_and_on_sigterm(tmp_path):
-    lp = small_lp(5)
-    _, blocks = blocks_of(lp, [9], ["lonely"])
+def lone_party_command(tmp_path: Path, party_id: str) -> list[str]:
+    """``securelp party`` for a one-party session whose block and certificates are written to ``tmp_path``."""
+    _, blocks = blocks_of(small_lp(5), [9], [party_id])
     from solvers.lp.partition import save_block
 
-    save_block(blocks[0], tmp_path / "lonely.npz")
-    write_session_certs(tmp_path / "c", ["lonely"])
-    base = PY + ["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "lonely.npz"), "--id", "lonely",
+    save_block(blocks[0], tmp_path / f"{party_id}.npz")
+    write_session_certs(tmp_path / "c", [party_id])
+    return PY + ["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / f"{party_id}.npz"), "--id", party_id,
                  "--certs", str(tmp_path / "c")]
+
+
+def test_party_exits_after_idle_timeout_and_on_sigterm(tmp_path):
+    base = lone_party_command(tmp_path, "lonely")
     start = time.monotonic()
     idle = subprocess.run(base + ["--idle-timeout", "1"], capture_output=True, text=True, timeout=60)
     assert idle.returncode == ExitCode.TRANSPORT
@@ -278,14 +282,7 @@ def test_a_burst_of_sigterms_stops_the_party(tmp_path):
     Before the handler was made lock-free, about 4 bursts in 10 left the party hung in a
     re-entered handler (its main thread waiting on a lock the outer handler held).
     """
-    lp = small_lp(5)
-    _, blocks = blocks_of(lp, [9], ["b1"])
-    from solvers.lp.partition import save_block
-
-    save_block(blocks[0], tmp_path / "b1.npz")
-    write_session_certs(tmp_path / "c", ["b1"])
-    cmd = PY + ["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "b1.npz"), "--id", "b1",
-                "--certs", str(tmp_path / "c")]
+    cmd = lone_party_command(tmp_path, "b1")
     for _ in range(5):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
