@@ -137,20 +137,22 @@ def test_auto_rule_on_gaussian_1000_sizes() -> None:
 def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
     """The smoothed ascent started from an early PDLP iterate's duals: a bound at least PDLP's, and
     still at most the optimum (weak duality); negative duals handed to it are clipped, so even a
-    bad start gives a valid bound."""
+    bad start gives a valid bound. Iteration-limited, not timed: how far PDLP gets in a fixed time
+    depends on the machine's load, and after 5,000+ iterations the gap it leaves (8e-6) is below the
+    ascent's smoothing bias (seen once under load)."""
     p, _, idx, opt_c = instance
     cg = _cg(p, idx)
     try:
-        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 0.3)
+        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 120.0, iteration_limit=2000)
         assert start is not None and start.Y is not None and start.Y.shape == (cg.G.shape[1], cg.A.shape[0])
         before = float(start.Q.min(axis=1).sum())
         m, K = cg.G.shape
-        q, its = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 3.0, Y0=start.Y.T,
+        q, its = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 120.0, Y0=start.Y.T,
                                              beta=1e-3 * abs(before) / (m * np.log(K)))
         after = float(q.min(axis=1).sum())
         assert its > 0 and before <= after <= opt_c * (1 + 1e-9)
-        assert before < opt_c * (1 - 1e-6)  # PDLP left a gap (about 5e-5 here) ...
-        assert after > before + 0.3 * (opt_c - before)  # ... and the ascent closes much of it (85 % measured)
+        assert before < opt_c * (1 - 1e-4)  # PDLP left a gap (4.4e-4 here) ...
+        assert after > before + 0.5 * (opt_c - before)  # ... and the ascent closes much of it (94 % measured)
         bad = -np.abs(start.Y.T) * 1e3 - 1.0  # all negative: clipped to Y = 0, the trivial start
         q_bad, _ = colgen.smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 0.2, Y0=bad)
         assert float(q_bad.min(axis=1).sum()) <= opt_c * (1 + 1e-9)
