@@ -46,7 +46,10 @@ more than ``REBUILD_GROWTH`` (5 %) of its segment columns rebuilds it instead (c
 chunked start below): at census scale (N = 1,000) warm re-solves after such growth took
 400-550 s each at about 4 ms per dual simplex iteration, rebuilds 90-165 s; on the taxi
 instance warm re-solves stay cheaper than a rebuild, and rebuilding every grown block there
-doubled the time. Windows needing more segment columns than the limits, or no passing
+doubled the time. A warm re-solve also has a budget: once it has run ``WARM_BUDGET_FACTOR``
+(1x) its block's last cold build, it is stopped and the block rebuilt, so a slow warm
+re-solve costs at most about two builds (the first warm re-solve at census scale had taken
+384 s against a 66 s build). Windows needing more segment columns than the limits, or no passing
 check within the round limit, are a ResourceError. Cells failing off their window bounds
 mean the LP's multipliers did not round to a certificate (seen once in tuning runs:
 half-integral duals of an integral point, taxi eps = 0.1, after warm starts); a block with
@@ -137,6 +140,11 @@ START_CHUNK_SEGMENTS = 10_000
 #: round adds more than this fraction of its segment columns, once a warm re-solve of that block
 #: has taken longer than its cold build (0: always warm).
 REBUILD_GROWTH = 0.05
+#: A warm re-solve is stopped once it has taken this many times the block's last cold build (and
+#: at least WARM_BUDGET_MIN_S seconds), and the block is rebuilt cold: a warm re-solve that is
+#: slower than a build costs at most about two builds (0: no budget).
+WARM_BUDGET_FACTOR = 1.0
+WARM_BUDGET_MIN_S = 1.0
 #: HiGHS LP algorithm for the windowed LPs (a basic solution; dual simplex when cold).
 _LP_SOLVER = "simplex"
 #: HiGHS dual edge weights for the re-solves after the first (1: Devex).
@@ -155,6 +163,15 @@ def _remaining(deadline: float | None, where: str) -> float:
     if left <= 0:
         raise ChainTimeLimit(where)
     return left
+
+
+def _warm_budget(build_seconds: float | None) -> float | None:
+    """Seconds a block's warm re-solve may take before it is stopped and the block rebuilt cold:
+    ``WARM_BUDGET_FACTOR`` x its last cold build (at least ``WARM_BUDGET_MIN_S``); None (no budget)
+    when the build time is unknown or the factor is 0."""
+    if build_seconds is None or WARM_BUDGET_FACTOR <= 0:
+        return None
+    return max(WARM_BUDGET_MIN_S, WARM_BUDGET_FACTOR * build_seconds)
 
 
 def _warm_is_slow(warm_seconds: float, build_seconds: float | None) -> bool:
@@ -452,10 +469,13 @@ class _BlockLP:
         gap = f"objective {info.objective_function_value:.6g}, bound {info.mip_dual_bound:.6g}, {info.mip_node_count} nodes"
         return x.reshape(self.shape), gap
 
-    def solve(self, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def solve(self, deadline: float | None = None, budget: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(c float, lam, mu) on the current windows, from the current basis (if any).
 
         HiGHS stops at ``deadline`` (``time.perf_counter`` clock), which raises ChainTimeLimit.
+        With a ``budget`` (seconds) that ends before the deadline, a solve that reaches it
+        returns None (``iterations`` says how far it got) and the model should be dropped.
         """
         highspy = self._highspy
         n_regions, k = self.shape
@@ -464,9 +484,14 @@ class _BlockLP:
         if self.segments == 0:  # nothing can move: the centre, zero multipliers
             self.iterations = 0
             return self.centre.astype(np.float64).reshape(self.shape), lam, mu
-        set_time_left(self.h, _remaining(deadline, "before an LP solve of"))
+        left = _remaining(deadline, "before an LP solve of")
+        budgeted = budget is not None and budget < left
+        set_time_left(self.h, budget if budgeted else left)
         run = self.h.run()
         model_status = self.h.getModelStatus()
+        if model_status == highspy.HighsModelStatus.kTimeLimit and budgeted:
+            self.iterations = int(self.h.getInfo().simplex_iteration_count)
+            return None
         if model_status == highspy.HighsModelStatus.kTimeLimit and deadline is not None:
             raise ChainTimeLimit("during an LP solve of")
         if run == highspy.HighsStatus.kError or model_status != highspy.HighsModelStatus.kOptimal:
@@ -498,7 +523,9 @@ def _solve_block_lp(
 
     The ``_BlockLP`` model with centre ``lo`` and up segments only.
     """
-    return _BlockLP(hier, y, lo, hi - lo, np.zeros_like(lo)).solve()
+    solved = _BlockLP(hier, y, lo, hi - lo, np.zeros_like(lo)).solve()
+    assert solved is not None  # no budget: it cannot stop early
+    return solved
 
 
 def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.ndarray,
@@ -736,6 +763,18 @@ def solve_model3_certified(
     slow_warm: set[tuple[int, int]] = set()  # blocks whose warm re-solve took longer than a build
     pending = 0  # cells whose check failed in the last round (for a time-limit message)
     rounds = 1
+
+    def build(a: int, b: int) -> _BlockLP:
+        """A cold model of the block of sizes a+1..b on the current windows (chunked start unless cold)."""
+        args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
+        model = _BlockLP(*args)
+        if (a, b) not in cold:
+            chunks, chunk_it = _chunked_start(model, *args, START_CHUNK_SEGMENTS, deadline)
+            if chunks > 1:
+                logger.info("chain round %d: sizes %d..%d start from the bases of %d chunks (%d simplex iterations)",
+                            rounds, a + 1, b, chunks, chunk_it)
+        return model
+
     try:
         for rounds in range(1, max_rounds + 1):
             _remaining(deadline, "before")
@@ -777,16 +816,24 @@ def solve_model3_certified(
                     t_start = time.perf_counter()
                     built = model is None
                     if model is None:
-                        args = (hier, yf[:, a:b], center[:, a:b], n_up[:, a:b], n_down[:, a:b])
-                        model = models[j] = _BlockLP(*args)
-                        if (a, b) not in cold:
-                            chunks, chunk_it = _chunked_start(model, *args, START_CHUNK_SEGMENTS, deadline)
-                            if chunks > 1:
-                                logger.info("chain round %d: sizes %d..%d start from the bases of %d chunks (%d simplex "
-                                            "iterations)", rounds, a + 1, b, chunks, chunk_it)
+                        model = models[j] = build(a, b)
+                        solved = model.solve(deadline)
                     else:
                         model.extend(n_up[:, a:b], n_down[:, a:b])
-                    xb, lb, mb = model.solve(deadline)
+                        budget = _warm_budget(build_seconds.get((a, b)))
+                        solved = model.solve(deadline, budget)
+                        if solved is None:  # slower than a cold build: stop it and rebuild
+                            iterations += model.iterations
+                            logger.info("chain round %d: sizes %d..%d: warm re-solve stopped after %.1f s (%d simplex "
+                                        "iterations; the block's cold build took %.1f s): rebuilt", rounds, a + 1, b,
+                                        time.perf_counter() - t_start, model.iterations, build_seconds[(a, b)])
+                            slow_warm.add((a, b))
+                            t_start = time.perf_counter()
+                            built = True
+                            model = models[j] = build(a, b)
+                            solved = model.solve(deadline)
+                    assert solved is not None  # only a budgeted (warm) solve stops early
+                    xb, lb, mb = solved
                     iterations += model.iterations
                     elapsed = time.perf_counter() - t_start
                     if built:

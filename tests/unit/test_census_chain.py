@@ -194,7 +194,7 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
     real = chain._BlockLP.solve
     spoiled = []
 
-    def half_integral(self, deadline=None):
+    def half_integral(self, deadline=None, budget=None):
         x, lam, mu = real(self, deadline)
         if not spoiled:  # the first LP only
             spoiled.append(True)
@@ -213,7 +213,7 @@ def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
     """Make every windowed LP solve report a half-integral value in the first leaf's last size."""
     real = chain._BlockLP.solve
 
-    def half_shifted(self, deadline=None):
+    def half_shifted(self, deadline=None, budget=None):
         x, lam, mu = real(self, deadline)
         x = x.copy()
         x[h.leaves[0], -1] += 0.5
@@ -327,11 +327,33 @@ def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, gr
     h, y, total, far = _far_instance(3)
     monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
     monkeypatch.setattr(chain, "_warm_is_slow", lambda warm, build: slow and build is not None)
+    monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 0.0)  # no stopped warm re-solve (tested below)
     with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
     assert ("rebuilt" in caplog.text) == (growth > 0 and slow)
     assert res.objective == solve_model3(h, y, total).objective == _full_domain_lp_objective(h, y, total)
+
+
+def test_warm_resolves_past_their_budget_are_rebuilt_with_the_same_optimum(monkeypatch, caplog) -> None:
+    """A warm re-solve that reaches its budget (here 1e-12 x the block's build: HiGHS stops inside
+    it) is stopped and the block rebuilt cold; the optimum is the same as with warm re-solves."""
+    h, y, total, far = _far_instance(3)
+    ref = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    monkeypatch.setattr(chain, "REBUILD_GROWTH", 0.0)  # only the budget rebuilds
+    monkeypatch.setattr(chain, "WARM_BUDGET_MIN_S", 0.0)
+    monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 1e-12)
+    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+        res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    assert "warm re-solve stopped after" in caplog.text and "rebuilt" in caplog.text
+    assert res.rounds > 1 and res.certificate.ok
+    assert res.objective == ref.objective == solve_model3(h, y, total).objective
+
+
+def test_warm_budget_follows_the_last_build() -> None:
+    assert chain._warm_budget(None) is None  # never built cold in this call: no budget
+    assert chain._warm_budget(30.0) == 30.0 * chain.WARM_BUDGET_FACTOR
+    assert chain._warm_budget(1e-3) == chain.WARM_BUDGET_MIN_S
 
 
 def test_warm_is_slow_compares_with_the_last_build() -> None:
