@@ -22,8 +22,17 @@ per-cell test is two integer inequalities: 2(c_i - ct_i) + 1 - g_i >= 0 when c_i
 multipliers the whole check is exact integer arithmetic; with decimal inputs it runs in
 floating point with a relative tolerance of 1e-9 (stated in the report).
 
-Such (c, pi) is found by linear programming. The centre is a feasible integer point (the
-rounded approximate projection) and stays fixed; each cell gets a window of integers
+Multipliers that are multiples of 1/D (a degenerate LP vertex gives half-integral duals) are
+checked exactly too: ``check_certificate(..., scale=D)`` takes D times them and multiplies every
+test by D.
+
+Such (c, pi) is found by linear programming. The centre is a feasible integer point near the
+approximate projection and stays fixed: ``consistent_rounding`` splits each parent's rounded
+chain among its children top-down, so every cell stays within a few units of the projection
+(rounding the leaves and summing them up, ``round_to_feasible``, drifted by 100-300 at the
+census root and states, so their optimum lay outside the first windows: the seed-1, eps = 1
+census draw, N = 1,000, took 13 rounds and 1,195 s of LPs; with this centre and the first tails
+of ``cumulative._centre_and_tails``, 4 rounds and 22 s); each cell gets a window of integers
 [centre - d, centre + u] within [0, G] (initially u = d = 2), on which its square is replaced
 by the piecewise-linear interpolation at the integers (exact at every integer): the cell's
 value is centre + (sum of its "up" unit segments) - (sum of its "down" unit segments), up
@@ -39,7 +48,8 @@ Rounds are incremental. Each block's LP stays alive in HiGHS; cells whose check 
 chain neighbours and ancestors, get both sides widened x4, which only adds segment columns
 (``addCols``; the row bounds never change). New columns start nonbasic at 0, or at 1 when
 their reduced cost under the last duals is negative, so the basis stays dual feasible and
-the dual simplex (Devex pricing after the first solve) re-solves from it (taxi instance:
+the dual simplex (Devex pricing after the first solve, dual steepest edge after a round that
+added ``WARM_STEEPEST_EDGE_COLUMNS`` or more columns) re-solves from it (taxi instance:
 at most a few thousand iterations, about 1 s per round against 16-30 s for a cold solve).
 Once a warm re-solve of a block has taken longer than its cold build, a later round that adds
 more than ``REBUILD_GROWTH`` (5 %) of its segment columns rebuilds it instead (cold, with the
@@ -112,6 +122,7 @@ from solvers.hierarchy.window_bound import (
     binding_cells,
     level_windows,
     proves_optimal,
+    scaled_multipliers,
     window_bound,
 )
 from solvers.hierarchy.zero_tail import (
@@ -145,10 +156,18 @@ REBUILD_GROWTH = 0.05
 #: slower than a build costs at most about two builds (0: no budget).
 WARM_BUDGET_FACTOR = 1.0
 WARM_BUDGET_MIN_S = 1.0
+#: Largest denominator D of LP duals checked exactly as multiples of 1/D (``check_certificate``'s scale).
+MAX_DUAL_SCALE = 4
 #: HiGHS LP algorithm for the windowed LPs (a basic solution; dual simplex when cold).
 _LP_SOLVER = "simplex"
-#: HiGHS dual edge weights for the re-solves after the first (1: Devex).
+#: HiGHS dual edge weights for the re-solves after the first (1: Devex) ...
 _WARM_EDGE_WEIGHTS = 1
+#: ... unless the round added at least this many segment columns: then dual steepest edge (2).
+#: Steepest edge recomputes its weights from scratch after the basis change (about 2-6 s at
+#: census scale, N = 1,000, even for a 2-iteration re-solve), which pays only when many columns
+#: came in: census eps = 1, round 2 (about 5,000 new columns of freed zero tails), 10.0 s with
+#: Devex against 2.8 s with steepest edge.
+WARM_STEEPEST_EDGE_COLUMNS = 1000
 
 
 class ChainTimeLimit(ResourceError):
@@ -215,13 +234,20 @@ def multiplier_sums(hier: Hierarchy, lam: np.ndarray, mu: np.ndarray) -> np.ndar
 
 
 def check_certificate(
-    hier: Hierarchy, cum: np.ndarray, noisy_cum: np.ndarray, total: int, lam: np.ndarray, mu: np.ndarray
+    hier: Hierarchy, cum: np.ndarray, noisy_cum: np.ndarray, total: int, lam: np.ndarray, mu: np.ndarray,
+    scale: int = 1,
 ) -> ChainCertificate:
     """Check the Lagrangian optimality certificate of ``cum`` (module docstring).
 
     Exact integer arithmetic when ``noisy_cum``, ``lam`` and ``mu`` are integer arrays;
-    otherwise floating point with relative tolerance 1e-9.
+    otherwise floating point with relative tolerance 1e-9. ``scale`` D (a positive integer):
+    ``lam`` and ``mu`` hold D times the multipliers, so multipliers that are multiples of 1/D
+    (e.g. the half-integral duals of a degenerate LP vertex) are checked exactly, every test
+    multiplied by D. ``min_slack`` is reported unscaled.
     """
+    scale = int(scale)
+    if scale < 1:
+        raise ValueError(f"certificate scale must be a positive integer, got {scale}")
     c = np.asarray(cum)
     y = np.asarray(noisy_cum)
     none = np.zeros(c.shape, dtype=bool)
@@ -252,7 +278,7 @@ def check_certificate(
         y64 = y.astype(np.float64)
         lam64 = np.asarray(lam, dtype=np.float64)
         mu64 = np.asarray(mu, dtype=np.float64)
-        tol = 1e-9 * max(1.0, float(np.abs(y64).max(initial=0.0)), float(total))
+        tol = 1e-9 * scale * max(1.0, float(np.abs(y64).max(initial=0.0)), float(total))
     mu_l = mu64[leaves]
     if np.any(mu_l < -tol):
         return ChainCertificate(False, exact, -np.inf, none, "a C8 multiplier is negative")
@@ -260,15 +286,15 @@ def check_certificate(
         gaps = c64[leaves, :-1] - c64[leaves, 1:]
         if np.any((np.abs(mu_l) > tol) & (gaps != 0)):
             return ChainCertificate(False, exact, -np.inf, none, "complementary slackness fails")
-    g = multiplier_sums(hier, lam64, mu64)
-    fwd = 2 * (c64 - y64) + 1 - g  # must be >= 0 where c < G
-    bwd = -(2 * (c64 - y64) - 1 - g)  # must be >= 0 where c > 0
+    g = multiplier_sums(hier, lam64, mu64)  # D * g
+    fwd = scale * (2 * (c64 - y64) + 1) - g  # must be >= 0 where c < G
+    bwd = -(scale * (2 * (c64 - y64) - 1) - g)  # must be >= 0 where c > 0
     fwd = np.where(c64 < total, fwd, np.inf if not exact else np.iinfo(np.int64).max)
     bwd = np.where(c64 > 0, bwd, np.inf if not exact else np.iinfo(np.int64).max)
     slack = np.minimum(fwd, bwd)
     slack[0, 0] = np.iinfo(np.int64).max if exact else np.inf  # fixed at G (C6)
     failing = slack < -tol
-    min_slack = float(slack.min())
+    min_slack = float(slack.min()) / scale
     if failing.any():
         return ChainCertificate(False, exact, min_slack, failing, f"{int(failing.sum())} cells not Lagrangian-optimal")
     return ChainCertificate(True, exact, min_slack, none, "ok")
@@ -333,6 +359,7 @@ class _BlockLP:
         # cells whose rows may be missing: only the cells movable at construction may grow
         self.fixed_cells: np.ndarray | None = None
         self.iterations = 0  # simplex iterations of the last solve
+        self.added = 0  # segment columns added since the last solve
         self.h = new_highs({"solver": _LP_SOLVER})
         lp = highspy.HighsLp()
         lp.num_row_ = int(row_lo.size)
@@ -391,6 +418,7 @@ class _BlockLP:
         if status == highspy.HighsStatus.kError:  # pragma: no cover
             raise SolverError(f"HiGHS refused {n} new chain LP segment columns")
         n_old = self.segments
+        self.added += n
         self.owner = np.concatenate([self.owner, owner])
         self.sign = np.concatenate([self.sign, sign])
         self.step = np.concatenate([self.step, tu, td])
@@ -486,6 +514,10 @@ class _BlockLP:
             return self.centre.astype(np.float64).reshape(self.shape), lam, mu
         left = _remaining(deadline, "before an LP solve of")
         budgeted = budget is not None and budget < left
+        if self.row_dual is not None:  # a warm re-solve (module docstring: edge weights)
+            weights = 2 if self.added >= WARM_STEEPEST_EDGE_COLUMNS else _WARM_EDGE_WEIGHTS
+            self.h.setOptionValue("simplex_dual_edge_weight_strategy", weights)
+        self.added = 0
         set_time_left(self.h, budget if budgeted else left)
         run = self.h.run()
         model_status = self.h.getModelStatus()
@@ -498,10 +530,6 @@ class _BlockLP:
             text = self.h.modelStatusToString(model_status)
             raise SolverError(f"HiGHS did not reach an optimum of the chain LP: run status {run}, model status {text!r}")
         self.iterations = int(self.h.getInfo().simplex_iteration_count)
-        # later solves start from a near-optimal basis that setBasis may have changed: Devex
-        # pricing there, since dual steepest edge recomputes its exact weights after every
-        # basis change (5 s per re-solve on the taxi instance at eps = 0.1)
-        self.h.setOptionValue("simplex_dual_edge_weight_strategy", _WARM_EDGE_WEIGHTS)
         sol = self.h.getSolution()
         seg = np.asarray(sol.col_value, dtype=np.float64)
         x = self.centre.astype(np.float64) + np.bincount(self.owner, weights=self.sign * seg, minlength=self.centre.size)
@@ -698,11 +726,14 @@ def solve_model3_certified(
     initial_halfwidth: int = 2,
     max_rounds: int = 100,
     zero_tails: bool = True,
+    tail_starts: np.ndarray | None = None,
     deadline: float | None = None,
 ) -> ChainLPResult:
     """Exact Model 3 optimum by windowed PWL LPs and the Lagrangian certificate (module docstring).
 
     ``center`` is a feasible integer Model 3 point (e.g. the M_c^dp release, cumulative).
+    ``tail_starts`` (per leaf, in ``hier.leaves`` order; N = no tail) proposes the first zero
+    tails; ``center`` must be 0 on them. Default: ``zero_tail.ladder_starts`` on the centre.
     ``deadline`` (``time.perf_counter`` clock) bounds the whole search: past it the LP and
     branch-and-bound solves stop and ChainTimeLimit (a ResourceError) says in which round.
 
@@ -728,8 +759,17 @@ def solve_model3_certified(
     half_down = half_up.copy()
     # zero tails (solvers.hierarchy.zero_tail): leaf suffixes where the centre is 0 and the
     # isotonic condition holds stay at 0 outside the LPs (window [0, 0], rows dropped)
-    starts = ladder_starts(hier, y, center) if zero_tails and n_sizes > 1 else np.full(leaves.size, n_sizes)
+    if not zero_tails or n_sizes < 2:
+        starts = np.full(leaves.size, n_sizes)
+    elif tail_starts is not None:
+        starts = np.minimum(np.asarray(tail_starts, dtype=np.int64), n_sizes)
+        if starts.shape != leaves.shape:
+            raise ValueError(f"tail_starts has shape {starts.shape}, expected ({leaves.size},)")
+    else:
+        starts = ladder_starts(hier, y, center)
     fixed = fixed_cells(hier, starts, n_sizes)
+    if np.any(center[fixed] != 0):
+        raise ValueError("the centre is not 0 on the proposed zero tails")
     half_up[fixed] = 0
     half_down[fixed] = 0
     if fixed.any():
@@ -893,13 +933,18 @@ def solve_model3_certified(
                                          int(max(half_up.max(), half_down.max())), cert, lp_time,
                                          integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time)
                 raise ResourceError(f"chain: the windowed LP optimum is fractional and {found}; no certified release")
+            scale = 1
             if integral:
-                lam_c, mu_c = np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
+                # duals that are multiples of 1/D (degenerate vertices give half-integers) are
+                # checked exactly in D-scaled integers; others are rounded to integers
+                scale, lam_c, mu_c, on_grid = scaled_multipliers(lam, mu, MAX_DUAL_SCALE)
+                if not on_grid:
+                    scale, lam_c, mu_c = 1, np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
             else:
                 lam_c, mu_c = lam, mu
             if fixed.any():
-                lam_c, mu_c = complete_multipliers(hier, y, fixed, lam_c, mu_c)
-            cert = check_certificate(hier, cum, y, total, lam_c, mu_c)
+                lam_c, mu_c = complete_multipliers(hier, y, fixed, lam_c, mu_c, scale)
+            cert = check_certificate(hier, cum, y, total, lam_c, mu_c, scale)
             logger.info(
                 "chain round %d: %d blocks, %d segments, LP %.2fs (%d simplex iterations), total LP %.2fs, certificate %s",
                 rounds, len(blocks), segments, lp_round, iterations, lp_time, cert.reason,
@@ -917,7 +962,7 @@ def solve_model3_certified(
             if tail_fail.any():
                 # a zero tail is not optimal as proposed: restart those leaves' tails after their last
                 # failing size (with the current multipliers); the freed cells get windows again
-                freed = free_tails(tail_fail, lam_c)
+                freed = free_tails(tail_fail, lam_c / scale)
                 logger.info("chain round %d: %d zero-tail cells fail; %d cells leave the tails", rounds,
                             int(tail_fail.sum()), int(freed.sum()))
                 half_up = np.where(freed, h0, half_up)
@@ -949,6 +994,71 @@ def solve_model3_certified(
         after = f" ({pending} cells not yet certified after round {rounds - 1})" if rounds > 1 else ""
         raise ChainTimeLimit(f"{exc} LP round {rounds}{after}") from None
     raise ResourceError(f"chain: no certificate after {max_rounds} widening rounds")
+
+
+def projection_multipliers(hier: Hierarchy, approx: np.ndarray, noisy_cum: np.ndarray) -> np.ndarray:
+    """C7 multipliers (regions x sizes, leaf rows 0) read off an approximate projection ``approx``.
+
+    At the projection x of the noisy values onto Model 3's relaxation, an internal cell that is
+    not at a bound has g = 2 (x - ct) (stationarity), and g = lam[r] - lam[parent r] there, so
+    lam[r] = lam[parent r] + 2 (x_r - ct_r), parents first. Only an estimate (used to propose
+    zero tails); nothing is certified with it.
+    """
+    x = np.asarray(approx, dtype=np.float64)
+    y = np.asarray(noisy_cum, dtype=np.float64)
+    par = _parent_index(hier)
+    lam = np.zeros(x.shape)
+    for r in hier.internal:  # parents first
+        lam[r] = (lam[par[r]] if par[r] >= 0 else 0.0) + 2.0 * (x[r] - y[r])
+    return lam
+
+
+def consistent_rounding(hier: Hierarchy, approx: np.ndarray, total: int, fixed: np.ndarray) -> np.ndarray | None:
+    """A feasible integer Model 3 point close to ``approx`` in every cell, 0 on ``fixed`` cells.
+
+    Top-down: the root chain is rounded (c_1 = G, made non-increasing); each internal region's
+    integer chain is then split among its children, sizes from N down to 1: at size s the
+    parent's new groups P_s - P_{s+1} (>= 0) go to the children that are not fixed there, in
+    proportion to how far each child's running value lies below its target ``approx``, rounded
+    by largest remainders. Every child's chain is therefore non-increasing, the children sum to
+    the parent at every size, and each cell stays near its target (within a few units where
+    ``approx`` is nearly consistent) instead of accumulating the rounding errors of its leaves,
+    as rounding the leaves and summing them up does (hundreds of units at the census root).
+    Returns None if some positive parent value has no child left to take it (only possible when
+    ``fixed`` marks every leaf at size 1 while G > 0).
+    """
+    x = np.clip(np.nan_to_num(np.asarray(approx, dtype=np.float64)), 0.0, float(total))
+    n_regions, n_sizes = x.shape
+    c = np.zeros((n_regions, n_sizes), dtype=np.int64)
+    root = np.rint(x[0]).astype(np.int64)
+    root[0] = total
+    root = np.minimum.accumulate(root)
+    root[fixed[0]] = 0
+    c[0] = root
+    for p in hier.internal:  # parents first
+        kids = np.asarray(hier.children[p], dtype=np.int64)
+        allowed = ~fixed[kids]
+        target = x[kids]
+        new = c[p] - np.append(c[p, 1:], 0)
+        run = np.zeros(kids.size, dtype=np.int64)
+        for s in range(n_sizes - 1, -1, -1):
+            d = int(new[s])
+            if d > 0:
+                ok = allowed[:, s]
+                if not ok.any():
+                    return None
+                w = np.where(ok, np.maximum(target[:, s] - run, 0.0), 0.0)
+                if w.sum() <= 0:
+                    w = ok.astype(np.float64)
+                want = w * (d / w.sum())
+                add = np.floor(want).astype(np.int64)
+                rest = d - int(add.sum())
+                if rest > 0:
+                    order = np.argsort(-np.where(ok, want - add, -1.0), kind="stable")
+                    add[order[:rest]] += 1
+                run = run + add
+            c[kids, s] = run
+    return c
 
 
 def round_to_feasible(hier: Hierarchy, approx: np.ndarray, total: int) -> np.ndarray:

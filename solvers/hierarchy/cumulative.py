@@ -218,10 +218,12 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
                  time_limit: float | None = None) -> ChainResult:
     """Exact optimum of Model 3 (C6-C10) with a checked Lagrangian certificate.
 
-    A real-valued approximation of the projection (Dykstra, max-norm residual 0.05) is
-    rounded to a feasible integer centre; windowed piecewise-linear LPs around it give an
-    integer point and integer multipliers, and ``chain.check_certificate`` proves the point
-    optimal over the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
+    A real-valued approximation of the projection (Dykstra, max-norm residual 0.05) gives the
+    first zero tails (with the C7 multipliers read off it) and, split top-down
+    (``chain.consistent_rounding``), a feasible integer centre within a few units of it in every
+    cell; windowed piecewise-linear LPs around it give an integer point and integer (or
+    half-integral) multipliers, and ``chain.check_certificate`` proves the point optimal over
+    the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
     until the check passes. A fractional LP optimum is resolved by branch and bound over the
     level set of the LP multipliers' exact bound (``solvers.hierarchy.window_bound``).
     ``time_limit`` (seconds, None: no limit) bounds the whole solve; when it runs out there is
@@ -255,8 +257,11 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     try:
         approx, _residual, _iterations = model3_relaxation_dykstra(hier, yf, total, tol=0.05, max_iter=3000,
                                                                    deadline=deadline)
-        center = round_to_feasible(hier, approx, total)
-        res = solve_model3_certified(hier, y, total, center, initial_halfwidth=initial_halfwidth, deadline=deadline)
+        center, starts = _centre_and_tails(hier, y, total, approx)
+        if center is None:  # no consistent rounding with these tails: the plain centre, default tails
+            center = round_to_feasible(hier, approx, total)
+        res = solve_model3_certified(hier, y, total, center, initial_halfwidth=initial_halfwidth,
+                                     tail_starts=starts, deadline=deadline)
     except ChainTimeLimit as exc:
         raise ResourceError(f"chain: no certified release within the time limit ({time_limit:g} s of post-processing; "
                             f"stopped {exc}); allow more time, or use hdp or cdp (exact and much faster at this "
@@ -280,6 +285,36 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
         integrality_gap=res.integrality_gap,
         mip_time_s=res.mip_time_s,
     )
+
+
+#: A leaf cell whose approximate projection is below this may start a proposed zero tail.
+TAIL_PROPOSAL_THRESHOLD = 0.1
+
+
+def _centre_and_tails(hier: Hierarchy, y: np.ndarray, total: int, approx: np.ndarray
+                      ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The LP centre and first zero tails for ``solve_model3_certified``, from the approximate projection.
+
+    Tails: ``zero_tail.ladder_starts`` on the cells whose projection is below
+    ``TAIL_PROPOSAL_THRESHOLD``, with the C7 multipliers read off the projection
+    (``chain.projection_multipliers``, rounded) for the parents' terms. Centre:
+    ``chain.consistent_rounding`` of the projection, 0 on those tails. (None, None) when no
+    such centre exists. Only proposals: the certificate decides, and failing tails are
+    shortened by the solver.
+    """
+    from solvers.hierarchy.chain import consistent_rounding, projection_multipliers
+    from solvers.hierarchy.zero_tail import fixed_cells, ladder_starts
+
+    n_sizes = approx.shape[1]
+    if n_sizes < 2:
+        return consistent_rounding(hier, approx, total, np.zeros(approx.shape, dtype=bool)), None
+    lam = np.rint(projection_multipliers(hier, approx, y))
+    if np.issubdtype(np.asarray(y).dtype, np.integer):
+        lam = lam.astype(np.int64)
+    near_zero = np.where(approx < TAIL_PROPOSAL_THRESHOLD, 0, 1)
+    starts = ladder_starts(hier, y, near_zero, lam)
+    center = consistent_rounding(hier, approx, total, fixed_cells(hier, starts, n_sizes))
+    return (center, starts) if center is not None else (None, None)
 
 
 def _model3_feasible(hier: Hierarchy, cum: np.ndarray, total: int) -> bool:

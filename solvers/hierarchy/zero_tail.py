@@ -47,9 +47,10 @@ def _ladder_ok(h: np.ndarray, center_zero: np.ndarray) -> np.ndarray:
     return zsuf & (s0[:, :n] <= sufmin[:, 1:])
 
 
-def _leaf_h(hier: Hierarchy, y: np.ndarray, lam: np.ndarray | None) -> np.ndarray:
+def _leaf_h(hier: Hierarchy, y: np.ndarray, lam: np.ndarray | None, scale: int = 1) -> np.ndarray:
+    """``scale * (1 - 2y) + lam[parent]`` per leaf cell (``lam`` already scaled)."""
     leaves = np.asarray(hier.leaves, dtype=np.int64)
-    b = 1 - 2 * np.asarray(y)[leaves]
+    b = scale * (1 - 2 * np.asarray(y)[leaves])
     if lam is not None:
         b = b + np.asarray(lam)[np.asarray(hier.parent, dtype=np.int64)[leaves]]
     return b
@@ -100,10 +101,11 @@ def fixed_cells(hier: Hierarchy, starts: np.ndarray, n_sizes: int) -> np.ndarray
 
 
 def complete_multipliers(hier: Hierarchy, y: np.ndarray, fixed: np.ndarray, lam: np.ndarray,
-                         mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                         mu: np.ndarray, scale: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers of the rows inside zero tails (module docstring); the others are kept.
 
-    ``lam`` is regions x N, ``mu`` regions x (N - 1) (leaf rows used), as in ``chain.check_certificate``.
+    ``lam`` is regions x N, ``mu`` regions x (N - 1) (leaf rows used), as in ``chain.check_certificate``;
+    with ``scale`` D both hold D times the multipliers (so half-integral duals stay integers).
     Integer inputs give integer outputs.
     """
     y = np.asarray(y)
@@ -113,13 +115,13 @@ def complete_multipliers(hier: Hierarchy, y: np.ndarray, fixed: np.ndarray, lam:
     for r in hier.internal:  # parents first
         f = fixed[r]
         if f.any():
-            base = 1 - 2 * y[r] + (lam[par[r]] if par[r] >= 0 else 0)
+            base = scale * (1 - 2 * y[r]) + (lam[par[r]] if par[r] >= 0 else 0)
             lam[r, f] = base[f]
     n = y.shape[1]
     if n < 2:
         return lam, mu
     leaves = np.asarray(hier.leaves, dtype=np.int64)
-    h = _leaf_h(hier, y, lam)
+    h = _leaf_h(hier, y, lam, scale)
     fl = fixed[leaves]
     starts = np.where(fl.any(axis=1), fl.argmax(axis=1), n)
     zero = np.zeros(leaves.size, dtype=mu.dtype)

@@ -359,3 +359,124 @@ def test_warm_budget_follows_the_last_build() -> None:
 def test_warm_is_slow_compares_with_the_last_build() -> None:
     assert chain._warm_is_slow(2.0, 1.0) and not chain._warm_is_slow(1.0, 2.0)
     assert not chain._warm_is_slow(5.0, None)  # never built cold in this call: no evidence
+
+
+# --- the LP's centre and first tails from the approximate projection (stop 18) -----------------
+
+
+def _census_shape(scale: float = 0.01, n_sizes: int = 12):
+    data = census_synthetic(max_size=n_sizes, seed=2, scale=scale)
+    rng = np.random.default_rng(0)
+    y = to_cumulative(data.counts) + rng.integers(-3, 4, size=data.counts.shape)
+    approx, _, _ = model3_relaxation_dykstra(data.hierarchy, y.astype(float), data.total, tol=0.05)
+    return data.hierarchy, y, data.total, approx
+
+
+def test_consistent_rounding_stays_near_the_projection_where_leaf_rounding_drifts() -> None:
+    """3,194 regions: rounding the leaves and summing them drifts by ~100+ at the root; the
+    top-down split keeps every cell within a few units of the projection, and is feasible."""
+    from solvers.hierarchy.cumulative import _centre_and_tails, _model3_feasible
+    from solvers.hierarchy.zero_tail import fixed_cells
+
+    h, y, total, approx = _census_shape()
+    centre, starts = _centre_and_tails(h, y, total, approx)
+    assert centre is not None and _model3_feasible(h, centre, total)
+    fixed = fixed_cells(h, starts, y.shape[1])
+    assert fixed.sum() > 0 and np.all(centre[fixed] == 0)
+    assert np.abs(centre - approx).max() <= 3
+    old = round_to_feasible(h, approx, total)  # negative control: the previous centre
+    assert np.abs(old - approx).max() > 50
+    res = solve_model3(h, y, total)
+    assert np.abs(centre - res.cumulative).max() <= 2 < np.abs(old - res.cumulative).max()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_consistent_rounding_random_trees(seed: int) -> None:
+    """Any approximate point: the rounding is feasible, 0 on the fixed cells, and near the target."""
+    from solvers.hierarchy.cumulative import _model3_feasible
+    from solvers.hierarchy.zero_tail import fixed_cells
+
+    h, true, y = _random_instance(seed)
+    total = int(true[0, 0])
+    approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
+    approx[h.leaves[0], 7:] = 0.0  # leaf a0 has a zero tail from size 8 on
+    _fill_parents(h, approx)
+    starts = np.full(len(h.leaves), y.shape[1])
+    starts[0] = 7
+    fixed = fixed_cells(h, starts, y.shape[1])
+    c = chain.consistent_rounding(h, approx, total, fixed)
+    assert c is not None and _model3_feasible(h, c, total) and np.all(c[fixed] == 0)
+    assert np.abs(c - approx).max() <= 3
+
+
+def test_consistent_rounding_without_a_free_leaf_is_none() -> None:
+    h = _tree()
+    approx = np.zeros((h.size, 3))
+    fixed = np.ones((h.size, 3), dtype=bool)
+    fixed[0, 0] = False  # the root's size-1 cell is never fixed (C6): G must go to some leaf
+    assert chain.consistent_rounding(h, approx, 5, fixed) is None
+
+
+def test_projection_multipliers_are_the_exact_relaxation_duals() -> None:
+    """At the exact projection, lam read off the cells equals the QP's C7 duals (up to sign)."""
+    from solvers.hierarchy.cumulative import model3_relaxation
+
+    rng = np.random.default_rng(4)
+    h = _tree()
+    total = 80
+    y = rng.integers(0, 40, size=(h.size, 4))
+    x, _ = model3_relaxation(h, y, total)
+    lam = chain.projection_multipliers(h, x, y)
+    g = chain.multiplier_sums(h, lam, np.zeros((h.size, 3)))
+    internal = np.asarray(h.internal)
+    inner = (x[internal] > 1e-6)
+    # stationarity at internal cells off their bounds: g = 2 (x - y); the root's size-1 cell is fixed
+    gap = np.abs(g[internal] - 2 * (x[internal] - y[internal]))[inner]
+    assert gap.size and gap.max() < 1e-6
+
+
+def test_scaled_certificate_checks_half_integral_multipliers_exactly() -> None:
+    """D-scaled multipliers: the doubled certificate passes; a half-unit too much on one row
+    fails exactly there; scale 1 with the same integers (the old reading) fails as well."""
+    rng = np.random.default_rng(7)
+    h = _tree()
+    total = 40
+    y = rng.integers(-5, 30, size=(h.size, 6))
+    res = _certified(h, y, total)
+    lam, mu = _multipliers(h, y, total, res)
+    c = res.cumulative
+    assert check_certificate(h, c, y, total, 2 * lam, 2 * mu, scale=2).ok
+    g = chain.multiplier_sums(h, lam, mu)
+    fwd = 2 * (c - y) + 1 - g
+    r, k = 1, int(np.argmin(np.where(c[1] < total, fwd[1], 10**9)))  # region a's tightest upward test
+    lam2 = 2 * lam
+    lam2[r, k] += 2 * int(fwd[r, k]) + 1  # lambda + slack + 1/2: that test now misses by 1/2
+    bad = check_certificate(h, c, y, total, lam2, 2 * mu, scale=2)
+    assert not bad.ok and bad.failing[r, k] and bad.min_slack == -0.5
+    assert not check_certificate(h, c, y, total, 2 * lam, 2 * mu).ok  # unscaled: doubled multipliers
+    with pytest.raises(ValueError):
+        check_certificate(h, c, y, total, lam, mu, scale=0)
+
+
+def test_complete_multipliers_commutes_with_scaling() -> None:
+    from solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells
+
+    rng = np.random.default_rng(5)
+    h = _tree()
+    y = rng.integers(-4, 5, size=(h.size, 6))
+    fixed = fixed_cells(h, np.array([3, 6, 2, 4, 5]), 6)
+    lam = rng.integers(-3, 4, size=(h.size, 6))
+    mu = rng.integers(0, 3, size=(h.size, 5))
+    l1, m1 = complete_multipliers(h, y, fixed, lam, mu)
+    l2, m2 = complete_multipliers(h, y, fixed, 2 * lam, 2 * mu, scale=2)
+    assert np.array_equal(l2, 2 * l1) and np.array_equal(m2, 2 * m1)
+
+
+@pytest.mark.parametrize("threshold", [0, 10**9])
+def test_warm_edge_weight_rule_keeps_the_optimum(monkeypatch, threshold: int) -> None:
+    """Steepest edge after every widening (threshold 0) or Devex always: the same certified optimum."""
+    h, y, total, far = _far_instance(3)
+    ref = solve_model3(h, y, total)
+    monkeypatch.setattr(chain, "WARM_STEEPEST_EDGE_COLUMNS", threshold)
+    res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    assert res.rounds > 1 and res.certificate.ok and res.objective == ref.objective
