@@ -214,11 +214,59 @@ def model3_relaxation_dykstra(
     return x, residual, it
 
 
+def model3_relaxation_accelerated(
+    hier: Hierarchy, noisy_cum: np.ndarray, total: int, tol: float = 0.05, max_iter: int = 5000,
+    deadline: float | None = None,
+) -> tuple[np.ndarray, float, int]:
+    """Model 3 relaxation by accelerated projected gradient ascent on its dual (FISTA with restarts).
+
+    The projection of y onto A (C6 + C7, affine) intersected with B (C8 + C9, per region a
+    non-increasing non-negative chain) has the dual max_lambda D(lambda) with
+    x(lambda) = P_B(y - A' lambda) and gradient A x(lambda) - b. Preconditioned by (A A')^-1
+    (the tree least squares that projects onto A), a unit gradient step is
+    z <- z - (x - P_A(x)) on z = y - A' lambda, x = P_B(z); FISTA extrapolates these steps
+    (Beck and Teboulle 2009) and restarts its momentum when a step goes against the last one
+    (O'Donoghue and Candes 2015). Each iteration costs one projection onto each set, as one
+    Dykstra iteration does, and far fewer are needed: census N = 1,000, seed 1, to a max-norm
+    residual of 0.05: 22 iterations against Dykstra's 64 at eps = 1, 107 against about 550 at
+    eps = 0.1. Stops when ``x`` (in B) is within ``tol`` (max norm) of its projection onto A.
+    Returns (x, residual, iterations). Past ``deadline`` (``time.perf_counter`` clock) it raises
+    ``chain.ChainTimeLimit``.
+    """
+    from solvers.hierarchy.chain import ChainTimeLimit
+
+    if total < 0:
+        raise ResourceError("negative total")
+    y = np.asarray(noisy_cum, dtype=np.float64)
+    z = y.copy()
+    w = z.copy()
+    t = 1.0
+    x = z
+    residual = np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        x = _project_monotone(w)
+        step = x - _project_consistent(hier, x, total)
+        residual = float(np.abs(step).max())
+        if residual <= tol:
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise ChainTimeLimit(f"during the continuous projection ({it} iterations, residual {residual:.3g})")
+        z_new = w - step
+        if float(np.vdot(step, z_new - z)) > 0:  # the momentum points uphill: restart it
+            t = 1.0
+        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        w = z_new + ((t - 1.0) / t_new) * (z_new - z)
+        z, t = z_new, t_new
+    return x, residual, it
+
+
 def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_halfwidth: int = 2,
                  time_limit: float | None = None) -> ChainResult:
     """Exact optimum of Model 3 (C6-C10) with a checked Lagrangian certificate.
 
-    A real-valued approximation of the projection (Dykstra, max-norm residual 0.05) gives the
+    A real-valued approximation of the projection (``model3_relaxation_accelerated``, max-norm
+    residual 0.05) gives the
     first zero tails (with the C7 multipliers read off it) and, split top-down
     (``chain.consistent_rounding``), a feasible integer centre within a few units of it in every
     cell; windowed piecewise-linear LPs around it give an integer point and integer (or
@@ -255,8 +303,8 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     total = int(total)
     yf = y.astype(np.float64)
     try:
-        approx, _residual, _iterations = model3_relaxation_dykstra(hier, yf, total, tol=0.05, max_iter=3000,
-                                                                   deadline=deadline)
+        approx, _residual, _iterations = model3_relaxation_accelerated(hier, yf, total, tol=0.05, max_iter=5000,
+                                                                       deadline=deadline)
         center, starts = _centre_and_tails(hier, y, total, approx)
         if center is None:  # no consistent rounding with these tails: the plain centre, default tails
             center = round_to_feasible(hier, approx, total)
