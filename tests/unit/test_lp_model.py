@@ -10,7 +10,7 @@ import pytest
 
 from solvers.errors import InputError
 from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
-from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS
+from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS, random_feasible_lp
 
 
 def _lp(**over):
@@ -182,3 +182,42 @@ def test_set_time_left_counts_from_the_objects_accumulated_run_time() -> None:
     assert h.modelStatusToString(h.getModelStatus()) == "Optimal"
     set_time_left(h, math.inf)
     assert h.getOptionValue("time_limit")[1] == math.inf
+
+
+class _FlakyRun:
+    """A ``highspy.Highs`` whose first ``run()`` errs before touching the model (status 'Not Set')."""
+
+    failures = 0
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def run(self):
+        import highspy
+
+        if _FlakyRun.failures > 0:
+            _FlakyRun.failures -= 1
+            self._failed = True
+            return highspy.HighsStatus.kError
+        self._failed = False
+        return self._real.run()
+
+    def getModelStatus(self):
+        import highspy
+
+        return highspy.HighsModelStatus.kNotset if self._failed else self._real.getModelStatus()
+
+
+@pytest.mark.parametrize("failures, status", [(1, "optimal"), (2, "error")])
+def test_a_run_that_errs_before_solving_is_retried_once(monkeypatch, failures, status):
+    from solvers.lp import highs as backend
+
+    real = backend.new_highs
+    monkeypatch.setattr(backend, "new_highs", lambda *a, **k: _FlakyRun(real(*a, **k)))
+    _FlakyRun.failures = failures
+    lp = random_feasible_lp(np.random.default_rng(2), 4, 6)
+    res = HighsBackend().solve(lp)
+    assert res.status.value == status
