@@ -480,3 +480,13 @@ def test_warm_edge_weight_rule_keeps_the_optimum(monkeypatch, threshold: int) ->
     monkeypatch.setattr(chain, "WARM_STEEPEST_EDGE_COLUMNS", threshold)
     res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok and res.objective == ref.objective
+
+
+def test_proposed_tails_must_hold_a_zero_centre() -> None:
+    h, true, y = _random_instance(1)
+    total = int(true[0, 0])
+    starts = np.full(len(h.leaves), 3)  # every leaf's tail from size 4 on, but the centre is not 0 there
+    with pytest.raises(ValueError, match="not 0 on the proposed zero tails"):
+        chain.solve_model3_certified(h, y, total, true, tail_starts=starts)
+    with pytest.raises(ValueError, match="shape"):
+        chain.solve_model3_certified(h, y, total, true, tail_starts=np.zeros(2, dtype=np.int64))
