@@ -88,6 +88,7 @@ class ChainResult:
     integer_program: str | None = None  # set when the LP optimum was fractional (chain.py)
     integrality_gap: float = 0.0
     mip_time_s: float = 0.0
+    certificate_kind: str = "lagrangian"  # chain.ChainLPResult.certificate_kind
 
 
 def consistency_rows(hier: Hierarchy, n_sizes: int) -> sp.csr_matrix:
@@ -330,6 +331,7 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
         certificate_exact_arithmetic=res.certificate.integral_arithmetic,
         lp_time_s=res.lp_time_s,
         integer_program=res.integer_program,
+        certificate_kind=res.certificate_kind,
         integrality_gap=res.integrality_gap,
         mip_time_s=res.mip_time_s,
     )

@@ -95,7 +95,7 @@ def postprocess(mechanism: str, hier: Hierarchy, noisy: np.ndarray, total: int, 
         ch = solve_model3(hier, noisy, total, time_limit=time_limit)
         counts, objective = ch.counts, ch.objective
         details = {
-            "certificate": "lagrangian" if ch.integer_program is None else "level-set+branch-and-bound",
+            "certificate": ch.certificate_kind,
             "integer_program": ch.integer_program,
             "integrality_gap": ch.integrality_gap,
             "mip_time_s": ch.mip_time_s,

@@ -223,14 +223,67 @@ def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
 
 
 def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(monkeypatch) -> None:
-    """A fractional LP point is never rounded and released: branch and bound on the level set decides."""
+    """A fractional LP point is never rounded and released: branch and bound on the level set decides
+    (the local search for a point within 1 of the bound turned off)."""
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
     ref = solve_model3(h, y, 20)
-    assert ref.integer_program is None
+    assert ref.integer_program is None and ref.certificate_kind == "lagrangian"
     _forge_fractional_lp(monkeypatch, h)
+    monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
     res = solve_model3(h, y, 20)
     assert res.integer_program is not None and res.objective == ref.objective
+    assert res.certificate_kind == "level-set+branch-and-bound"
+
+
+def test_forged_fractional_lp_point_is_proved_by_an_integer_point_near_the_bound(monkeypatch) -> None:
+    """The LP is integral in truth, so its bound L is the optimum: the local branch and bound finds a
+    point with U - L < 1, which proves it (f is an integer); the level set is not needed."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    ref = solve_model3(h, y, 20)
+    _forge_fractional_lp(monkeypatch, h)
+    monkeypatch.setattr(chain, "_level_set_search", lambda *a, **k: pytest.fail("level set not expected"))
+    res = solve_model3(h, y, 20)
+    assert res.certificate_kind == "lagrangian-bound" and res.objective == ref.objective
+    assert 0 <= res.integrality_gap < 1 and "local branch and bound" in res.integer_program
+
+
+def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> None:
+    """Negative control: a worse integer point (U >= L + 1) from the local search proves nothing."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    ref = solve_model3(h, y, 20)
+    _forge_fractional_lp(monkeypatch, h)
+    real = chain._BlockLP.solve_integer
+    real_local = chain._local_integer_point
+    inside, spoiled = [], []
+
+    def local(*a, **k):
+        inside.append(True)
+        try:
+            return real_local(*a, **k)
+        finally:
+            inside.clear()
+
+    def worse(self, time_limit, deadline=None):
+        point, note = real(self, time_limit, deadline)
+        if point is not None and inside:  # the local search's point: move one group up a size
+            leaf = h.leaves[1]
+            bumped = point.copy()
+            bumped[leaf, 1] += 1
+            bumped[leaf, 0] = max(bumped[leaf, 0], bumped[leaf, 1])
+            _fill_parents(h, bumped)
+            if bumped[0, 0] == 20 and squared_distance(bumped, y) >= ref.objective + 1:
+                spoiled.append(True)
+                return bumped, note
+        return point, note
+
+    monkeypatch.setattr(chain._BlockLP, "solve_integer", worse)
+    monkeypatch.setattr(chain, "_local_integer_point", local)
+    res = solve_model3(h, y, 20)
+    assert spoiled, "the local search's point was not replaced by a worse one"
+    assert res.objective == ref.objective and res.certificate_kind == "level-set+branch-and-bound"
 
 
 def test_round_limit_is_resource_error() -> None:
@@ -275,6 +328,7 @@ def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> N
     h = _tree()
     y = np.arange(h.size * 3).reshape(h.size, 3) % 7
     _forge_fractional_lp(monkeypatch, h)
+    monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
     monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
     monkeypatch.setattr(chain, "MAX_MIP_ROUNDS", 1)
     with pytest.raises(ResourceError, match="is fractional and the level set"):
