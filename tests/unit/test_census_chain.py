@@ -166,6 +166,19 @@ def test_split_blocks_are_merged_when_the_dropped_c8_rows_break(caplog) -> None:
     assert res.objective == _full_domain_lp_objective(h, y, total)
 
 
+def test_tiny_size_blocks_join_their_neighbour() -> None:
+    """Cuts that would leave blocks with < MIN_BLOCK_SHARE of the segment columns are not made."""
+    h = _tree()
+    n = 50
+    lo = np.zeros((h.size, n), dtype=np.int64)
+    lo[h.leaves] = 1000 - 10 * np.arange(n)  # every size boundary is a cut
+    hi = lo.copy()
+    hi[:, :10] += 4  # only sizes 1..10 have segment columns (10 % each)
+    blocks = chain._blocks(lo, hi, np.asarray(h.leaves))
+    assert blocks == [(k, k + 1) for k in range(9)] + [(9, n)]
+    assert chain._blocks(lo, lo + 1, np.asarray(h.leaves)) == [(k, k + 1) for k in range(n)]  # 2 % each: kept
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_chunked_starting_basis_gives_the_same_optimum(monkeypatch, seed: int) -> None:
     """A block's starting basis assembled from per-chunk solves changes the path, not the optimum."""
