@@ -57,14 +57,20 @@ def test_certificate_passes_with_integer_arithmetic(seed: int) -> None:
     assert res.certificate.min_slack >= 0
 
 
-def test_certificate_negative_controls() -> None:
-    """The check must reject: a worse feasible point, wrong multipliers, an infeasible point."""
+def _certified_with_multipliers():
+    """The 8-region tree, 6 sizes, G = 40: its certified optimum and integer LP multipliers."""
     rng = np.random.default_rng(7)
     h = _tree()
     total = 40
     y = rng.integers(-5, 30, size=(h.size, 6))
     res = _certified(h, y, total)
     lam, mu = _multipliers(h, y, total, res)
+    return h, y, total, res, lam, mu
+
+
+def test_certificate_negative_controls() -> None:
+    """The check must reject: a worse feasible point, wrong multipliers, an infeasible point."""
+    h, y, total, res, lam, mu = _certified_with_multipliers()
     assert check_certificate(h, res.cumulative, y, total, lam, mu).ok
     # 1. every feasible one-unit move that worsens the objective must be rejected
     rejected = 0
@@ -505,12 +511,7 @@ def test_projection_multipliers_are_the_exact_relaxation_duals() -> None:
 def test_scaled_certificate_checks_half_integral_multipliers_exactly() -> None:
     """D-scaled multipliers: the doubled certificate passes; a half-unit too much on one row
     fails exactly there; scale 1 with the same integers (the old reading) fails as well."""
-    rng = np.random.default_rng(7)
-    h = _tree()
-    total = 40
-    y = rng.integers(-5, 30, size=(h.size, 6))
-    res = _certified(h, y, total)
-    lam, mu = _multipliers(h, y, total, res)
+    h, y, total, res, lam, mu = _certified_with_multipliers()
     c = res.cumulative
     assert check_certificate(h, c, y, total, 2 * lam, 2 * mu, scale=2).ok
     g = chain.multiplier_sums(h, lam, mu)
