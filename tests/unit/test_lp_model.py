@@ -10,7 +10,12 @@ import pytest
 
 from solvers.errors import InputError
 from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
-from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS, random_feasible_lp
+from tests.lp_fixtures import (
+    INFEASIBLE_MPS,
+    TINY_MPS,
+    UNBOUNDED_MPS,
+    random_feasible_lp,
+)
 
 
 def _lp(**over):
