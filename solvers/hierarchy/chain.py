@@ -474,7 +474,8 @@ class _BlockLP:
         out = np.setdiff1d(np.arange(self._row_lo_full.size), self.row_ids, assume_unique=True)
         return bool(np.all(self._row_lo_full[out] <= 1e-9) and np.all(self._row_hi_full[out] >= -1e-9))
 
-    def solve_integer(self, time_limit: float, deadline: float | None = None) -> tuple[np.ndarray | None, str]:
+    def solve_integer(self, time_limit: float, deadline: float | None = None,
+                      at_most: int | None = None) -> tuple[np.ndarray | None, str]:
         """Integer optimum on the current windows by HiGHS branch and bound (a copy of the model).
 
         The segment columns become integer (binary); the live LP model is left as it is. The
@@ -482,15 +483,22 @@ class _BlockLP:
         integral at every integer point, so an absolute gap below 1 proves optimality; the
         gap HiGHS reports is returned with the point (c integer; None if infeasible). The
         search stops at ``time_limit`` seconds or at ``deadline`` (ChainTimeLimit), if sooner.
+        With ``at_most`` only points with f <= at_most are sought (HiGHS's objective bound prunes
+        every node above it; None, "infeasible" when there is none).
         """
         highspy = self._highspy
         if self.segments == 0:
             return self.centre.reshape(self.shape).copy(), "no segments"
         time_limit = min(float(time_limit), _remaining(deadline, "before the branch and bound over a level set of"))
         m = new_highs({"mip_rel_gap": 0.0, "mip_abs_gap": 0.99, "time_limit": float(time_limit)})
-        if m.passModel(self.h.getLp()) == highspy.HighsStatus.kError:  # pragma: no cover
+        lp = self.h.getLp()
+        if m.passModel(lp) == highspy.HighsStatus.kError:  # pragma: no cover
             raise SolverError("HiGHS refused the chain MIP")
         n = self.segments
+        if at_most is not None:  # a row: the objective is f - f(centre), an integer at integer points
+            limit = int(at_most) - int(((self.centre - np.rint(self.y).astype(np.int64)) ** 2).sum())
+            m.addRow(-highspy.kHighsInf, float(limit) + 0.5, n, np.arange(n, dtype=np.int32),
+                     np.asarray(lp.col_cost_, dtype=np.float64))
         m.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
         m.run()
         status = m.getModelStatus()
@@ -718,8 +726,11 @@ def _fractional_duals(lam: np.ndarray, mu: np.ndarray) -> bool:
 
 #: First slack T of the level-set search (objective units).
 LEVEL_SET_START = Fraction(4)
-#: Most segment columns of a level-set branch and bound.
-MAX_LEVEL_SET_SEGMENTS = 2_000_000
+#: Most segment columns of a level-set branch and bound. Measured: W_4 with 364,589 columns
+#: (taxi, eps 0.5) proved in under a minute; W_1/2 with 1,592,411 binary columns (census N = 500,
+#: eps 1, one column on every cell: quarter-integral multipliers) ran past HiGHS's time limit
+#: (over 330 s on a 300 s limit, and 1,000 s on 900 s) without a result.
+MAX_LEVEL_SET_SEGMENTS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -736,21 +747,38 @@ LOCAL_MIP_SPREAD = 2
 LOCAL_MIP_HALFWIDTH = 1
 
 
-def _local_integer_point(hier: Hierarchy, y: np.ndarray, total: int, x: np.ndarray, wb: WindowBound,
-                         deadline: float | None = None) -> tuple[np.ndarray, int, str] | None:
-    """An integer point within 1 of the exact Lagrangian bound L, found near a fractional LP optimum x.
+def _with_siblings(hier: Hierarchy, cells: np.ndarray) -> np.ndarray:
+    """The cells and the same sizes in the children of every non-root region holding one.
 
-    Every feasible point has f >= L and f is an integer (integer noisy values), so a feasible
-    integer point with U < L + 1 is optimal whatever searched for it; no trust in the search is
-    needed. The search: HiGHS branch and bound with every cell fixed at its LP value except the
-    fractional cells and their neighbourhood (``_spread``: chain neighbours and ancestors,
-    ``LOCAL_MIP_SPREAD`` times), which get [floor - 1, ceil + 1]. (With the descendants too, one
-    fractional root cell would free every cell of its size: 1.2 M cells on a census draw.) Returns (point, U, note), or None when that found nothing below L + 1.
+    After ``_spread`` (which holds every ancestor) these are the siblings of the held cells: a
+    count can then move between the children of one parent. The root's children are left out
+    (a fractional nation cell would free its size in every state).
+    """
+    par = _parent_index(hier)
+    out = cells.copy()
+    below_root = np.flatnonzero(par[1:] > 0) + 1  # regions whose parent is not the root
+    out[below_root] |= cells[par[below_root]]
+    return out
+
+
+def _local_integer_point(hier: Hierarchy, y: np.ndarray, total: int, x: np.ndarray,
+                         deadline: float | None = None, siblings: bool = False) -> tuple[np.ndarray, int, str] | None:
+    """A good integer point near a fractional LP optimum x: (point, f(point), note), or None.
+
+    HiGHS branch and bound with every cell fixed at its LP value except the fractional cells and
+    their neighbourhood (``_spread``: chain neighbours and ancestors, ``LOCAL_MIP_SPREAD`` times;
+    with ``siblings`` also the same sizes in the sibling regions, so that a count can move between
+    the children of one parent), which get [floor - 1, ceil + 1]. (With all descendants, one
+    fractional root cell would free every cell of its size: 1.2 M cells on a census draw.)
+    Nothing here is trusted: the caller proves the point optimal against the exact Lagrangian
+    bound L (U - L < 1, f being an integer) or uses U to shrink the level set it searches.
     """
     frac = np.abs(x - np.rint(x)) > 1e-6
     near = frac
     for _ in range(LOCAL_MIP_SPREAD):
         near = _spread(hier, near)
+        if siblings:
+            near = _with_siblings(hier, near)
     near[0, 0] = False  # c_1^root = G (C6)
     base = np.rint(x).astype(np.int64)
     lo = np.where(near, np.clip(np.floor(x).astype(np.int64) - LOCAL_MIP_HALFWIDTH, 0, total), base)
@@ -762,45 +790,59 @@ def _local_integer_point(hier: Hierarchy, y: np.ndarray, total: int, x: np.ndarr
     if point is None or not _model3_feasible(hier, point, total):
         return None
     upper = int(((point - np.asarray(y, dtype=np.int64)) ** 2).sum())
-    if Fraction(upper) - wb.lower >= 1:
-        logger.info("chain: local branch and bound over %d cells found U = %d, L = %s: not within 1", int(near.sum()),
-                    upper, wb.lower)
-        return None
-    return point, upper, f"local branch and bound over {int(near.sum()):,} cells ({model.segments:,} segments): {note}"
+    kind = "with siblings " if siblings else ""
+    return point, upper, f"local branch and bound {kind}over {int(near.sum()):,} cells ({model.segments:,} segments): {note}"
 
 
 def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBound,
-                      deadline: float | None = None) -> _LevelSetOptimum | str:
+                      deadline: float | None = None,
+                      incumbent: tuple[np.ndarray, int] | None = None) -> _LevelSetOptimum | str:
     """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
 
     ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T, so an optimum
     U over (a box containing) W_T with U <= L + T is the optimum of Model 3, checked exactly.
-    T starts at ``LEVEL_SET_START``; an empty W_T raises it x4, a point with U > L + T raises it
-    to U - L (the next W_T contains that point). ``wb`` is the bound of the LP's multipliers.
-    Returns the optimum, or why none was proved.
+    Without an incumbent T starts at ``LEVEL_SET_START``; an empty W_T raises it x4, a point
+    with U > L + T raises it to U - L (the next W_T contains that point). With a feasible
+    incumbent of value U0 (from the local search), only points with f <= U0 - 1 can beat it (f
+    is an integer), so T = U0 - 1 - L: the box holds every better point, and the better of the
+    incumbent and the box's optimum (or the incumbent alone, if the box holds no feasible point)
+    is the optimum. ``wb`` is the bound of the LP's multipliers. Returns the optimum, or why
+    none was proved.
     """
     yf = np.asarray(y, dtype=np.float64)
+    yi = np.asarray(y, dtype=np.int64)
+    best: tuple[np.ndarray, int] | None = None
     slack = LEVEL_SET_START
+    if incumbent is not None:
+        best = (incumbent[0], int(incumbent[1]))
+        slack = Fraction(best[1]) - 1 - wb.lower
+        if slack < 0:  # U0 < L + 1: the incumbent is optimal already
+            return _LevelSetOptimum(best[0], best[1], Fraction(best[1]) - wb.lower, Fraction(0), "incumbent within 1 of L")
     notes = []
     for _ in range(8):
         wlo, whi = level_windows(wb, y, total, slack)
         seg = int((whi - wlo).sum())
         if seg > MAX_LEVEL_SET_SEGMENTS:
             return f"the level set for T = {slack} needs {seg:,} segment columns (> {MAX_LEVEL_SET_SEGMENTS:,})"
+        logger.info("chain: branch and bound over the level set T = %s (%d segment columns on %d cells)", slack, seg,
+                    int((whi > wlo).sum()))
         model = _BlockLP(hier, yf, wlo, whi - wlo, np.zeros_like(wlo))
-        x, note = model.solve_integer(MIP_TIME_LIMIT, deadline) if model.dropped_rows_hold() else (None, "empty box")
+        below = None if best is None else best[1] - 1  # only a better point matters
+        x, note = (model.solve_integer(MIP_TIME_LIMIT, deadline, at_most=below) if model.dropped_rows_hold()
+                   else (None, "empty box"))
         notes.append(f"T = {slack}: {seg:,} segments, {note}")
         logger.info("chain: level set %s", notes[-1])
-        if x is None:
-            slack *= 4
-            continue
-        if not _model3_feasible(hier, x, total):  # pragma: no cover - HiGHS returned an infeasible point
-            raise VerificationError("chain: the branch-and-bound point fails Model 3 feasibility")
-        upper = int(((x - np.asarray(y, dtype=np.int64)) ** 2).sum())
-        gap = Fraction(upper) - wb.lower
-        if proves_optimal(wb, upper, slack):
-            return _LevelSetOptimum(x, upper, gap, slack, "; ".join(notes))
-        slack = gap
+        if x is not None:
+            if not _model3_feasible(hier, x, total):  # pragma: no cover - HiGHS returned an infeasible point
+                raise VerificationError("chain: the branch-and-bound point fails Model 3 feasibility")
+            upper = int(((x - yi) ** 2).sum())
+            if best is None or upper < best[1]:
+                best = (x, upper)
+        # best = min(incumbent, box optimum). A better point z has f(z) <= best - 1; if that is
+        # <= L + T, z lies in W_T (inside the box) and so f(z) >= box optimum >= best: none exists
+        if best is not None and proves_optimal(wb, best[1] - 1, slack):
+            return _LevelSetOptimum(best[0], best[1], Fraction(best[1]) - wb.lower, slack, "; ".join(notes))
+        slack = slack * 4 if best is None else Fraction(best[1]) - 1 - wb.lower
     return "no level set proved the optimum in 8 tries"
 
 
@@ -1010,28 +1052,48 @@ def solve_model3_certified(
                     half_up = np.where(freed, h0, np.where(widen, half_up * 4, half_up))
                     half_down = np.where(freed, h0, np.where(widen, half_down * 4, half_down))
                     continue
-                t1 = time.perf_counter()
-                local = _local_integer_point(hier, y, total, x, wb, deadline)
-                mip_time += time.perf_counter() - t1
-                if local is not None:
-                    point, upper, note = local
+                # a good integer point U near the LP optimum: U - L < 1 proves it (f is an integer);
+                # else it shrinks the level set to T = U - 1 - L. First the fractional cells'
+                # chains and ancestors, then also their siblings (counts move between children)
+                incumbent, found = None, "no integer point was found near the LP optimum"
+                for siblings in (False, True):
+                    t1 = time.perf_counter()
+                    local = _local_integer_point(hier, y, total, x, deadline, siblings=siblings)
+                    mip_time += time.perf_counter() - t1
+                    if local is not None and (incumbent is None or local[1] < incumbent[1]):
+                        incumbent = local
+                    if incumbent is None:
+                        continue
+                    point, upper, note = incumbent
                     gap = Fraction(upper) - wb.lower
-                    logger.info("chain round %d: %s; U - L = %s < 1 proves it optimal", rounds, note, gap)
-                    cert = ChainCertificate(True, True, float(1 - gap), np.zeros(cum.shape, dtype=bool),
-                                            f"Lagrangian bound L and an integer point with U - L = {gap} < 1")
-                    return ChainLPResult(point, float(upper), rounds, len(blocks), segments,
-                                         int(max(half_up.max(), half_down.max())), cert, lp_time,
-                                         integer_program=note, integrality_gap=float(gap), mip_time_s=mip_time,
-                                         certificate_kind="lagrangian-bound")
-                t1 = time.perf_counter()
-                found = _level_set_search(hier, y, total, wb, deadline)
-                mip_time += time.perf_counter() - t1
+                    if gap < 1:
+                        logger.info("chain round %d: %s; U - L = %s < 1 proves it optimal", rounds, note, gap)
+                        cert = ChainCertificate(True, True, float(1 - gap), np.zeros(cum.shape, dtype=bool),
+                                                f"Lagrangian bound L and an integer point with U - L = {gap} < 1")
+                        return ChainLPResult(point, float(upper), rounds, len(blocks), segments,
+                                             int(max(half_up.max(), half_down.max())), cert, lp_time,
+                                             integer_program=note, integrality_gap=float(gap), mip_time_s=mip_time,
+                                             certificate_kind="lagrangian-bound")
+                    logger.info("chain round %d: %s; U = %d, L = %s: searching the level set below U", rounds,
+                                note, upper, wb.lower)
+                    t1 = time.perf_counter()
+                    found = _level_set_search(hier, y, total, wb, deadline, incumbent=(point, upper))
+                    mip_time += time.perf_counter() - t1
+                    if isinstance(found, _LevelSetOptimum):
+                        break
+                if isinstance(found, str) and incumbent is None:
+                    t1 = time.perf_counter()
+                    found = _level_set_search(hier, y, total, wb, deadline)
+                    mip_time += time.perf_counter() - t1
                 if isinstance(found, _LevelSetOptimum):
-                    cert = ChainCertificate(True, True, float(found.slack - found.gap), np.zeros(cum.shape, dtype=bool),
-                                            f"level-set bound (U - L = {found.gap}) + HiGHS branch and bound")
+                    margin = found.slack - (found.gap - 1)  # L + T - (U - 1) >= 0: no better point
+                    cert = ChainCertificate(True, True, float(margin), np.zeros(cum.shape, dtype=bool),
+                                            f"level-set bound (U - L = {found.gap}, T = {found.slack}) + HiGHS "
+                                            f"branch and bound")
+                    note = found.note if incumbent is None else f"{incumbent[2]}; level set: {found.note}"
                     return ChainLPResult(found.cumulative, float(found.upper), rounds, len(blocks), segments,
                                          int(max(half_up.max(), half_down.max())), cert, lp_time,
-                                         integer_program=found.note, integrality_gap=float(found.gap), mip_time_s=mip_time,
+                                         integer_program=note, integrality_gap=float(found.gap), mip_time_s=mip_time,
                                          certificate_kind="level-set+branch-and-bound")
                 raise ResourceError(f"chain: the windowed LP optimum is fractional and {found}; no certified release")
             scale = 1

@@ -3,6 +3,8 @@ agreement with brute force / the windowed LP path on small instances."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from solvers.hierarchy.cumulative import (
 from solvers.hierarchy.hdp import squared_distance
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.synthetic import census_synthetic
+from solvers.hierarchy.window_bound import level_windows, window_bound
 
 
 def _tree() -> Hierarchy:
@@ -285,8 +288,8 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
         finally:
             inside.clear()
 
-    def worse(self, time_limit, deadline=None):
-        point, note = real(self, time_limit, deadline)
+    def worse(self, time_limit, deadline=None, at_most=None):
+        point, note = real(self, time_limit, deadline, at_most)
         if point is not None and inside:  # the local search's point: move one group up a size
             leaf = h.leaves[1]
             bumped = point.copy()
@@ -303,6 +306,63 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
     res = solve_model3(h, y, 20)
     assert spoiled, "the local search's point was not replaced by a worse one"
     assert res.objective == ref.objective and res.certificate_kind == "level-set+branch-and-bound"
+
+
+def _weak_bound_instance():
+    """The 8-region tree, its optimum and the bound of zero multipliers (valid, far below f*)."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    ref = solve_model3(h, y, 20)
+    zeros = np.zeros_like(y, dtype=np.float64)
+    wb = window_bound(h, y, 20, zeros, zeros[:, :-1])
+    assert ref.objective - wb.lower >= 1  # a local point alone could not prove anything
+    return h, y, ref, wb
+
+
+def test_level_set_below_an_optimal_incumbent_proves_it(monkeypatch) -> None:
+    """With an incumbent U0 only f <= U0 - 1 can beat it: one box W_T, T = U0 - 1 - L, decides."""
+    h, y, ref, wb = _weak_bound_instance()
+    calls = []
+    real = chain._BlockLP.solve_integer
+    monkeypatch.setattr(chain._BlockLP, "solve_integer", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    found = chain._level_set_search(h, y, 20, wb, incumbent=(ref.cumulative, int(ref.objective)))
+    assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
+    assert found.slack == ref.objective - 1 - wb.lower and len(calls) == 1
+    assert np.array_equal(found.cumulative, ref.cumulative) or squared_distance(found.cumulative, y) == ref.objective
+
+
+def test_level_set_below_a_worse_incumbent_finds_the_optimum() -> None:
+    """A feasible but worse incumbent (a group moved up a size) is beaten by the box's optimum."""
+    h, y, ref, wb = _weak_bound_instance()
+    worse = ref.cumulative.copy()
+    leaf = h.leaves[1]
+    worse[leaf, 1] += 1
+    worse[leaf, 0] = max(worse[leaf, 0], worse[leaf, 1])
+    _fill_parents(h, worse)
+    assert worse[0, 0] == 20 and squared_distance(worse, y) > ref.objective
+    found = chain._level_set_search(h, y, 20, wb, incumbent=(worse, int(squared_distance(worse, y))))
+    assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
+
+
+def test_integer_program_with_a_bound_on_f_is_exact_at_the_bound() -> None:
+    """``at_most``: the box's optimum f* is found with at_most = f*, and none exists with f* - 1."""
+    h, y, ref, wb = _weak_bound_instance()
+    lo, hi = level_windows(wb, y, 20, Fraction(ref.objective) - wb.lower)  # holds the optimum
+    model = chain._BlockLP(h, y.astype(float), lo, hi - lo, np.zeros_like(lo))
+    point, _ = model.solve_integer(60.0, at_most=int(ref.objective))
+    assert point is not None and squared_distance(point, y) == ref.objective
+    none, note = model.solve_integer(60.0, at_most=int(ref.objective) - 1)
+    assert none is None and note == "infeasible"
+
+
+def test_sibling_neighbourhood_stops_below_the_root() -> None:
+    h = _tree()
+    cells = np.zeros((h.size, 2), dtype=bool)
+    cells[h.ids.index("a0"), 1] = True
+    near = chain._with_siblings(h, chain._spread(h, cells))
+    held = {h.ids[r] for r in np.flatnonzero(near[:, 1])}
+    assert held == {"r", "a", "a0", "a1", "a2"}  # siblings of a0, not those of a (children of the root)
+    assert not near[[h.ids.index(r) for r in ("b", "b0", "b1")]].any()
 
 
 def test_round_limit_is_resource_error() -> None:
