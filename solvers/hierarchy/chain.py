@@ -694,6 +694,22 @@ def _spread(hier: Hierarchy, cells: np.ndarray) -> np.ndarray:
     return out
 
 
+def _plateaus(cum: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """The cells and the rest of their plateaus: the runs of one positive value in their chains.
+
+    A failing cell on a plateau (e.g. one group whose size the noise blurs over hundreds of
+    sizes: the chain stays at 1) usually needs the whole run to move; widening only its
+    neighbours moved the failure two sizes per round (census N = 1,000, eps = 0.1, windows of
+    half-width 1: 100 rounds without a certificate).
+    """
+    n, k = cum.shape
+    starts = np.ones((n, k), dtype=bool)
+    starts[:, 1:] = cum[:, 1:] != cum[:, :-1]
+    run = np.cumsum(starts.ravel()).reshape(n, k)  # one id per run (every row starts a run)
+    hit = np.unique(run[cells & (cum > 0)])
+    return cells | np.isin(run, hit)
+
+
 #: A size block with fewer than this share of the round's segment columns is not split off (it
 #: joins its larger neighbour): tiny blocks save nothing, and when a later round breaks the C8
 #: row at their cut, the merge rebuilds the big neighbour cold (census eps = 0.5, seed 2: the
@@ -1146,6 +1162,23 @@ def solve_model3_certified(
                 if not fail.any():
                     continue
             away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
+            if away.any() and not (fail & ~away).any() and integral and _model3_feasible(hier, cum, total):
+                # every failing cell is inside its window (wider windows change nothing), but the
+                # same multipliers' exact Lagrangian bound L
+                # (duals to 1/64, else rounded: any mu >= 0 gives a valid bound) may be within 1
+                # of this integer point's U, which proves it (f is an integer)
+                lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
+                wb = window_bound(hier, y, total, lam_f, mu_f)
+                upper = int(((cum - np.asarray(y, dtype=np.int64)) ** 2).sum())
+                gap = Fraction(upper) - wb.lower
+                if gap < 1:
+                    logger.info("chain round %d: %d cells fail the per-cell test, but U - L = %s < 1 proves the "
+                                "LP point optimal", rounds, int(cert.failing.sum()), gap)
+                    proof = ChainCertificate(True, True, float(1 - gap), np.zeros(cum.shape, dtype=bool),
+                                             f"Lagrangian bound L and the LP point with U - L = {gap} < 1")
+                    return ChainLPResult(cum, float(upper), rounds, len(blocks), segments,
+                                         int(max(half_up.max(), half_down.max())), proof, lp_time,
+                                         integrality_gap=float(gap), certificate_kind="lagrangian-bound")
             if away.any():
                 # cells fail off their window bounds: the LP's multipliers did not round to a
                 # certificate (seen: half-integral duals of an integral point). Wider windows do
@@ -1161,7 +1194,7 @@ def solve_model3_certified(
                         recold.add((a, b))
             # widen the failing cells, their chain neighbours and ancestors (x4, both sides); the
             # centre stays, so the models only gain columns
-            widen = _spread(hier, fail)
+            widen = _spread(hier, _plateaus(cum, fail))
             logger.info("chain round %d: widening %d cells", rounds, int(widen.sum()))
             half_up = np.where(widen, half_up * 4, half_up)
             half_down = np.where(widen, half_down * 4, half_down)

@@ -3,6 +3,7 @@ agreement with brute force / the windowed LP path on small instances."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
@@ -229,6 +230,60 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
         res = chain.solve_model3_certified(h, y, total, ref.cumulative)
     assert "re-solving cold" in caplog.text
     assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
+
+
+def _failing_inside(monkeypatch, h: Hierarchy) -> list:
+    """Make the first per-cell certificate check fail on the root's size-2 cell (inside its window)."""
+    real = chain.check_certificate
+    calls = []
+
+    def one_failure(*a, **k):
+        cert = real(*a, **k)
+        calls.append(cert)
+        if len(calls) > 1:
+            return cert
+        failing = np.zeros_like(cert.failing)
+        failing[0, 1] = True
+        return chain.ChainCertificate(False, cert.integral_arithmetic, -1.0, failing, "forged: 1 cell")
+
+    monkeypatch.setattr(chain, "check_certificate", one_failure)
+    return calls
+
+
+def test_cells_failing_inside_their_windows_are_proved_by_the_bound(monkeypatch) -> None:
+    """A per-cell failure off the window ends (wider windows change nothing): the same multipliers'
+    exact Lagrangian bound L is within 1 of the LP point's U, which proves it at once."""
+    h, true, y = _random_instance(1)
+    total = int(true[0, 0])
+    ref = _certified(h, y, total)
+    calls = _failing_inside(monkeypatch, h)
+    res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+    assert len(calls) == 1 and res.rounds == 1 and res.certificate_kind == "lagrangian-bound"
+    assert res.objective == ref.objective and 0 <= res.integrality_gap < 1
+
+
+def test_bound_not_within_one_is_no_proof(monkeypatch) -> None:
+    """Negative control: with L lowered by 1 the bound proves nothing; the rounds go on to the
+    per-cell certificate, same optimum."""
+    h, true, y = _random_instance(1)
+    total = int(true[0, 0])
+    ref = _certified(h, y, total)
+    calls = _failing_inside(monkeypatch, h)
+    real_wb = chain.window_bound
+    monkeypatch.setattr(chain, "window_bound", lambda *a: dataclasses.replace(
+        real_wb(*a), lower_scaled=real_wb(*a).lower_scaled - real_wb(*a).scale))
+    res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+    assert len(calls) >= 2 and res.certificate_kind == "lagrangian" and res.objective == ref.objective
+
+
+def test_plateaus_widen_whole_runs_of_one_positive_value() -> None:
+    cum = np.array([[3, 1, 1, 1, 1, 0, 0, 0], [2, 2, 2, 1, 0, 0, 0, 0]])
+    cells = np.zeros(cum.shape, dtype=bool)
+    cells[0, 2] = True  # inside the run of 1s
+    cells[1, 6] = True  # a zero: not extended over the tail
+    out = chain._plateaus(cum, cells)
+    assert out[0].tolist() == [False, True, True, True, True, False, False, False]
+    assert out[1].tolist() == [False] * 6 + [True, False]
 
 
 def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
