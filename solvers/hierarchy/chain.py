@@ -483,8 +483,8 @@ class _BlockLP:
         integral at every integer point, so an absolute gap below 1 proves optimality; the
         gap HiGHS reports is returned with the point (c integer; None if infeasible). The
         search stops at ``time_limit`` seconds or at ``deadline`` (ChainTimeLimit), if sooner.
-        With ``at_most`` only points with f <= at_most are sought (HiGHS's objective bound prunes
-        every node above it; None, "infeasible" when there is none).
+        With ``at_most`` only points with f <= at_most are sought (a row of the objective's
+        segment costs is added; None, "infeasible" when there is none).
         """
         highspy = self._highspy
         if self.segments == 0:
@@ -636,18 +636,18 @@ def _assemble_basis(model: _BlockLP, parts: list[tuple[int, int, _BlockLP | None
     for p, q, sub in parts:
         if sub is None:
             continue
-        kc, off = q - p, p
+        kc = q - p
         basis = sub.h.getBasis()
         r, s = np.divmod(sub.owner, kc)
-        keys.append(np.stack([sub.sign < 0, r, s + off, sub.step]))
+        keys.append(np.stack([sub.sign < 0, r, s + p, sub.step]))
         col_status.append(np.array(basis.col_status, dtype=object))
         sub_rows = np.full(sub.n_cons + sub.n_mono, highspy.HighsBasisStatus.kBasic, dtype=object)
         sub_rows[sub.row_ids] = np.array(basis.row_status, dtype=object)
         qq, ss = np.divmod(np.arange(sub.n_cons), kc)  # C7 row (internal region qq, size ss)
-        row_status[qq * k + ss + off] = sub_rows[: sub.n_cons]
+        row_status[qq * k + ss + p] = sub_rows[: sub.n_cons]
         if kc >= 2:
             ll, ss = np.divmod(np.arange(sub.n_mono), kc - 1)  # C8 row (leaf ll, sizes ss | ss + 1)
-            row_status[model.n_cons + ll * (k - 1) + ss + off] = sub_rows[sub.n_cons :]
+            row_status[model.n_cons + ll * (k - 1) + ss + p] = sub_rows[sub.n_cons :]
     # the same columns (side, region, size, step) in the model's order
     r, s = np.divmod(model.owner, k)
     mine = np.lexsort((model.step, s, r, model.sign < 0))
@@ -827,15 +827,14 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBoun
                       incumbent: tuple[np.ndarray, int] | None = None) -> _LevelSetOptimum | str:
     """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
 
-    ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T, so an optimum
-    U over (a box containing) W_T with U <= L + T is the optimum of Model 3, checked exactly.
-    Without an incumbent T starts at ``LEVEL_SET_START``; an empty W_T raises it x4, a point
-    with U > L + T raises it to U - L (the next W_T contains that point). With a feasible
-    incumbent of value U0 (from the local search), only points with f <= U0 - 1 can beat it (f
-    is an integer), so T = U0 - 1 - L: the box holds every better point, and the better of the
-    incumbent and the box's optimum (or the incumbent alone, if the box holds no feasible point)
-    is the optimum. ``wb`` is the bound of the LP's multipliers. Returns the optimum, or why
-    none was proved.
+    ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T. With U the
+    best known value (the optimum over a box containing W_T, or an incumbent), a better point
+    has f <= U - 1 (f is an integer); if U - 1 <= L + T it would lie in the box, where nothing
+    beats U: U is the optimum of Model 3, checked exactly. Without an incumbent T starts at
+    ``LEVEL_SET_START``; an empty W_T raises it x4, a point with U - 1 > L + T raises it to
+    U - 1 - L. With a feasible incumbent U0 (from the local search) T starts at U0 - 1 - L and
+    the branch and bound only seeks points with f <= U0 - 1 ("infeasible" proves U0). ``wb`` is
+    the bound of the LP's multipliers. Returns the optimum, or why none was proved.
     """
     yf = np.asarray(y, dtype=np.float64)
     yi = np.asarray(y, dtype=np.int64)
@@ -1164,9 +1163,9 @@ def solve_model3_certified(
             away = fail & ~(((cum == lo) & (lo > 0)) | ((cum == hi) & (hi < total)))
             if away.any() and not (fail & ~away).any() and integral and _model3_feasible(hier, cum, total):
                 # every failing cell is inside its window (wider windows change nothing), but the
-                # same multipliers' exact Lagrangian bound L
-                # (duals to 1/64, else rounded: any mu >= 0 gives a valid bound) may be within 1
-                # of this integer point's U, which proves it (f is an integer)
+                # same multipliers' exact Lagrangian bound L (duals to 1/64, else rounded: any
+                # mu >= 0 gives a valid bound) may be within 1 of this integer point's U, which
+                # proves it (f is an integer)
                 lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
                 wb = window_bound(hier, y, total, lam_f, mu_f)
                 upper = int(((cum - np.asarray(y, dtype=np.int64)) ** 2).sum())
