@@ -62,19 +62,25 @@ re-solve costs at most about two builds (the first warm re-solve at census scale
 384 s against a 66 s build). Windows needing more segment columns than the limits, or no passing
 check within the round limit, are a ResourceError. Cells failing off their window bounds
 mean the LP's multipliers did not round to a certificate (seen once in tuning runs:
-half-integral duals of an integral point, taxi eps = 0.1, after warm starts); a block with
-fractional duals is then rebuilt once and solved from the slack basis (other duals), and
-such cells are widened like the rest.
+half-integral duals of an integral point, taxi eps = 0.1, after warm starts); the same
+multipliers' exact Lagrangian bound L is tried first (U - L < 1 proves the LP point:
+``lagrangian-bound``), else a block with fractional duals is rebuilt once and solved from the
+slack basis (other duals), and such cells are widened like the rest. A failing cell on a
+plateau of its chain (a run of one positive value) widens the whole run (``_plateaus``).
 A fractional LP optimum (a half-integral vertex: the matrix is not totally unimodular; Kuo
 taxi, about 1 in 30 draws at eps = 0.5 and 1 in 4 at eps = 0.1) admits no such certificate:
 the integer optimum lies above the LP bound. Then the LP's multipliers give the exact
 Lagrangian bound L and the level set W_T of ``solvers.hierarchy.window_bound`` (per cell, the
 integers whose Lagrangian excess is <= T: one or two values for most cells), which contains
-every feasible point with objective <= L + T. HiGHS branch and bound over W_T (a fresh
-``_BlockLP`` with integer segments) finds its optimum U; if U <= L + T (checked in integers)
-it is the optimum of Model 3, otherwise T = U - L and again. Optimality inside W_T rests on
+every feasible point with objective <= L + T. First a local branch and bound near the LP
+point (``_local_integer_point``: the fractional cells' chains and ancestors, then their
+siblings too) gives an integer point U; U - L < 1 proves it (``lagrangian-bound``). Else HiGHS
+branch and bound over W_T with T = U - 1 - L (a fresh ``_BlockLP`` with integer segments and
+a row f <= U - 1) finds any better point; the best U with U - 1 <= L + T (checked in
+integers) is the optimum of Model 3 (``_level_set_search``). Optimality inside W_T rests on
 HiGHS's branch and bound (absolute gap < 1 on an integral objective); the report says which
-certificate was used (``certificate``: ``lagrangian`` or ``level-set+branch-and-bound``). With
+certificate was used (``certificate``: ``lagrangian``, ``lagrangian-bound`` or
+``level-set+branch-and-bound``). With
 decimal noisy values, or a level set beyond ``MAX_LEVEL_SET_SEGMENTS``, the LP windows are
 widened instead, and after ``MAX_MIP_ROUNDS`` such rounds the release is refused
 (ResourceError).
