@@ -502,7 +502,7 @@ class _BlockLP:
             raise SolverError("HiGHS refused the chain MIP")
         n = self.segments
         if at_most is not None:  # a row: the objective is f - f(centre), an integer at integer points
-            limit = int(at_most) - int(((self.centre - np.rint(self.y).astype(np.int64)) ** 2).sum())
+            limit = int(at_most) - _objective(self.centre, self.y)
             m.addRow(-highspy.kHighsInf, float(limit) + 0.5, n, np.arange(n, dtype=np.int32),
                      np.asarray(lp.col_cost_, dtype=np.float64))
         m.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
@@ -622,9 +622,9 @@ def _chunked_start(model: _BlockLP, hier: Hierarchy, y: np.ndarray, centre: np.n
     # census eps = 0.1, seed 1, first LP 61.6 s against 41.5 s (451,524 simplex iterations in
     # the chunks and merges against 325,279, then 22,276 in the block against 124,222)
     with ThreadPoolExecutor(max_workers=CHUNK_THREADS) as pool:
-        level = list(pool.map(lambda pq: solve_chunk(*pq), itertools.pairwise(bounds)))
-    iterations = sum(sub.iterations for _, _, sub in level if sub is not None)
-    _assemble_basis(model, level)
+        parts = list(pool.map(lambda pq: solve_chunk(*pq), itertools.pairwise(bounds)))
+    iterations = sum(sub.iterations for _, _, sub in parts if sub is not None)
+    _assemble_basis(model, parts)
     return len(bounds) - 1, iterations
 
 
@@ -687,6 +687,12 @@ class ChainLPResult:
     #: "lagrangian" (the per-cell certificate), "lagrangian-bound" (fractional LP: an integer point
     #: within 1 of the exact Lagrangian bound) or "level-set+branch-and-bound"
     certificate_kind: str = "lagrangian"
+
+
+def _objective(x: np.ndarray, y: np.ndarray) -> int:
+    """Model 3's objective sum (x - y)^2 at an integer point x, for integer-valued y, exactly."""
+    d = np.asarray(x, dtype=np.int64) - np.rint(np.asarray(y)).astype(np.int64)
+    return int(np.sum(d * d, dtype=np.int64))
 
 
 def _spread(hier: Hierarchy, cells: np.ndarray) -> np.ndarray:
@@ -823,7 +829,7 @@ def _local_integer_point(hier: Hierarchy, y: np.ndarray, total: int, x: np.ndarr
     point, note = model.solve_integer(MIP_TIME_LIMIT, deadline)
     if point is None or not _model3_feasible(hier, point, total):
         return None
-    upper = int(((point - np.asarray(y, dtype=np.int64)) ** 2).sum())
+    upper = _objective(point, y)
     kind = "with siblings " if siblings else ""
     return point, upper, f"local branch and bound {kind}over {int(near.sum()):,} cells ({model.segments:,} segments): {note}"
 
@@ -843,7 +849,6 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBoun
     the bound of the LP's multipliers. Returns the optimum, or why none was proved.
     """
     yf = np.asarray(y, dtype=np.float64)
-    yi = np.asarray(y, dtype=np.int64)
     best: tuple[np.ndarray, int] | None = None
     slack = LEVEL_SET_START
     if incumbent is not None:
@@ -868,7 +873,7 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBoun
         if x is not None:
             if not _model3_feasible(hier, x, total):  # pragma: no cover - HiGHS returned an infeasible point
                 raise VerificationError("chain: the branch-and-bound point fails Model 3 feasibility")
-            upper = int(((x - yi) ** 2).sum())
+            upper = _objective(x, y)
             if best is None or upper < best[1]:
                 best = (x, upper)
         # best = min(incumbent, box optimum). A better point z has f(z) <= best - 1; if that is
@@ -965,6 +970,14 @@ def solve_model3_certified(
     slow_warm: set[tuple[int, int]] = set()  # blocks whose warm re-solve took longer than a build
     pending = 0  # cells whose check failed in the last round (for a time-limit message)
     rounds = 1
+
+    def bound_proof(point: np.ndarray, upper: int, gap: Fraction, what: str, note: str | None = None) -> ChainLPResult:
+        """The result for an integer point with U - L < 1 against the exact Lagrangian bound L."""
+        cert = ChainCertificate(True, True, float(1 - gap), np.zeros(point.shape, dtype=bool),
+                                f"Lagrangian bound L and {what} with U - L = {gap} < 1")
+        return ChainLPResult(point, float(upper), rounds, len(blocks), segments,
+                             int(max(half_up.max(), half_down.max())), cert, lp_time, integer_program=note,
+                             integrality_gap=float(gap), mip_time_s=mip_time, certificate_kind="lagrangian-bound")
 
     def build(a: int, b: int) -> _BlockLP:
         """A cold model of the block of sizes a+1..b on the current windows (chunked start unless cold)."""
@@ -1101,12 +1114,7 @@ def solve_model3_certified(
                     gap = Fraction(upper) - wb.lower
                     if gap < 1:
                         logger.info("chain round %d: %s; U - L = %s < 1 proves it optimal", rounds, note, gap)
-                        cert = ChainCertificate(True, True, float(1 - gap), np.zeros(cum.shape, dtype=bool),
-                                                f"Lagrangian bound L and an integer point with U - L = {gap} < 1")
-                        return ChainLPResult(point, float(upper), rounds, len(blocks), segments,
-                                             int(max(half_up.max(), half_down.max())), cert, lp_time,
-                                             integer_program=note, integrality_gap=float(gap), mip_time_s=mip_time,
-                                             certificate_kind="lagrangian-bound")
+                        return bound_proof(point, upper, gap, "an integer point", note)
                     logger.info("chain round %d: %s; U = %d, L = %s: searching the level set below U", rounds,
                                 note, upper, wb.lower)
                     t1 = time.perf_counter()
@@ -1174,16 +1182,12 @@ def solve_model3_certified(
                 # proves it (f is an integer)
                 lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
                 wb = window_bound(hier, y, total, lam_f, mu_f)
-                upper = int(((cum - np.asarray(y, dtype=np.int64)) ** 2).sum())
+                upper = _objective(cum, y)
                 gap = Fraction(upper) - wb.lower
                 if gap < 1:
                     logger.info("chain round %d: %d cells fail the per-cell test, but U - L = %s < 1 proves the "
                                 "LP point optimal", rounds, int(cert.failing.sum()), gap)
-                    proof = ChainCertificate(True, True, float(1 - gap), np.zeros(cum.shape, dtype=bool),
-                                             f"Lagrangian bound L and the LP point with U - L = {gap} < 1")
-                    return ChainLPResult(cum, float(upper), rounds, len(blocks), segments,
-                                         int(max(half_up.max(), half_down.max())), proof, lp_time,
-                                         integrality_gap=float(gap), certificate_kind="lagrangian-bound")
+                    return bound_proof(cum, upper, gap, "the LP point")
             if away.any():
                 # cells fail off their window bounds: the LP's multipliers did not round to a
                 # certificate (seen: half-integral duals of an integral point). Wider windows do

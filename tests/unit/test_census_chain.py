@@ -299,12 +299,26 @@ def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
     monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
 
 
+def _small_instance():
+    """The 8-region tree with 3 sizes, G = 20, and its optimum."""
+    h = _tree()
+    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    return h, y, solve_model3(h, y, 20)
+
+
+def _one_group_up(h: Hierarchy, point: np.ndarray) -> np.ndarray:
+    """A feasible neighbour of ``point``: one group of the second leaf moved up a size."""
+    moved = point.copy()
+    leaf = h.leaves[1]
+    moved[leaf, 1] += 1
+    moved[leaf, 0] = max(moved[leaf, 0], moved[leaf, 1])
+    return _fill_parents(h, moved)
+
+
 def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(monkeypatch) -> None:
     """A fractional LP point is never rounded and released: branch and bound on the level set decides
     (the local search for a point within 1 of the bound turned off)."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    ref = solve_model3(h, y, 20)
+    h, y, ref = _small_instance()
     assert ref.integer_program is None and ref.certificate_kind == "lagrangian"
     _forge_fractional_lp(monkeypatch, h)
     monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
@@ -316,9 +330,7 @@ def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(mon
 def test_forged_fractional_lp_point_is_proved_by_an_integer_point_near_the_bound(monkeypatch) -> None:
     """The LP is integral in truth, so its bound L is the optimum: the local branch and bound finds a
     point with U - L < 1, which proves it (f is an integer); the level set is not needed."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    ref = solve_model3(h, y, 20)
+    h, y, ref = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
     monkeypatch.setattr(chain, "_level_set_search", lambda *a, **k: pytest.fail("level set not expected"))
     res = solve_model3(h, y, 20)
@@ -328,9 +340,7 @@ def test_forged_fractional_lp_point_is_proved_by_an_integer_point_near_the_bound
 
 def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> None:
     """Negative control: a worse integer point (U >= L + 1) from the local search proves nothing."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    ref = solve_model3(h, y, 20)
+    h, y, ref = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
     real = chain._BlockLP.solve_integer
     real_local = chain._local_integer_point
@@ -346,11 +356,7 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
     def worse(self, time_limit, deadline=None, at_most=None):
         point, note = real(self, time_limit, deadline, at_most)
         if point is not None and inside:  # the local search's point: move one group up a size
-            leaf = h.leaves[1]
-            bumped = point.copy()
-            bumped[leaf, 1] += 1
-            bumped[leaf, 0] = max(bumped[leaf, 0], bumped[leaf, 1])
-            _fill_parents(h, bumped)
+            bumped = _one_group_up(h, point)
             if bumped[0, 0] == 20 and squared_distance(bumped, y) >= ref.objective + 1:
                 spoiled.append(True)
                 return bumped, note
@@ -365,9 +371,7 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
 
 def _weak_bound_instance():
     """The 8-region tree, its optimum and the bound of zero multipliers (valid, far below f*)."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
-    ref = solve_model3(h, y, 20)
+    h, y, ref = _small_instance()
     zeros = np.zeros_like(y, dtype=np.float64)
     wb = window_bound(h, y, 20, zeros, zeros[:, :-1])
     assert ref.objective - wb.lower >= 1  # a local point alone could not prove anything
@@ -383,17 +387,13 @@ def test_level_set_below_an_optimal_incumbent_proves_it(monkeypatch) -> None:
     found = chain._level_set_search(h, y, 20, wb, incumbent=(ref.cumulative, int(ref.objective)))
     assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
     assert found.slack == ref.objective - 1 - wb.lower and len(calls) == 1
-    assert np.array_equal(found.cumulative, ref.cumulative) or squared_distance(found.cumulative, y) == ref.objective
+    assert squared_distance(found.cumulative, y) == ref.objective
 
 
 def test_level_set_below_a_worse_incumbent_finds_the_optimum() -> None:
     """A feasible but worse incumbent (a group moved up a size) is beaten by the box's optimum."""
     h, y, ref, wb = _weak_bound_instance()
-    worse = ref.cumulative.copy()
-    leaf = h.leaves[1]
-    worse[leaf, 1] += 1
-    worse[leaf, 0] = max(worse[leaf, 0], worse[leaf, 1])
-    _fill_parents(h, worse)
+    worse = _one_group_up(h, ref.cumulative)
     assert worse[0, 0] == 20 and squared_distance(worse, y) > ref.objective
     found = chain._level_set_search(h, y, 20, wb, incumbent=(worse, int(squared_distance(worse, y))))
     assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
@@ -459,8 +459,7 @@ def test_centre_repair_lowers_whole_plateaus() -> None:
 
 def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> None:
     """A fractional LP vertex with no level-set proof (too large, or decimal inputs) refuses, never releases."""
-    h = _tree()
-    y = np.arange(h.size * 3).reshape(h.size, 3) % 7
+    h, y, _ = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
     monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
     monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
