@@ -68,12 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "generation, for strong early bounds (default on components with more than 300,000 "
                         "records x outputs: 90%% of --time-limit, 300 s without one, for pdlp and screened; a "
                         "fifth, 60 s without one, for smoothed; 0 = off)")
-    p.add_argument("--first-order", default="auto", choices=["auto", "pdlp", "smoothed", "screened"],
+    p.add_argument("--first-order", default="auto", choices=["auto", "pdlp", "smoothed", "screened", "ipm"],
                    help="columns: the first-order start: 'pdlp' (HiGHS's PDLP on the whole component LP: "
                         "start columns, duals and a certified bound), 'smoothed' (the mDP-row dual ascent: a "
                         "certified bound only), 'screened' (the ascent, PDLP on the outputs it marks as used "
-                        "for start columns, the ascent again) or 'auto' (default: pdlp when the time limit "
-                        "buys it enough iterations and it fits in memory, else screened; docs/mdp.md)")
+                        "for start columns, the ascent again), 'ipm' (the ascent, then the structured interior-"
+                        "point method on the outputs it marks as used: columns, duals and a bound) or 'auto' "
+                        "(default; docs/mdp.md)")
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")

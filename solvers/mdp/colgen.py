@@ -95,8 +95,10 @@ _RETRY_LOCK = threading.Lock()
 DUAL_ASCENT_MIN_SIZE = 300_000
 
 #: first-order starts: HiGHS's PDLP on the whole component LP, the smoothed mDP-row dual ascent, the
-#: ascent followed by PDLP on the outputs it screens (``screened``), or ``auto`` (see :func:`solve_colgen`)
-FIRST_ORDER_METHODS = ("auto", "pdlp", "smoothed", "screened")
+#: ascent followed by PDLP on the outputs it screens (``screened``), the ascent followed by the
+#: structured interior-point method on the outputs it screens (``ipm``; not first-order, but a start
+#: all the same), or ``auto`` (see :func:`solve_colgen`)
+FIRST_ORDER_METHODS = ("auto", "pdlp", "smoothed", "screened", "ipm")
 
 #: ``screened`` start, in three parts: the smoothed ascent, PDLP on the component LP restricted to
 #: the outputs its certificate marks as near some record's row minimum (for primal columns only: its
@@ -196,6 +198,17 @@ PDLP_MIN_SIZE = 2_500
 
 #: above this many nonzeros in the whole component LP the smoothed dual ascent replaces PDLP (memory)
 PDLP_MAX_NONZEROS = 400_000_000
+
+#: the ``ipm`` start: seconds of smoothed ascent that screen the outputs (at most this share of the
+#: start's budget under a time limit)
+IPM_ASCENT_SECONDS = 60.0
+IPM_ASCENT_SHARE = 0.2
+#: outputs the ``ipm`` start keeps (fewer when their inverses would not fit in memory)
+IPM_MAX_OUTPUTS = 200
+#: the ``ipm`` start may plan on at most this share of the memory available
+IPM_MEMORY_SHARE = 0.6
+#: the ``ipm`` start stops when its restricted LP's relative gap is this share of the target gap
+IPM_GAP_SHARE = 0.25
 
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
 #: HiGHS's copy of the model and PDLP's own copies (measured 2026-11-24 with ru_maxrss: 194 on
@@ -858,11 +871,13 @@ class _ComponentCG:
         return X, float(np.sum(cost * X))
 
     def run(self, deadline: float, max_iterations: int, on_iter: Callable[[float, float], None],
-            centre: np.ndarray | None = None) -> tuple[np.ndarray, float, float, str, int]:
+            centre: np.ndarray | None = None, trust_centre: bool = False) -> tuple[np.ndarray, float, float, str, int]:
         """Iterate; returns ``(rows m x K verified, lower, upper, status, iterations)``.
 
         ``centre``: unit-row duals to start the stabilisation from (e.g. a PDLP start's); kept only
-        when their bound from the stored certificates beats the trivial centre's."""
+        when their bound from the stored certificates beats the trivial centre's, or always with
+        ``trust_centre`` (the IPM start's: near-optimal duals whose stored certificates are weak only
+        on the outputs it did not solve for, which the first round prices at the centre)."""
         # first stability centre: mu0_i = p_i min_k c_ik, where every reduced cost g_k - mu0 is >= 0, so
         # L(mu0) = sum mu0 exactly (the trivial bound) -- a sane point to smooth the RMP's duals towards
         mu_c: np.ndarray | None = self.G.min(axis=1)
@@ -870,7 +885,7 @@ class _ComponentCG:
         price_centre = False  # first round: price every output at the given centre (its exact bound)
         if centre is not None:
             lb_centre = float(centre.sum() + np.minimum(0.0, self.Q - centre).sum())
-            if lb_centre > best_lb:
+            if lb_centre > best_lb or trust_centre:
                 mu_c, best_lb = np.array(centre, dtype=float), lb_centre
                 price_centre = True
         # the best certified lower bound (either Lagrangian bound; the stored certificates may come
@@ -895,7 +910,7 @@ class _ComponentCG:
                 width = max(abs(obj0), 1e-300) / self.m  # the average unit-row dual
                 if price_centre:
                     # a first-order start's duals are close: a box of the gap spread over the records
-                    width = min(width, max(obj0 - best_lb, 1e-9 * abs(obj0)) / self.m)
+                    width = min(width, max(obj0 - max(best_lb, best_bound), 1e-9 * abs(obj0)) / self.m)
                 box_center = mu_c.copy()
                 self.set_box(box_center, width)
             for it in range(1, max_iterations + 1):
@@ -1093,6 +1108,12 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                         q, its = None, 0
                 elif method == "screened":
                     q, its, entry["screened"] = _screened_start(cg, ta, budget, deadline, max(gap, 1e-7))
+                elif method == "ipm":
+                    start, entry["ipm"] = _ipm_start(cg, ta, budget, deadline, gap, not math.isfinite(time_limit))
+                    q, its = start.Q, start.iterations
+                    if start.status != "skipped":
+                        entry["columns"] = cg.add_primal_columns(start.Z)
+                        centre = start.mu
                 else:
                     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
                 if q is not None:
@@ -1103,7 +1124,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     logger.info("component of %d records: %s start, %d iterations, bound %.10g", idx.size, method,
                                 its, bound)
             rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_),
-                                           centre=centre)
+                                           centre=centre, trust_centre=method == "ipm")
         finally:
             cg.close()
         lp_solves += cg.lp_solves
@@ -1215,6 +1236,45 @@ def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance
     return out
 
 
+def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool
+               ) -> tuple[FirstOrderStart | None, dict[str, Any]]:
+    """The ``ipm`` start begun at ``ta``: the smoothed ascent for :data:`IPM_ASCENT_SHARE` of ``budget``
+    (at most :data:`IPM_ASCENT_SECONDS`), then :func:`solvers.mdp.ipm.structured_ipm`
+    on the :data:`IPM_MAX_OUTPUTS` outputs the ascent's certificate screens (:func:`screen_outputs`;
+    fewer when their inverses would not fit in memory) until its gap is :data:`IPM_GAP_SHARE` of the
+    target, or until the start's budget is spent (``unlimited``: no time limit, only the deadline).
+    The certificate is the IPM's on the screened outputs and the ascent's on the others (both come
+    from multipliers >= 0, so every column is valid); the IPM's unit-row duals become the stability
+    centre and its primal iterate, repaired, enters the master. The pricing rounds that follow
+    certify (or bring in) the outputs that were not screened."""
+    from solvers.mdp.ipm import memory_needed, structured_ipm
+
+    ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
+    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ascent_end))
+    info: dict[str, Any] = {"ascent_iterations": its, "ascent_seconds": time.perf_counter() - ta,
+                            "ascent_bound": float(q.min(axis=1).sum())}
+    n = min(IPM_MAX_OUTPUTS, cg.Kc)
+    avail = available_memory()
+    while n > 1 and avail is not None and memory_needed(cg.m, n) > IPM_MEMORY_SHARE * avail:
+        n //= 2
+    if avail is not None and memory_needed(cg.m, n) > IPM_MEMORY_SHARE * avail:
+        logger.info("component of %d records: no IPM start (not even one output fits in memory)", cg.m)
+        info.update(outputs=0, iterations=0, status="skipped")
+        return FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped"), info
+    S = screen_outputs(q, n)
+    end = deadline if unlimited else min(deadline, ta + budget)
+    res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap)
+    Q = q.copy()
+    Q[:, S] = cg.G[:, S] + np.asarray(cg.A.T @ res.Y)
+    Z = np.zeros_like(cg.G)
+    Z[:, S] = res.Z
+    info.update(outputs=int(S.size), iterations=res.iterations, status=res.status, seconds=res.seconds,
+                restricted_bound=res.bound, restricted_primal=res.primal)
+    logger.info("component of %d records: IPM on %d screened outputs, %d iterations (%s), %.1f s, restricted LP "
+                "in [%.10g, %.10g]", cg.m, S.size, res.iterations, res.status, res.seconds, res.bound, res.primal)
+    return FirstOrderStart(Q=Q, mu=res.mu, Z=Z, iterations=its + res.iterations, status=res.status), info
+
+
 def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, dual_ascent: float | None
                   ) -> tuple[str, float]:
     """The first-order start of a component (``m`` records, ``E`` mDP rows, ``Kc`` kept outputs) and
@@ -1254,7 +1314,7 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
                         "smoothed dual ascent instead", m, expected, pdlp_seconds, SCREEN_MIN_ITERATIONS)
             method = "smoothed"
             budget = _start_budget(method, size, time_limit, dual_ascent)
-    if method in ("pdlp", "screened") and size < PDLP_MIN_SIZE:
+    if method in ("pdlp", "screened", "ipm") and size < PDLP_MIN_SIZE:
         budget = 0.0
     return method, budget
 
@@ -1275,7 +1335,8 @@ def _start_budget(method: str, size: int, time_limit: float, dual_ascent: float 
     if size <= DUAL_ASCENT_MIN_SIZE:
         return 0.0
     # looked up per call: the shares are module constants that tests and tuning runs set
-    shares = {"pdlp": (PDLP_BUDGET_SHARE, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0)}
+    shares = {"pdlp": (PDLP_BUDGET_SHARE, 300.0), "screened": (SCREEN_BUDGET_SHARE, 300.0),
+              "ipm": (SCREEN_BUDGET_SHARE, 300.0)}
     share, fallback = shares.get(method, (0.2, 60.0))
     return share * time_limit if math.isfinite(time_limit) else fallback
 

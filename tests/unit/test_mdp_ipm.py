@@ -1,0 +1,126 @@
+"""The structured interior-point method and the ``ipm`` start: exact against HiGHS, bounds valid
+whatever the iterate, and the column generation after it still certifies the optimum."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from coordinator.cli import main
+from solvers.errors import InputError
+from solvers.mdp import colgen
+from solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
+from solvers.mdp.datasets import load_dataset
+from solvers.mdp.ipm import memory_needed, structured_ipm
+from solvers.mdp.pmo import build_pmo, solve_direct
+from solvers.mdp.verify import verify_mechanism
+
+
+@pytest.fixture(scope="module")
+def instance():
+    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
+    direct = solve_direct(p)
+    idx = max(p.graph.component_members(), key=lambda g: g.size)
+    opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the giant component's share of the optimum
+    cg = _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 1, 1e-4, 0.0)
+    G, A = cg.G.copy(), cg.A.copy()
+    cg.close()
+    return p, direct, idx, opt_c, G, A
+
+
+def test_ipm_solves_the_component_lp_to_the_tolerance(instance) -> None:
+    _, _, _, opt_c, G, A = instance
+    res = structured_ipm(G, A, float("inf"), tolerance=1e-6)
+    assert res.status == "optimal" and 5 < res.iterations < 100
+    # the bound is recomputed here from the returned multipliers: it is what the method claims,
+    # and it is below the optimum HiGHS found, the primal iterate above it, both within 1e-8
+    assert np.all(res.Y >= 0)
+    bound = float(np.min(G + A.T @ res.Y, axis=1).sum())
+    assert bound == pytest.approx(res.bound, rel=1e-12)
+    assert bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
+    assert res.primal - bound <= 1e-6 * res.primal
+    # asked for more than the arithmetic gives, it stops by itself, no worse
+    tight = structured_ipm(G, A, float("inf"), tolerance=1e-12)
+    assert tight.status == "stalled" and tight.iterations < 100
+    assert tight.bound <= opt_c * (1 + 1e-12) and tight.primal - tight.bound <= 1e-6 * tight.primal
+    # the primal iterate is a mechanism up to rounding: rows sum to 1, the mDP rows hold
+    assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9
+    assert float((A @ res.Z).max()) < 1e-9
+    assert res.Z.min() >= 0
+
+
+def test_an_early_stop_still_gives_a_valid_bound(instance) -> None:
+    """After 3 iterations the iterate is far from optimal, yet its clipped multipliers still
+    certify a bound below the optimum; unclipped they would not be a certificate at all."""
+    _, _, _, opt_c, G, A = instance
+    res = structured_ipm(G, A, float("inf"), max_iterations=3)
+    assert res.status == "iteration_limit" and res.iterations == 3
+    assert res.bound <= opt_c and res.primal >= opt_c
+    assert res.primal - res.bound > 1e-3 * opt_c  # really far: the test is not vacuous
+    # a deadline in the past stops before the second iteration, with the start's bound
+    res0 = structured_ipm(G, A, time.perf_counter() - 1.0)
+    assert res0.status == "time_limit" and res0.iterations <= 1 and res0.bound <= opt_c
+
+
+def test_restricted_outputs_bound_only_their_lp(instance) -> None:
+    """On a subset of the outputs the IPM solves the restricted LP, whose optimum is at or above
+    the whole one: its bound is a bound for the restricted LP only (the start completes it with
+    other certificates), and its primal is a mechanism of the whole."""
+    _, _, _, opt_c, G, A = instance
+    S = np.argsort(G.sum(axis=0))[:5]
+    res = structured_ipm(G[:, S], A, float("inf"), tolerance=1e-6)
+    assert res.status == "optimal"
+    assert res.primal >= opt_c * (1 - 1e-9)
+
+
+def test_malformed_mdp_rows_are_refused(instance) -> None:
+    _, _, _, _, G, A = instance
+    bad = sp.csr_matrix(A.toarray() * -1.0)  # rows a z_j - z_i: the +1 entry is missing
+    with pytest.raises(InputError, match="z_i - a z_j"):
+        structured_ipm(G, bad, float("inf"))
+    with pytest.raises(InputError, match="columns"):
+        structured_ipm(G[:-1], A, float("inf"))
+
+
+def test_memory_needed_grows_with_outputs_and_records_squared() -> None:
+    assert memory_needed(894, 200) == pytest.approx(8 * 200 * 894**2, rel=0.01)
+    assert memory_needed(10, 4) < memory_needed(20, 4) < memory_needed(20, 8)
+
+
+def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
+    """The ascent screens 10 of the kept outputs, the IPM solves the LP over them, and the
+    column generation prices every output: the optimum, certified."""
+    p, direct, _, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
+    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="ipm")
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.status == "optimal"
+    starts = r.details["dual_ascent"]
+    assert starts and all(s["method"] == "ipm" for s in starts)
+    for s in starts:
+        info = s["ipm"]
+        assert info["outputs"] == 10 and info["iterations"] > 0 and s["columns"] > 0
+        assert info["restricted_bound"] <= info["restricted_primal"]
+
+
+def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
+    p, direct, _, _, _, _ = instance
+    monkeypatch.setattr(colgen, "available_memory", lambda: 1000)
+    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm")
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
+    assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
+
+
+def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    code = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "1", "--eta", "0.9", "--method", "bd",
+                 "--decomposition", "columns", "--first-order", "ipm", "--dual-ascent", "1", "--json", str(out)])
+    assert code == 0
+    import json
+
+    rep = json.loads(out.read_text())
+    assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-4
