@@ -109,6 +109,53 @@ def memory_needed(m: int, K: int) -> int:
     return BYTES_PER_ENTRY * K * m * m + 64 * K * m
 
 
+class _Newton:
+    """One iteration's Newton system, factorised: the per-output inverses ``Hinv``, the unit-row
+    Schur complement's Cholesky factor ``Lm``, and the iterate it linearises at."""
+
+    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, Hinv: np.ndarray, Lm: np.ndarray, theta: np.ndarray,
+                 z: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        self.A, self.AT, self.Hinv, self.Lm, self.theta = A, AT, Hinv, Lm, theta
+        self.z, self.s, self.y, self.w = z, s, y, w
+
+    def solve_once(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
+                   ) -> tuple[np.ndarray, ...]:
+        """``(dz, ds, dy, dw, dmu)`` for the residuals of the primal rows, unit rows, dual rows and
+        the two complementarity blocks; ``ds`` and ``dw`` from the linear equations, so those hold
+        to rounding whatever the error of the solve."""
+        A, AT, Hinv, theta, z, s = self.A, self.AT, self.Hinv, self.theta, self.z, self.s
+        h = rd + (AT @ (theta * rp - rsy / s).T).T + rzw / z
+        Hh = np.matmul(Hinv, h[:, :, None])[:, :, 0]
+        dmu = lapack.dpotrs(self.Lm, ru - Hh.sum(axis=0), lower=1)[0]
+        dz = Hh + Hinv @ dmu
+        dy = theta * ((A @ dz.T).T - rp) + rsy / s
+        dw = (AT @ dy.T).T - dmu - rd
+        ds = rp - (A @ dz.T).T
+        return dz, ds, dy, dw, dmu
+
+    def solve(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
+              ) -> tuple[np.ndarray, ...]:
+        """:meth:`solve_once` and :data:`REFINEMENTS` steps of refinement of the complementarity equations."""
+        z, s, y, w = self.z, self.s, self.y, self.w
+        d = self.solve_once(rp, ru, rd, rzw, rsy)
+        for _ in range(REFINEMENTS):
+            dz, ds, dy, dw, _dmu = d
+            c = self.solve_once(np.zeros_like(rp), np.zeros_like(ru), np.zeros_like(rd),
+                                rzw - (w * dz + z * dw), rsy - (y * ds + s * dy))
+            d = tuple(u + v for u, v in zip(d, c))
+        return d
+
+    def steps(self, d: tuple[np.ndarray, ...]) -> tuple[float, float]:
+        """The largest primal and dual steps (at most 1) that keep the iterate nonnegative."""
+        dz, ds, dy, dw, _ = d
+        return (min(_step(self.z, dz), _step(self.s, ds)), min(_step(self.y, dy), _step(self.w, dw)))
+
+
+def _step(v: np.ndarray, dv: np.ndarray) -> float:
+    neg = dv < 0
+    return min(1.0, float((-v[neg] / dv[neg]).min())) if np.any(neg) else 1.0
+
+
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
                    max_iterations: int = 200) -> IPMResult:
     """Solve the component LP over the outputs ``G`` (records x outputs, prior-weighted loss) by
@@ -231,35 +278,8 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
             logger.info("structured IPM: unit-row system not positive definite at iteration %d", it)
             break
 
-        def solve_once(rp_: np.ndarray, ru_: np.ndarray, rd_: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
-                       ) -> tuple[np.ndarray, ...]:
-            h = rd_ + (AT @ (theta * rp_ - rsy / s).T).T + rzw / z
-            Hh = np.matmul(Hinv, h[:, :, None])[:, :, 0]
-            dmu = lapack.dpotrs(Lm, ru_ - Hh.sum(axis=0), lower=1)[0]
-            dz = Hh + Hinv @ dmu
-            dy = theta * ((A @ dz.T).T - rp_) + rsy / s
-            dw = (AT @ dy.T).T - dmu - rd_
-            ds = rp_ - (A @ dz.T).T
-            return dz, ds, dy, dw, dmu
-
-        def solve(rp_: np.ndarray, ru_: np.ndarray, rd_: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
-                  ) -> tuple[np.ndarray, ...]:
-            d = solve_once(rp_, ru_, rd_, rzw, rsy)
-            for _ in range(REFINEMENTS):
-                dz, ds, dy, dw, _dmu = d
-                # the linear equations hold by construction; refine the complementarity ones
-                c = solve_once(np.zeros_like(rp_), np.zeros_like(ru_), np.zeros_like(rd_),
-                               rzw - (w * dz + z * dw), rsy - (y * ds + s * dy))
-                d = tuple(u + v for u, v in zip(d, c))
-            return d
-
-        def step(v: np.ndarray, dv: np.ndarray) -> float:
-            neg = dv < 0
-            return min(1.0, float((-v[neg] / dv[neg]).min())) if np.any(neg) else 1.0
-
-        def steps(d: tuple[np.ndarray, ...]) -> tuple[float, float]:
-            dz, ds, dy, dw, _ = d
-            return min(step(z, dz), step(s, ds)), min(step(y, dy), step(w, dw))
+        newton = _Newton(A, AT, Hinv, Lm, theta, z, s, y, w)
+        solve, steps = newton.solve, newton.steps
 
         # predictor (affine scaling), Mehrotra's centring and second-order corrector
         d = solve(rp, ru, rd, -z * w, -s * y)

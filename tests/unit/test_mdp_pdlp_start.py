@@ -117,21 +117,30 @@ def test_pdlp_start_ends_with_pdlp_on_screened_outputs(instance, monkeypatch) ->
     assert all("screened" not in s for s in r.details["dual_ascent"])
 
 
-def test_auto_rule_on_gaussian_1000_sizes() -> None:
-    """``auto`` under a time limit: PDLP on the whole LP (then the ascent, then PDLP on screened
+def test_auto_rule_on_gaussian_1000_sizes(monkeypatch) -> None:
+    """``auto`` under a time limit: the ``ipm`` start when its expected time (IPM_EXPECTED_ITERATIONS
+    iterations on 200 outputs) fits in the start's budget after the screening ascent and its
+    inverses fit in memory; else PDLP on the whole LP (then the ascent, then PDLP on screened
     outputs) once its expected iterations reach AUTO_PDLP_MIN_ITERATIONS, else the screened start;
-    without a limit PDLP. The sizes of gaussian 1,000's giant component (894 records, 965 kept
-    outputs, 23.2 M nonzeros): screened at 300 s, PDLP from 600 s (measured, stop 17). Both starts
-    get 90 % of the cap."""
+    without a limit the ``ipm`` start. The sizes of gaussian 1,000's giant component (894 records,
+    965 kept outputs, 23.2 M nonzeros): screened at 300 s, PDLP at 600 s, ipm from 900 s (measured,
+    docs/benchmarks/mdp.md, stops 17 and 20). Every start gets 90 % of the cap."""
+    monkeypatch.setattr(colgen, "available_memory", lambda: 24 * 2**30)
     m, Kc = 894, 965
     E = (23_200_000 // Kc - m) // 2
     assert colgen._choose_start("auto", m, E, Kc, 300.0, None) == ("screened", 270.0)
     assert colgen._choose_start("auto", m, E, Kc, 600.0, None) == ("pdlp", 540.0)
-    assert colgen._choose_start("auto", m, E, Kc, 900.0, None) == ("pdlp", 810.0)
-    assert colgen._choose_start("auto", m, E, Kc, float("inf"), None) == ("pdlp", 300.0)
+    assert colgen._choose_start("auto", m, E, Kc, 900.0, None) == ("ipm", 810.0)
+    assert colgen._choose_start("auto", m, E, Kc, float("inf"), None) == ("ipm", 300.0)
     assert colgen._choose_start("screened", m, E, Kc, 900.0, None) == ("screened", 810.0)
-    # gaussian 2,000's component: its whole LP (188 M nonzeros) does not fit, so screened at any cap
+    assert colgen._choose_start("pdlp", m, E, Kc, 900.0, None) == ("pdlp", 810.0)
+    # gaussian 2,000's component: its whole LP (188 M nonzeros) does not fit and the IPM would need
+    # about 6,000 s, so screened at a 30-minute cap; without a cap the IPM (its inverses: 5.8 GB)
     assert colgen._choose_start("auto", 1901, 46_698, 1971, 1800.0, None)[0] == "screened"
+    assert colgen._choose_start("auto", 1901, 46_698, 1971, float("inf"), None)[0] == "ipm"
+    # with 4 GiB the inverses do not fit (5.8 GB): the screened start again
+    monkeypatch.setattr(colgen, "available_memory", lambda: 4 * 2**30)
+    assert colgen._choose_start("auto", 1901, 46_698, 1971, float("inf"), None)[0] == "screened"
 
 
 def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
@@ -355,7 +364,8 @@ def test_the_fallback_gets_the_screened_shares_of_the_time_limit(instance, monke
 
 
 def test_auto_takes_pdlp_without_a_time_limit_else_the_screened_start(instance, monkeypatch) -> None:
-    """``auto`` (the default): PDLP on the whole LP without a time limit, and under one when it gets
+    """``auto`` (the default): the IPM start without a time limit and under one its expected time fits
+    in; else PDLP on the whole LP when it gets
     AUTO_PDLP_MIN_ITERATIONS expected iterations; else the screened start when its PDLP gets
     SCREEN_MIN_ITERATIONS expected iterations on the screened outputs, else the smoothed ascent (with
     its share). An explicit choice is never replaced."""
@@ -368,7 +378,10 @@ def test_auto_takes_pdlp_without_a_time_limit_else_the_screened_start(instance, 
         assert r.objective == pytest.approx(direct.objective, rel=1e-5)
         return {s["method"] for s in r.details["dual_ascent"]}
 
-    assert methods(dual_ascent=1.0) == {"pdlp"}  # no time limit
+    assert methods(dual_ascent=1.0) == {"ipm"}  # no time limit
+    assert methods(time_limit=20.0) == {"ipm"}  # its expected time fits
+    monkeypatch.setattr(colgen, "IPM_SECONDS_PER_CUBE", 1.0)  # an IPM that would not fit in the start
+    assert methods(dual_ascent=1.0) == {"ipm"}  # no time limit: it runs anyway
     assert methods(time_limit=20.0) == {"pdlp"}  # tens of thousands of iterations expected
     monkeypatch.setattr(colgen, "AUTO_PDLP_MIN_ITERATIONS", 10**12)  # more than PDLP on the whole LP gets
     assert methods(time_limit=20.0) == {"screened"}
