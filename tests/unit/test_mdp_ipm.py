@@ -13,18 +13,13 @@ from coordinator.cli import main
 from solvers.errors import InputError
 from solvers.mdp import colgen
 from solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
-from solvers.mdp.datasets import load_dataset
 from solvers.mdp.ipm import memory_needed, structured_ipm
-from solvers.mdp.pmo import build_pmo, solve_direct
-from solvers.mdp.verify import verify_mechanism
+from tests.mdp_fixtures import assert_certified_optimum, gaussian70
 
 
 @pytest.fixture(scope="module")
 def instance():
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
-    direct = solve_direct(p)
-    idx = max(p.graph.component_members(), key=lambda g: g.size)
-    opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the giant component's share of the optimum
+    p, direct, idx, opt_c = gaussian70()
     cg = _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 1, 1e-4, 0.0)
     G, A = cg.G.copy(), cg.A.copy()
     cg.close()
@@ -96,9 +91,7 @@ def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
     r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="ipm")
-    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
-    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
-    assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.status == "optimal"
+    assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
     for s in starts:

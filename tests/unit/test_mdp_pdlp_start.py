@@ -18,17 +18,14 @@ from solvers.mdp.colgen import (
     undominated_outputs,
 )
 from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo, solve_direct
+from solvers.mdp.pmo import build_pmo
 from solvers.mdp.verify import verify_mechanism
+from tests.mdp_fixtures import assert_certified_optimum, gaussian70
 
 
 @pytest.fixture(scope="module")
 def instance():
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
-    direct = solve_direct(p)
-    idx = max(p.graph.component_members(), key=lambda g: g.size)
-    opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the giant component's share of the optimum
-    return p, direct, idx, opt_c
+    return gaussian70()
 
 
 def _cg(p, idx) -> _ComponentCG:
@@ -430,9 +427,7 @@ def test_colgen_with_a_screened_start_equals_direct(instance, monkeypatch) -> No
     monkeypatch.setattr(colgen, "SCREEN_MAX_OUTPUTS", 10)
     monkeypatch.setattr(colgen, "SCREEN_PDLP_ITERATIONS", 300)
     r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="screened")
-    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
-    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
-    assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.status == "optimal"
+    assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "screened" and s["iterations"] > 0 for s in starts)
     for s in starts:
