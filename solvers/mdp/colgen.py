@@ -1269,12 +1269,15 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     S = screen_outputs(q, n)
     end = deadline if unlimited else min(deadline, ta + budget)
     res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap)
+    info.update(outputs=int(S.size), iterations=res.iterations, status=res.status, seconds=res.seconds,
+                restricted_bound=res.bound, restricted_primal=res.primal)
+    if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
+        logger.info("component of %d records: no time for an IPM step", cg.m)
+        return FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped"), info
     Q = q.copy()
     Q[:, S] = cg.G[:, S] + np.asarray(cg.A.T @ res.Y)
     Z = np.zeros_like(cg.G)
     Z[:, S] = res.Z
-    info.update(outputs=int(S.size), iterations=res.iterations, status=res.status, seconds=res.seconds,
-                restricted_bound=res.bound, restricted_primal=res.primal)
     logger.info("component of %d records: IPM on %d screened outputs, %d iterations (%s), %.1f s, restricted LP "
                 "in [%.10g, %.10g]", cg.m, S.size, res.iterations, res.status, res.seconds, res.bound, res.primal)
     return FirstOrderStart(Q=Q, mu=res.mu, Z=Z, iterations=its + res.iterations, status=res.status), info

@@ -117,3 +117,15 @@ def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -
 
     rep = json.loads(out.read_text())
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-4
+
+
+def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeypatch) -> None:
+    """When the start's budget is gone before the IPM's first step, its starting point (far from
+    optimal) is not used as centre, columns or certificate; the column generation still certifies."""
+    p, direct, _, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_ASCENT_SHARE", 1.0)  # the ascent takes the whole budget
+    r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0)
+    assert_certified_optimum(p, direct, r)
+    assert r.details["dual_ascent"]
+    for s in r.details["dual_ascent"]:
+        assert s["ipm"]["iterations"] == 0 and "columns" not in s
