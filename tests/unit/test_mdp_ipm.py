@@ -123,7 +123,15 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
     """When the start's budget is gone before the IPM's first step, its starting point (far from
     optimal) is not used as centre, columns or certificate; the column generation still certifies."""
     p, direct, _, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_ASCENT_SHARE", 1.0)  # the ascent takes the whole budget
+    monkeypatch.setattr(colgen, "IPM_ASCENT_SHARE", 1.0)  # the ascent takes the whole budget ...
+    ascent = colgen.smoothed_dual_ascent
+
+    def ascent_to_the_end(G, A, deadline, **kw):  # ... and uses all of it, however fast the machine
+        out = ascent(G, A, deadline, **kw)
+        time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
+        return out
+
+    monkeypatch.setattr(colgen, "smoothed_dual_ascent", ascent_to_the_end)
     r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0)
     assert_certified_optimum(p, direct, r)
     assert r.details["dual_ascent"]
