@@ -1241,8 +1241,23 @@ def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance
     return out
 
 
+def _ipm_outputs(m: int, Kc: int) -> int:
+    """How many outputs the ``ipm`` start keeps on a component of ``m`` records and ``Kc`` kept
+    outputs: :data:`IPM_MAX_OUTPUTS` (at most ``Kc``), halved until their inverses fit in
+    :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one does."""
+    from solvers.mdp.ipm import memory_needed
+
+    n = min(IPM_MAX_OUTPUTS, Kc)
+    avail = available_memory()
+    if avail is None:
+        return n
+    while n > 1 and memory_needed(m, n) > IPM_MEMORY_SHARE * avail:
+        n //= 2
+    return n if memory_needed(m, n) <= IPM_MEMORY_SHARE * avail else 0
+
+
 def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool
-               ) -> tuple[FirstOrderStart | None, dict[str, Any]]:
+               ) -> tuple[FirstOrderStart, dict[str, Any]]:
     """The ``ipm`` start begun at ``ta``: the smoothed ascent for :data:`IPM_ASCENT_SHARE` of ``budget``
     (at most :data:`IPM_ASCENT_SECONDS`), then :func:`solvers.mdp.ipm.structured_ipm`
     on the :data:`IPM_MAX_OUTPUTS` outputs the ascent's certificate screens (:func:`screen_outputs`;
@@ -1252,20 +1267,19 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     from multipliers >= 0, so every column is valid); the IPM's unit-row duals become the stability
     centre and its primal iterate, repaired, enters the master. The pricing rounds that follow
     certify (or bring in) the outputs that were not screened."""
-    from solvers.mdp.ipm import memory_needed, structured_ipm
+    from solvers.mdp.ipm import structured_ipm
 
     ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ascent_end))
     info: dict[str, Any] = {"ascent_iterations": its, "ascent_seconds": time.perf_counter() - ta,
                             "ascent_bound": float(q.min(axis=1).sum())}
-    n = min(IPM_MAX_OUTPUTS, cg.Kc)
-    avail = available_memory()
-    while n > 1 and avail is not None and memory_needed(cg.m, n) > IPM_MEMORY_SHARE * avail:
-        n //= 2
-    if avail is not None and memory_needed(cg.m, n) > IPM_MEMORY_SHARE * avail:
+    # without the IPM: the ascent's certificate, the trivial centre, no columns
+    ascent_only = FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped")
+    n = _ipm_outputs(cg.m, cg.Kc)
+    if n == 0:
         logger.info("component of %d records: no IPM start (not even one output fits in memory)", cg.m)
         info.update(outputs=0, iterations=0, status="skipped")
-        return FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped"), info
+        return ascent_only, info
     S = screen_outputs(q, n)
     end = deadline if unlimited else min(deadline, ta + budget)
     res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap)
@@ -1273,7 +1287,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
                 restricted_bound=res.bound, restricted_primal=res.primal)
     if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
         logger.info("component of %d records: no time for an IPM step", cg.m)
-        return FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped"), info
+        return ascent_only, info
     Q = q.copy()
     Q[:, S] = cg.G[:, S] + np.asarray(cg.A.T @ res.Y)
     Z = np.zeros_like(cg.G)
@@ -1333,11 +1347,8 @@ def _ipm_fits(m: int, Kc: int, time_limit: float, dual_ascent: float | None) -> 
     """Whether ``auto`` takes the ``ipm`` start on a component of ``m`` records and ``Kc`` kept
     outputs: its inverses fit in memory and, under a time limit, :data:`IPM_EXPECTED_ITERATIONS`
     iterations fit in the start's budget after the screening ascent."""
-    from solvers.mdp.ipm import memory_needed
-
     n = min(IPM_MAX_OUTPUTS, Kc)
-    avail = available_memory()
-    if avail is not None and memory_needed(m, n) > IPM_MEMORY_SHARE * avail:
+    if _ipm_outputs(m, Kc) < n:
         return False
     if not math.isfinite(time_limit):
         return True

@@ -196,9 +196,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     best = (-np.inf, mu.copy(), np.maximum(y, 0.0))
     history: list[tuple[float, float, float]] = []
     status = "iteration_limit"
-    it = 0
     last = 0.0
-    pobj = float((g * z).sum())
     alive = np.arange(K)
     gaps: list[float] = []
     done = 0  # Newton steps taken
@@ -208,7 +206,9 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     for it in range(max_iterations + 1):
         ti = time.perf_counter()
         pobj = float((g * z).sum())
-        Q = g + (AT @ np.maximum(y, 0.0).T).T
+        ATy = (AT @ y.T).T
+        # y stays > 0 (steps stop short of the boundary); clipped all the same, as a certificate needs
+        Q = g + (ATy if y.min() >= 0 else (AT @ np.maximum(y, 0.0).T).T)
         bound = float(np.minimum(Q.min(axis=0), frozen_min).sum())
         if bound > best[0]:
             Y_all[alive] = np.maximum(y, 0.0)
@@ -218,7 +218,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
             frozen_min = np.minimum(frozen_min, Q[dead].min(axis=0))
             Y_all[alive[dead]] = np.maximum(y[dead], 0.0)
             keep = ~dead
-            alive, z, s, y, w, g = alive[keep], z[keep], s[keep], y[keep], w[keep], g[keep]
+            alive, z, s, y, w, g, ATy = alive[keep], z[keep], s[keep], y[keep], w[keep], g[keep], ATy[keep]
             K = alive.size
             n_comp = K * (m + E)
             Hinv = Hinv[:K]
@@ -240,7 +240,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
         if ti + last > deadline:
             status = "time_limit"
             break
-        rd = -(g + (AT @ y.T).T - mu - w)
+        rd = -(g + ATy - mu - w)
         nu = (float((z * w).sum()) + float((s * y).sum())) / n_comp
         theta = y / s
         diag = (Pdiag @ theta.T).T + w / z  # K x m
