@@ -203,8 +203,17 @@ PDLP_MAX_NONZEROS = 400_000_000
 #: start's budget under a time limit)
 IPM_ASCENT_SECONDS = 60.0
 IPM_ASCENT_SHARE = 0.2
-#: outputs the ``ipm`` start keeps (fewer when their inverses would not fit in memory)
+#: outputs the ``ipm`` start screens for its first round (fewer when their inverses would not fit in
+#: memory)
 IPM_MAX_OUTPUTS = 200
+#: the ``ipm`` start's output generation: at most this many IPM rounds, each on the outputs of the
+#: last plus those the pricing at its duals finds violated, up to :data:`IPM_MAX_GROWN_OUTPUTS`
+#: outputs in all (fewer when they would not fit in memory)
+IPM_MAX_ROUNDS = 4
+IPM_MAX_GROWN_OUTPUTS = 400
+#: a round's IPM prices the other outputs once on the way, when its relative gap falls to this, and
+#: restarts with the violated ones at once (the rest of the round would solve an LP that lacks them)
+IPM_PROBE_GAP = 1e-3
 #: the ``ipm`` start may plan on at most this share of the memory available
 IPM_MEMORY_SHARE = 0.6
 #: the ``ipm`` start stops when its restricted LP's relative gap is this share of the target gap
@@ -1241,13 +1250,13 @@ def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance
     return out
 
 
-def _ipm_outputs(m: int, Kc: int) -> int:
-    """How many outputs the ``ipm`` start keeps on a component of ``m`` records and ``Kc`` kept
-    outputs: :data:`IPM_MAX_OUTPUTS` (at most ``Kc``), halved until their inverses fit in
-    :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one does."""
+def _ipm_outputs(m: int, Kc: int, cap: int | None = None) -> int:
+    """How many outputs an IPM round may hold on a component of ``m`` records and ``Kc`` kept
+    outputs: ``cap`` (:data:`IPM_MAX_OUTPUTS` by default; at most ``Kc``), halved until their
+    inverses fit in :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one does."""
     from solvers.mdp.ipm import memory_needed
 
-    n = min(IPM_MAX_OUTPUTS, Kc)
+    n = min(IPM_MAX_OUTPUTS if cap is None else cap, Kc)
     avail = available_memory()
     if avail is None:
         return n
@@ -1259,14 +1268,24 @@ def _ipm_outputs(m: int, Kc: int) -> int:
 def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool
                ) -> tuple[FirstOrderStart, dict[str, Any]]:
     """The ``ipm`` start begun at ``ta``: the smoothed ascent for :data:`IPM_ASCENT_SHARE` of ``budget``
-    (at most :data:`IPM_ASCENT_SECONDS`), then :func:`solvers.mdp.ipm.structured_ipm`
-    on the :data:`IPM_MAX_OUTPUTS` outputs the ascent's certificate screens (:func:`screen_outputs`;
-    fewer when their inverses would not fit in memory) until its gap is :data:`IPM_GAP_SHARE` of the
-    target, or until the start's budget is spent (``unlimited``: no time limit, only the deadline).
-    The certificate is the IPM's on the screened outputs and the ascent's on the others (both come
-    from multipliers >= 0, so every column is valid); the IPM's unit-row duals become the stability
-    centre and its primal iterate, repaired, enters the master. The pricing rounds that follow
-    certify (or bring in) the outputs that were not screened."""
+    (at most :data:`IPM_ASCENT_SECONDS`), then rounds of output generation with
+    :func:`solvers.mdp.ipm.structured_ipm` as the restricted solver:
+
+    1. the IPM solves the component LP over the outputs ``S`` (first the :data:`IPM_MAX_OUTPUTS`
+       the ascent's certificate screens, :func:`screen_outputs`; fewer when their inverses would not
+       fit in memory) until its gap is :data:`IPM_GAP_SHARE` of the target, or the time is up
+       (``unlimited``: no time limit, only the deadline);
+    2. every other output whose stored certificate does not already certify it at the IPM's
+       unit-row duals ``mu`` is priced there (:meth:`_ComponentCG.price`): this gives the exact
+       Lagrangian bound ``L(mu)``, a valid lower bound on the whole component LP;
+    3. when that bound closes the gap, or no output is violated, or the next round would not fit
+       in time or memory (:data:`IPM_MAX_GROWN_OUTPUTS`) or :data:`IPM_MAX_ROUNDS` is reached, stop;
+       else ``S`` gains the violated outputs (most violated first) and the next round starts cold.
+
+    The certificate is the last IPM's on ``S``, the pricing's or the ascent's on the others (all
+    from multipliers >= 0, so every column is valid); the ``mu`` of the best bound becomes the
+    stability centre and the last round's primal iterate, repaired, enters the master. The column
+    generation that follows certifies (or brings in) what the rounds left open."""
     from solvers.mdp.ipm import structured_ipm
 
     ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
@@ -1278,23 +1297,98 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     n = _ipm_outputs(cg.m, cg.Kc)
     if n == 0:
         logger.info("component of %d records: no IPM start (not even one output fits in memory)", cg.m)
-        info.update(outputs=0, iterations=0, status="skipped")
+        info.update(outputs=0, iterations=0, status="skipped", rounds=[])
         return ascent_only, info
+    cap = max(n, _ipm_outputs(cg.m, cg.Kc, IPM_MAX_GROWN_OUTPUTS))
     S = screen_outputs(q, n)
     end = deadline if unlimited else min(deadline, ta + budget)
-    res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap)
-    info.update(outputs=int(S.size), iterations=res.iterations, status=res.status, seconds=res.seconds,
-                restricted_bound=res.bound, restricted_primal=res.primal)
-    if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
+    cg.warm_start(q)
+    rounds: list[dict[str, Any]] = []
+    best: tuple[float, np.ndarray] | None = None
+    Z = np.zeros_like(cg.G)
+    total = 0
+    status = "skipped"
+    done = False  # a round ran to its end (not probed)
+
+    def price_at(mu: np.ndarray, S: np.ndarray, primal: float) -> dict[str, Any]:
+        """Price, at ``mu``, the outputs outside ``S`` that their stored certificates leave open;
+        the Lagrangian bound there and the violated outputs, most violated first."""
+        nonlocal best
+        scale = max(abs(primal), 1e-300)
+        tau = 0.05 * gap * scale / cg.Kc
+        cheap = np.minimum(0.0, cg.Q - mu).sum(axis=1)
+        outside = np.ones(cg.Kc, dtype=bool)
+        outside[S] = False
+        js = np.flatnonzero(outside & (cheap < -tau))
+        js = js[np.argsort(cheap[js])]
+        tp = time.perf_counter()
+        priced = cg.price(js, mu, 0.1 * tau + 1e-12 * scale / cg.Kc, end) if js.size else []
+        violated = sorted((float((cg.G[:, j] - mu) @ zj), j) for j, zj in priced if zj is not None)
+        violated = [(rc, j) for rc, j in violated if rc < -tau]
+        lower = float(mu.sum() + np.minimum(0.0, cg.Q - mu).sum())
+        if best is None or lower > best[0]:
+            best = (lower, mu.copy())
+        return {"priced": len(priced), "pricing_seconds": time.perf_counter() - tp, "violated": len(violated),
+                "lower_bound": lower, "complete": len(priced) == js.size, "js": [j for _, j in violated]}
+
+    while True:
+        t_round = time.perf_counter()
+        probed: dict[str, Any] = {}
+
+        def probe(mu: np.ndarray, S: np.ndarray = S, t_round: float = t_round) -> bool:
+            # halfway (in gap) through the round: are outputs missing? then restart with them now
+            # rather than finish a restricted LP that lacks them (the round so far is taken as half
+            # of its time when judging whether the next round fits)
+            if len(rounds) + 1 >= IPM_MAX_ROUNDS or S.size >= cap:
+                return False
+            probed.update(price_at(mu, S, float(cg.G[:, S].min(axis=1).sum())))
+            now = time.perf_counter()
+            grown = min(S.size + probed["violated"], cap)
+            fits = unlimited or now + 2.0 * (now - t_round) * grown / S.size <= end
+            return bool(probed["violated"]) and probed["complete"] and fits
+
+        res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap, probe_gap=IPM_PROBE_GAP,
+                             probe=probe)
+        total += res.iterations
+        if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
+            break
+        status = res.status
+        cg.Q[S] = (cg.G[:, S] + np.asarray(cg.A.T @ res.Y)).T  # valid whatever the stop (Y >= 0)
+        if res.status != "probed" or not done:
+            # the primal iterate of the last finished round (of a probed one only while none finished)
+            Z = np.zeros_like(cg.G)
+            Z[:, S] = res.Z
+            done = res.status != "probed"
+        found = probed if res.status == "probed" else price_at(res.mu, S, res.primal)
+        rounds.append({"outputs": int(S.size), "iterations": res.iterations, "status": res.status,
+                       "seconds": res.seconds, "restricted_bound": res.bound, "restricted_primal": res.primal,
+                       **{k: v for k, v in found.items() if k not in ("js", "complete")}})
+        if probed and res.status != "probed":
+            rounds[-1]["probe"] = {k: v for k, v in probed.items() if k not in ("js", "complete")}
+        logger.info("component of %d records: IPM round %d on %d outputs, %d iterations (%s), %.1f s, restricted LP "
+                    "in [%.10g, %.10g]; priced %d outputs in %.1f s, %d violated, bound %.10g", cg.m, len(rounds),
+                    S.size, res.iterations, res.status, res.seconds, res.bound, res.primal, found["priced"],
+                    found["pricing_seconds"], found["violated"], found["lower_bound"])
+        if res.status == "probed":
+            S = np.concatenate([S, np.array(found["js"][: cap - S.size], dtype=S.dtype)])
+            continue
+        closed = res.primal - found["lower_bound"] <= gap * max(abs(res.primal), 1e-300)
+        room = cap - S.size
+        # the next round's time, scaled by its outputs, must fit (the IPM's time is linear in them)
+        grown = min(S.size + found["violated"], cap)
+        fits = unlimited or time.perf_counter() + (time.perf_counter() - t_round) * grown / S.size <= end
+        if (closed or not found["violated"] or not found["complete"] or room <= 0 or len(rounds) >= IPM_MAX_ROUNDS
+                or not fits or res.status in ("time_limit", "numerical")):
+            break
+        S = np.concatenate([S, np.array(found["js"][:room], dtype=S.dtype)])
+    info.update(outputs=int(S.size), iterations=total, status=status, rounds=rounds,
+                seconds=float(sum(r["seconds"] for r in rounds)))
+    if best is None:
         logger.info("component of %d records: no time for an IPM step", cg.m)
         return ascent_only, info
-    Q = q.copy()
-    Q[:, S] = cg.G[:, S] + np.asarray(cg.A.T @ res.Y)
-    Z = np.zeros_like(cg.G)
-    Z[:, S] = res.Z
-    logger.info("component of %d records: IPM on %d screened outputs, %d iterations (%s), %.1f s, restricted LP "
-                "in [%.10g, %.10g]", cg.m, S.size, res.iterations, res.status, res.seconds, res.bound, res.primal)
-    return FirstOrderStart(Q=Q, mu=res.mu, Z=Z, iterations=its + res.iterations, status=res.status), info
+    info.update(restricted_bound=rounds[-1]["restricted_bound"], restricted_primal=rounds[-1]["restricted_primal"],
+                lower_bound=best[0])
+    return FirstOrderStart(Q=np.ascontiguousarray(cg.Q.T), mu=best[1], Z=Z, iterations=its + total, status=status), info
 
 
 def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, dual_ascent: float | None

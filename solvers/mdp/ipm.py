@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,7 +71,7 @@ class IPMResult:
     certificate gave the best bound; ``bound`` = ``sum_i min_k (G + A'Y)_ik``, a valid lower bound
     on the LP over these outputs; ``primal`` = ``sum G * Z``. ``status``: ``optimal`` (relative
     distance of the two below ``tolerance``), ``stalled`` (:data:`STALL_ITERATIONS`),
-    ``time_limit``, ``iteration_limit`` or ``numerical``
+    ``time_limit``, ``iteration_limit``, ``probed`` (see :func:`structured_ipm`) or ``numerical``
     (a factorisation failed even with regularisation; the best iterate so far is returned).
     """
 
@@ -157,12 +158,18 @@ def _step(v: np.ndarray, dv: np.ndarray) -> float:
 
 
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
-                   max_iterations: int = 200) -> IPMResult:
+                   max_iterations: int = 200, probe_gap: float = 0.0,
+                   probe: Callable[[np.ndarray], bool] | None = None) -> IPMResult:
     """Solve the component LP over the outputs ``G`` (records x outputs, prior-weighted loss) by
     the structured interior-point method of the module docstring, until the relative distance of
     the primal objective and the certified bound is at most ``tolerance``, ``deadline``
     (``time.perf_counter()`` seconds; an iteration is not begun when the last one's time would
-    pass it) or ``max_iterations``."""
+    pass it) or ``max_iterations``.
+
+    ``probe``: called once, with the unit-row duals of the best bound so far, when that distance
+    first falls to ``probe_gap``; when it returns True the method stops there (status ``probed``).
+    The output generation of :mod:`solvers.mdp.colgen` prices the other outputs there, and
+    restarts with the violated ones instead of finishing a restricted LP that lacks them."""
     t0 = time.perf_counter()
     G = np.asarray(G, dtype=float)
     m, K = G.shape
@@ -231,6 +238,12 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
         if pobj - best[0] <= tolerance * abs(pobj) and float(np.abs(ru).max()) <= 1e-9:
             status = "optimal"
             break
+        if probe is not None and pobj - best[0] <= probe_gap * abs(pobj):
+            stop = probe(best[1] / scale)
+            probe = None
+            if stop:
+                status = "probed"
+                break
         gaps.append(pobj - best[0])
         if len(gaps) > STALL_ITERATIONS and gaps[-1] > 0.9 * gaps[-1 - STALL_ITERATIONS]:
             status = "stalled"
@@ -263,9 +276,10 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
             if info != 0:
                 failed = True
                 break
-            low = np.tril(hi)
-            Hinv[k] = low
-            Hinv[k] += low.T
+            # potri fills the lower triangle; the upper one is still the zeros the matrix was built
+            # with, so hi + hi' less its diagonal is the whole inverse (one pass: np.tril's copy and
+            # an in-place transposed add cost as much as potri itself at m = 894)
+            np.add(hi, hi.T, out=Hinv[k])
             Hinv[k].flat[::m + 1] -= np.diagonal(hi)
             M += Hinv[k]
         if failed:

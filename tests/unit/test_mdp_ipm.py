@@ -71,6 +71,26 @@ def test_restricted_outputs_bound_only_their_lp(instance) -> None:
     assert res.primal >= opt_c * (1 - 1e-9)
 
 
+def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -> None:
+    _, _, _, opt_c, G, A = instance
+    seen: list[np.ndarray] = []
+
+    def stop(mu: np.ndarray) -> bool:
+        seen.append(mu)
+        return True
+
+    res = structured_ipm(G, A, float("inf"), tolerance=1e-6, probe_gap=1e-2, probe=stop)
+    assert res.status == "probed" and len(seen) == 1
+    assert res.primal - res.bound <= 1e-2 * res.primal and res.bound <= opt_c * (1 + 1e-12)
+    assert res.primal - res.bound > 1e-6 * res.primal  # stopped there, not at the tolerance
+    assert seen[0].shape == (G.shape[0],) and np.allclose(seen[0], res.mu)
+    # a probe that returns False is not called again, and the method goes on to its tolerance
+    calls: list[int] = []
+    full = structured_ipm(G, A, float("inf"), tolerance=1e-6, probe_gap=1e-2,
+                          probe=lambda mu: calls.append(1) is not None)
+    assert full.status == "optimal" and calls == [1] and full.iterations > res.iterations
+
+
 def test_malformed_mdp_rows_are_refused(instance) -> None:
     _, _, _, _, G, A = instance
     bad = sp.csr_matrix(A.toarray() * -1.0)  # rows a z_j - z_i: the +1 entry is missing
@@ -86,18 +106,45 @@ def test_memory_needed_grows_with_outputs_and_records_squared() -> None:
 
 
 def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
-    """The ascent screens 10 of the kept outputs, the IPM solves the LP over them, and the
-    column generation prices every output: the optimum, certified."""
+    """The ascent screens 10 of the kept outputs, the IPM solves the LP over them, the pricing at
+    its duals adds the violated outputs for a second round, and the column generation prices every
+    output: the optimum, certified (a gap of 1e-6: the rounds' columns are the IPM's, accurate to
+    its tolerance, and the master enters no column below its entering tolerance)."""
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
     for s in starts:
         info = s["ipm"]
-        assert info["outputs"] == 10 and info["iterations"] > 0 and s["columns"] > 0
+        assert info["rounds"][0]["outputs"] == 10 and info["iterations"] > 0 and s["columns"] > 0
         assert info["restricted_bound"] <= info["restricted_primal"]
+
+
+def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monkeypatch) -> None:
+    """Output generation: the first round's 10 outputs leave outputs violated at its duals and a
+    Lagrangian bound far below the optimum; the next round holds them too, and its bound reaches the
+    optimum. Every round's bound is a valid one (at most the component's optimum)."""
+    p, direct, idx, opt_c, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+    rounds = entry["ipm"]["rounds"]
+    assert len(rounds) >= 2
+    first, last = rounds[0], rounds[-1]
+    assert first["violated"] > 0 and first["lower_bound"] < opt_c * (1 - 1e-3)
+    assert rounds[1]["outputs"] == 10 + first["violated"]
+    assert last["violated"] == 0 and last["lower_bound"] >= opt_c * (1 - 1e-5)
+    assert all(rd["lower_bound"] <= opt_c * (1 + 1e-9) for rd in rounds)
+    assert entry["ipm"]["lower_bound"] == max(rd["lower_bound"] for rd in rounds)
+
+    # one round only: the bound stays where the first round left it
+    monkeypatch.setattr(colgen, "IPM_MAX_ROUNDS", 1)
+    r1 = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    (entry1,) = [s for s in r1.details["dual_ascent"] if s["records"] == idx.size]
+    assert len(entry1["ipm"]["rounds"]) == 1 and entry1["ipm"]["lower_bound"] < opt_c * (1 - 1e-3)
 
 
 def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
