@@ -1282,6 +1282,11 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
        in time or memory (:data:`IPM_MAX_GROWN_OUTPUTS`) or :data:`IPM_MAX_ROUNDS` is reached, stop;
        else ``S`` gains the violated outputs (most violated first) and the next round starts cold.
 
+    Each round also prices once on the way, when its restricted gap first falls to
+    :data:`IPM_PROBE_GAP`: when outputs are violated there and the next round fits, the round stops
+    at once and the next one starts with them (gaussian 1,000: round 1 stopped after 73 of about
+    125 iterations, with 31 outputs to add).
+
     The certificate is the last IPM's on ``S``, the pricing's or the ascent's on the others (all
     from multipliers >= 0, so every column is valid); the ``mu`` of the best bound becomes the
     stability centre and the last round's primal iterate, repaired, enters the master. The column
@@ -1335,7 +1340,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
         t_round = time.perf_counter()
         probed: dict[str, Any] = {}
 
-        def probe(mu: np.ndarray, S: np.ndarray = S, t_round: float = t_round) -> bool:
+        def probe(mu: np.ndarray, S: np.ndarray = S, t_round: float = t_round,
+                  probed: dict[str, Any] = probed) -> bool:
             # halfway (in gap) through the round: are outputs missing? then restart with them now
             # rather than finish a restricted LP that lacks them (the round so far is taken as half
             # of its time when judging whether the next round fits)
