@@ -808,6 +808,18 @@ class _ComponentCG:
         Zc[:, int(np.argmin(self.G.sum(axis=0)))] = 1.0
         return self._verified(Zc)
 
+    def open_shares(self, mu: np.ndarray) -> np.ndarray:
+        """Per output, ``sum_i min(0, Q_ki - mu_i)``: its stored certificate's share of the Lagrangian
+        bound at ``mu`` (0 where the certificate already certifies the output there); the bound is
+        ``mu.sum()`` plus their sum."""
+        return np.minimum(0.0, self.Q - mu).sum(axis=1)
+
+    def tolerances(self, scale: float) -> tuple[float, float]:
+        """``(tau, tol)`` at objective scale ``scale``: an output is worth pricing when its open share
+        is below ``-tau``, and its pricing LP is solved to ``tol``."""
+        tau = 0.05 * self.gap * scale / self.Kc
+        return tau, 0.1 * tau + 1e-12 * scale / self.Kc
+
     def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         g = self.G[:, j] - mu
         scale = float(np.max(np.abs(g)))
@@ -898,7 +910,7 @@ class _ComponentCG:
         best_lb = float(mu_c.sum())
         price_centre = False  # first round: price every output at the given centre (its exact bound)
         if centre is not None:
-            lb_centre = float(centre.sum() + np.minimum(0.0, self.Q - centre).sum())
+            lb_centre = float(centre.sum() + self.open_shares(centre).sum())
             if lb_centre > best_lb or trust_centre:
                 mu_c, best_lb = np.array(centre, dtype=float), lb_centre
                 price_centre = True
@@ -931,12 +943,12 @@ class _ComponentCG:
                 mu_r, obj_r, lam, box_center, width = self.solve_master_in_box(box_center, width)
                 binding = box_center is not None and self.box_binding()
                 scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
-                tau = 0.05 * self.gap * scale / self.Kc
+                tau, price_tol = self.tolerances(scale)
                 alpha = alpha_next if mu_c is not None else 0.0
                 mu_s = mu_r if alpha == 0.0 else alpha * mu_c + (1.0 - alpha) * mu_r
                 if price_centre:
                     mu_s, alpha, full, price_centre = mu_c, 1.0, True, False
-                cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
+                cheap = self.open_shares(mu_s)
                 candidates = cheap < -tau
                 if not full:
                     if owner.size != len(self.col_owner):
@@ -951,14 +963,14 @@ class _ComponentCG:
                 new_k: list[int] = []
                 new_v: list[np.ndarray] = []
                 if js.size and not out_of_time:
-                    for j, z in self.price(js, mu_s, 0.1 * tau + 1e-12 * scale / self.Kc, deadline):
+                    for j, z in self.price(js, mu_s, price_tol, deadline):
                         if z is None or z.sum() <= 0:
                             continue
                         rc = float((self.G[:, j] - mu_r) @ z)
                         if rc < -1e-3 * tau * max(1.0, float(z.max())) and rc < -ENTER_TOLERANCE * float(z.sum()):
                             new_k.append(j)
                             new_v.append(z / z.sum())
-                    cheap = np.minimum(0.0, self.Q - mu_s).sum(axis=1)
+                    cheap = self.open_shares(mu_s)
                 lb = float(mu_s.sum() + cheap.sum())
                 # the Lagrangian bound that relaxes the mDP rows instead (module docstring): for the stored
                 # y_k >= 0, OPT >= sum_i min_k (g_k + A'y_k)_i; never below lb, and it needs no mu
@@ -1313,24 +1325,25 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     Z = np.zeros_like(cg.G)
     total = 0
     status = "skipped"
-    done = False  # a round ran to its end (not probed)
+
+    def summary(found: dict[str, Any]) -> dict[str, Any]:  # what a pricing reports (not its bookkeeping)
+        return {k: v for k, v in found.items() if k not in ("js", "complete")}
 
     def price_at(mu: np.ndarray, S: np.ndarray, primal: float) -> dict[str, Any]:
         """Price, at ``mu``, the outputs outside ``S`` that their stored certificates leave open;
         the Lagrangian bound there and the violated outputs, most violated first."""
         nonlocal best
-        scale = max(abs(primal), 1e-300)
-        tau = 0.05 * gap * scale / cg.Kc
-        cheap = np.minimum(0.0, cg.Q - mu).sum(axis=1)
+        tau, tol = cg.tolerances(max(abs(primal), 1e-300))
+        cheap = cg.open_shares(mu)
         outside = np.ones(cg.Kc, dtype=bool)
         outside[S] = False
         js = np.flatnonzero(outside & (cheap < -tau))
         js = js[np.argsort(cheap[js])]
         tp = time.perf_counter()
-        priced = cg.price(js, mu, 0.1 * tau + 1e-12 * scale / cg.Kc, end) if js.size else []
+        priced = cg.price(js, mu, tol, end) if js.size else []
         violated = sorted((float((cg.G[:, j] - mu) @ zj), j) for j, zj in priced if zj is not None)
         violated = [(rc, j) for rc, j in violated if rc < -tau]
-        lower = float(mu.sum() + np.minimum(0.0, cg.Q - mu).sum())
+        lower = float(mu.sum() + cg.open_shares(mu).sum())
         if best is None or lower > best[0]:
             best = (lower, mu.copy())
         return {"priced": len(priced), "pricing_seconds": time.perf_counter() - tp, "violated": len(violated),
@@ -1360,17 +1373,16 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             break
         status = res.status
         cg.Q[S] = (cg.G[:, S] + np.asarray(cg.A.T @ res.Y)).T  # valid whatever the stop (Y >= 0)
-        if res.status != "probed" or not done:
+        if res.status != "probed" or all(r["status"] == "probed" for r in rounds):
             # the primal iterate of the last finished round (of a probed one only while none finished)
             Z = np.zeros_like(cg.G)
             Z[:, S] = res.Z
-            done = res.status != "probed"
         found = probed if res.status == "probed" else price_at(res.mu, S, res.primal)
         rounds.append({"outputs": int(S.size), "iterations": res.iterations, "status": res.status,
                        "seconds": res.seconds, "restricted_bound": res.bound, "restricted_primal": res.primal,
-                       **{k: v for k, v in found.items() if k not in ("js", "complete")}})
+                       **summary(found)})
         if probed and res.status != "probed":
-            rounds[-1]["probe"] = {k: v for k, v in probed.items() if k not in ("js", "complete")}
+            rounds[-1]["probe"] = summary(probed)
         logger.info("component of %d records: IPM round %d on %d outputs, %d iterations (%s), %.1f s, restricted LP "
                     "in [%.10g, %.10g]; priced %d outputs in %.1f s, %d violated, bound %.10g", cg.m, len(rounds),
                     S.size, res.iterations, res.status, res.seconds, res.bound, res.primal, found["priced"],
@@ -1382,7 +1394,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
         room = cap - S.size
         # the next round's time, scaled by its outputs, must fit (the IPM's time is linear in them)
         grown = min(S.size + found["violated"], cap)
-        fits = unlimited or time.perf_counter() + (time.perf_counter() - t_round) * grown / S.size <= end
+        now = time.perf_counter()
+        fits = unlimited or now + (now - t_round) * grown / S.size <= end
         if (closed or not found["violated"] or not found["complete"] or room <= 0 or len(rounds) >= IPM_MAX_ROUNDS
                 or not fits or res.status in ("time_limit", "numerical")):
             break
