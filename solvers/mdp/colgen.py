@@ -1367,7 +1367,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             return bool(probed["violated"]) and probed["complete"] and fits
 
         res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap, probe_gap=IPM_PROBE_GAP,
-                             probe=probe)
+                             probe=probe, threads=len(cg.pricers))
         total += res.iterations
         if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
             break

@@ -29,14 +29,16 @@ primal iterate that the caller repairs and verifies.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 from solvers.errors import InputError
 
@@ -56,6 +58,12 @@ STALL_ITERATIONS = 15
 #: an output whose largest entry falls below this is dropped from the iteration (its last
 #: multipliers stay as its certificate; the pricing that follows the start re-examines it)
 DROP_BELOW = 1e-7
+
+#: the nested-dissection form of the per-output inverses is used from this many records on (below
+#: it the dense inverse is as fast), when its estimated flops are at most :data:`DISSECT_MAX_COST`
+#: of the dense inverse's
+DISSECT_MIN_RECORDS = 300
+DISSECT_MAX_COST = 0.6
 
 #: bytes of memory per output and per squared record (the inverse ``H_k^-1`` kept per output, the
 #: factorisation's work array and the certificate)
@@ -110,11 +118,263 @@ def memory_needed(m: int, K: int) -> int:
     return BYTES_PER_ENTRY * K * m * m + 64 * K * m
 
 
+@dataclass(frozen=True)
+class Dissection:
+    """A vertex separator of the records' mDP graph: the records reordered (``perm``) as part 1,
+    part 2 and the separator, no mDP row joining the two parts; ``near1``/``near2``: the positions,
+    within each part, of its records adjacent to the separator; ``sub1``/``sub2``: the parts'
+    own dissections (in the order ``perm`` gives them), or None where a part is inverted densely."""
+
+    perm: np.ndarray
+    p1: int
+    p2: int
+    s: int
+    near1: np.ndarray
+    near2: np.ndarray
+    sub1: Dissection | None = None
+    sub2: Dissection | None = None
+
+    @property
+    def m(self) -> int:
+        return self.p1 + self.p2 + self.s
+
+    def flops(self) -> float:
+        """About the flops of one inverse in this form (the dense inverse: ``m^3``)."""
+        m, s = self.m, self.s
+        return (_inverse_flops(self.sub1, self.p1) + _inverse_flops(self.sub2, self.p2) + m * m * s + m * s * s
+                + (self.near1.size * self.p1 + self.near2.size * self.p2) * s)
+
+
+def _inverse_flops(d: Dissection | None, n: int) -> float:
+    return float(n) ** 3 if d is None else d.flops()
+
+
+def dissection(A: sp.csr_matrix) -> Dissection | None:
+    """A nested dissection of the graph of ``A' A`` (the pattern every ``H_k`` shares), or None
+    when no dissection is cheaper than :data:`DISSECT_MAX_COST` of the dense inverse (small or
+    dense graphs). See :func:`_dissect`."""
+    m = A.shape[1]
+    P = abs(sp.csr_matrix(A)).T @ abs(sp.csr_matrix(A))
+    P = sp.csr_matrix((np.ones(P.nnz), P.indices, P.indptr), shape=(m, m))
+    P.setdiag(0)
+    P.eliminate_zeros()
+    return _dissect(P)
+
+
+def _dissect(P: sp.csr_matrix) -> Dissection | None:
+    """Split the graph ``P`` at a quantile (0.3-0.7) of the Fiedler vector of its Laplacian; the
+    records of one side adjacent to the other form the separator (the smaller of the two such
+    sets). The split of fewest estimated flops is kept, its parts dissected again in turn; None
+    below :data:`DISSECT_MIN_RECORDS` records, when the eigensolver fails, or when the result is not
+    cheaper than :data:`DISSECT_MAX_COST` of the dense inverse."""
+    from scipy.sparse.csgraph import laplacian
+    from scipy.sparse.linalg import ArpackError, eigsh
+
+    m = P.shape[0]
+    if m < max(DISSECT_MIN_RECORDS, 8):
+        return None
+    try:
+        # deterministic start vector; shift-invert just left of the Laplacian's zero eigenvalue
+        _vals, vecs = eigsh(laplacian(P), k=2, sigma=-1e-3, which="LM", v0=np.cos(np.arange(m) + 0.5))
+    except (ArpackError, RuntimeError, ValueError) as exc:  # pragma: no cover - eigensolver trouble
+        logger.debug("structured IPM: no dissection (%s)", exc)
+        return None
+    fiedler = vecs[:, 1]
+    best = None
+    for q in np.linspace(0.3, 0.7, 21):
+        side = fiedler <= np.quantile(fiedler, q)
+        if side.all() or not side.any():
+            continue
+        touches_2 = np.asarray(P[:, ~side].sum(axis=1)).ravel() > 0
+        touches_1 = np.asarray(P[:, side].sum(axis=1)).ravel() > 0
+        sep = side & touches_2
+        if (~side & touches_1).sum() < sep.sum():
+            sep = ~side & touches_1
+        one, two = side & ~sep, ~side & ~sep
+        if not one.any() or not two.any():
+            continue
+        n1, n2, ns = int(one.sum()), int(two.sum()), int(sep.sum())
+        cost = float(n1) ** 3 + float(n2) ** 3 + float(m) ** 2 * ns
+        if best is None or cost < best[0]:
+            best = (cost, one, two, sep)
+    if best is None:
+        return None
+    _, one, two, sep = best
+    near = np.asarray(P[:, sep].sum(axis=1)).ravel() > 0
+    idx1, idx2 = np.flatnonzero(one), np.flatnonzero(two)
+    sub1 = _dissect(sp.csr_matrix(P[idx1][:, idx1]))
+    sub2 = _dissect(sp.csr_matrix(P[idx2][:, idx2]))
+    if sub1 is not None:
+        idx1 = idx1[sub1.perm]
+    if sub2 is not None:
+        idx2 = idx2[sub2.perm]
+    d = Dissection(np.concatenate([idx1, idx2, np.flatnonzero(sep)]), idx1.size, idx2.size, int(sep.sum()),
+                   np.flatnonzero(near[idx1]), np.flatnonzero(near[idx2]), sub1, sub2)
+    return d if d.flops() <= DISSECT_MAX_COST * float(m) ** 3 else None
+
+
+def _dense_inverse(H: np.ndarray) -> np.ndarray | None:
+    """The inverse of the symmetric positive definite ``H`` (both triangles), or None when its
+    Cholesky factorisation fails."""
+    n = H.shape[0]
+    c, info = lapack.dpotrf(H, lower=1, clean=1)
+    if info != 0:
+        return None
+    hi, info = lapack.dpotri(c, lower=1, overwrite_c=1)
+    if info != 0:
+        return None
+    # potri fills the lower triangle and clean=1 left the upper one zero, so hi + hi' less its
+    # diagonal is the whole inverse
+    out = hi + hi.T
+    out.flat[::n + 1] -= np.diagonal(hi)
+    return out
+
+
+def _inverse(H: np.ndarray, d: Dissection | None) -> np.ndarray | None:
+    """The dense inverse of ``H`` (symmetric positive definite, both triangles, records in the
+    order of ``d``), through the dissection when there is one; None when a factorisation fails."""
+    if d is None:
+        return _dense_inverse(H)
+    blocks = _dissected_inverse(H, d)
+    if blocks is None:
+        return None
+    inv1, inv2, U = blocks
+    n1, n2 = d.p1, d.p1 + d.p2
+    out = U @ U.T
+    out[:n1, :n1] += inv1
+    out[n1:n2, n1:n2] += inv2
+    return out
+
+
+def _dissected_inverse(H: np.ndarray, d: Dissection) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``H^-1 = blockdiag(D1^-1, D2^-1, 0) + U U'`` as ``(D1^-1, D2^-1, U)``. With
+    ``H = [[D, B'], [B, C]]`` (``D = blockdiag(D1, D2)`` the parts, ``C`` the separator),
+    ``W = D^-1 B'`` and the Schur complement ``S = C - B W = L L'``,
+    ``H^-1 = blockdiag(D^-1, 0) + [W; -I] S^-1 [W; -I]'``, so ``U = [W; -I] L^-T``. ``B'`` is zero
+    but in the rows of the records adjacent to the separator. None when a factorisation fails."""
+    m, n1, n2 = d.m, d.p1, d.p1 + d.p2
+    inv1 = _inverse(H[:n1, :n1], d.sub1)
+    inv2 = _inverse(H[n1:n2, n1:n2], d.sub2) if inv1 is not None else None
+    if inv2 is None:
+        return None
+    W = np.empty((m, d.s))
+    if d.s == 0:
+        return inv1, inv2, W
+    bt1, bt2 = H[:n1, n2:][d.near1], H[n1:n2, n2:][d.near2]
+    np.matmul(inv1[:, d.near1], bt1, out=W[:n1])
+    np.matmul(inv2[:, d.near2], bt2, out=W[n1:n2])
+    S = H[n2:, n2:] - bt1.T @ W[:n1][d.near1] - bt2.T @ W[n1:n2][d.near2]
+    L, info = lapack.dpotrf(S, lower=1, clean=1)
+    if info != 0:
+        return None
+    W[n2:] = -np.eye(d.s)
+    return inv1, inv2, blas.dtrsm(1.0, L, W, side=1, lower=1, trans_a=1)
+
+
+class _Inverses:
+    """The ``K`` per-output inverses ``H_k^-1``: dense (``dense``, ``K x m x m``) or, with a
+    :class:`Dissection`, as ``blockdiag(D1_k^-1, D2_k^-1, 0) + U_k U_k'`` (``inv1``, ``inv2``, ``U``
+    of ``m x s``), which costs about ``p1^3 + p2^3 + m^2 s`` flops instead of ``m^3`` and less
+    memory. With ``H = [[D, B'], [B, C]]`` (``D = blockdiag(D1, D2)``, ``C`` the separator's block),
+    ``W = D^-1 B'`` and the Schur complement ``S = C - B W = L L'``,
+    ``H^-1 = blockdiag(D^-1, 0) + [W; -I] S^-1 [W; -I]'``, so ``U = [W; -I] L^-T``; ``B'`` is zero
+    but for each part's last ``b`` rows, the records adjacent to the separator."""
+
+    def __init__(self, K: int, m: int, d: Dissection | None, pool: ThreadPoolExecutor | None = None,
+                 threads: int = 1) -> None:
+        self.d, self.m, self.pool, self.threads = d, m, pool, threads
+        if d is None:
+            self.dense = np.empty((K, m, m))
+        else:
+            self.inv1 = np.empty((K, d.p1, d.p1))
+            self.inv2 = np.empty((K, d.p2, d.p2))
+            self.U = np.empty((K, m, d.s))
+
+    def keep(self, K: int) -> None:
+        """Only the first ``K`` outputs stay (after outputs were dropped)."""
+        if self.d is None:
+            self.dense = self.dense[:K]
+        else:
+            self.inv1, self.inv2, self.U = self.inv1[:K], self.inv2[:K], self.U[:K]
+
+    def set(self, k: int, H: np.ndarray, M: np.ndarray) -> bool:
+        """Invert ``H`` (symmetric positive definite, both triangles) as output ``k``'s and add the
+        inverse to ``M``; False when a factorisation fails."""
+        d = self.d
+        if d is None:
+            hi = _dense_inverse(H)
+            if hi is None:
+                return False
+            self.dense[k] = hi
+            M += hi
+            return True
+        blocks = _dissected_inverse(H, d)
+        if blocks is None:
+            return False
+        inv1, inv2, U = blocks
+        n1, n2 = d.p1, d.p1 + d.p2
+        self.inv1[k], self.inv2[k], self.U[k] = inv1, inv2, U
+        M[:n1, :n1] += inv1
+        M[n1:n2, n1:n2] += inv2
+        # U U' into the lower triangle only (M is Fortran-ordered, so this is in place)
+        if d.s:
+            blas.dsyrk(1.0, U, beta=1.0, c=M, lower=1, overwrite_c=1)
+        return True
+
+    def apply(self, h: np.ndarray) -> np.ndarray:
+        """``H_k^-1 h_k`` for every output ``k`` (``h``: ``K x m``, or one ``m``-vector for all),
+        the outputs split over the pool's threads."""
+        K = self.U.shape[0] if self.d is not None else self.dense.shape[0]
+        hk = np.broadcast_to(h, (K, self.m))
+        out = np.empty((K, self.m))
+        cuts = np.linspace(0, K, min(self.threads, max(K, 1)) + 1).astype(int)
+        spans = [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+        if self.pool is not None and len(spans) > 1:
+            list(self.pool.map(lambda sl: self._apply(sl, hk[sl], out[sl]), spans))
+        else:
+            for sl in spans:
+                self._apply(sl, hk[sl], out[sl])
+        return out
+
+    def _apply(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
+        if self.d is None:
+            np.matmul(self.dense[sl], h[:, :, None], out=out[:, :, None])
+            return
+        d = self.d
+        n1, n2 = d.p1, d.p1 + d.p2
+        U = self.U[sl]
+        np.matmul(U, np.matmul(h[:, None, :], U)[:, 0, :, None], out=out[:, :, None])
+        out[:, :n1] += np.matmul(self.inv1[sl], h[:, :n1, None])[:, :, 0]
+        out[:, n1:n2] += np.matmul(self.inv2[sl], h[:, n1:n2, None])[:, :, 0]
+
+
+def _invert_outputs(Hinv: _Inverses, ks: range, work: np.ndarray, uflat: np.ndarray, uflat_t: np.ndarray,
+                    off: np.ndarray, diag: np.ndarray) -> np.ndarray | None:
+    """Build ``H_k`` in ``work`` (its off-diagonal entries ``off[k]`` at the flat positions
+    ``uflat``/``uflat_t``, its diagonal ``diag[k]``) and invert it into ``Hinv`` for every ``k`` in
+    ``ks``, with a regularised diagonal when the factorisation fails; the sum of the inverses
+    (Fortran order, lower triangle exact: all ``potrf`` reads), or None when one fails even so."""
+    m = work.shape[0]
+    Mt = np.zeros((m, m), order="F")
+    wf = work.reshape(-1)
+    for k in ks:
+        for reg in (0.0, 1e-12, 1e-9):
+            work.fill(0.0)
+            wf[uflat] = off[k]
+            wf[uflat_t] = off[k]
+            wf[::m + 1] = diag[k] * (1.0 + reg) + reg * float(diag[k].max())
+            if Hinv.set(k, work, Mt):
+                break
+        else:
+            return None
+    return Mt
+
+
 class _Newton:
     """One iteration's Newton system, factorised: the per-output inverses ``Hinv``, the unit-row
     Schur complement's Cholesky factor ``Lm``, and the iterate it linearises at."""
 
-    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, Hinv: np.ndarray, Lm: np.ndarray, theta: np.ndarray,
+    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, Hinv: _Inverses, Lm: np.ndarray, theta: np.ndarray,
                  z: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         self.A, self.AT, self.Hinv, self.Lm, self.theta = A, AT, Hinv, Lm, theta
         self.z, self.s, self.y, self.w = z, s, y, w
@@ -126,9 +386,9 @@ class _Newton:
         to rounding whatever the error of the solve."""
         A, AT, Hinv, theta, z, s = self.A, self.AT, self.Hinv, self.theta, self.z, self.s
         h = rd + (AT @ (theta * rp - rsy / s).T).T + rzw / z
-        Hh = np.matmul(Hinv, h[:, :, None])[:, :, 0]
+        Hh = Hinv.apply(h)
         dmu = lapack.dpotrs(self.Lm, ru - Hh.sum(axis=0), lower=1)[0]
-        dz = Hh + Hinv @ dmu
+        dz = Hh + Hinv.apply(dmu)
         dy = theta * ((A @ dz.T).T - rp) + rsy / s
         dw = (AT @ dy.T).T - dmu - rd
         ds = rp - (A @ dz.T).T
@@ -159,7 +419,7 @@ def _step(v: np.ndarray, dv: np.ndarray) -> float:
 
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
                    max_iterations: int = 200, probe_gap: float = 0.0,
-                   probe: Callable[[np.ndarray], bool] | None = None) -> IPMResult:
+                   probe: Callable[[np.ndarray], bool] | None = None, threads: int = 1) -> IPMResult:
     """Solve the component LP over the outputs ``G`` (records x outputs, prior-weighted loss) by
     the structured interior-point method of the module docstring, until the relative distance of
     the primal objective and the certified bound is at most ``tolerance``, ``deadline``
@@ -169,7 +429,26 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     ``probe``: called once, with the unit-row duals of the best bound so far, when that distance
     first falls to ``probe_gap``; when it returns True the method stops there (status ``probed``).
     The output generation of :mod:`solvers.mdp.colgen` prices the other outputs there, and
-    restarts with the violated ones instead of finishing a restricted LP that lacks them."""
+    restarts with the violated ones instead of finishing a restricted LP that lacks them.
+
+    ``threads``: the per-output inverses and products are spread over this many threads, each
+    running BLAS on one thread. numpy and scipy each load their own OpenBLAS, whose thread pools,
+    left to themselves, fight for the cores: on gaussian 1,000 (2 cores) a 411-record ``potrf``
+    took 10 ms between numpy products and 1.1 ms with one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    threads = max(1, int(threads))
+    with threadpool_limits(limits=1, user_api="blas"):
+        if threads == 1:
+            return _structured_ipm(G, A, deadline, tolerance, max_iterations, probe_gap, probe, None, 1)
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return _structured_ipm(G, A, deadline, tolerance, max_iterations, probe_gap, probe, pool, threads)
+
+
+def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance: float, max_iterations: int,
+                    probe_gap: float, probe: Callable[[np.ndarray], bool] | None, pool: ThreadPoolExecutor | None,
+                    threads: int) -> IPMResult:
+    """:func:`structured_ipm`'s method, BLAS limited by the caller."""
     t0 = time.perf_counter()
     G = np.asarray(G, dtype=float)
     m, K = G.shape
@@ -177,6 +456,12 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     E = A.shape[0]
     if A.shape[1] != m:
         raise InputError(f"the mDP rows have {A.shape[1]} columns for {m} records")
+    _edge_structure(A)
+    # records reordered once (part 1, part 2, separator) when a dissection makes the inverses cheaper
+    plan = dissection(A)
+    order = np.arange(m) if plan is None else plan.perm
+    G = G[order]
+    A = sp.csr_matrix(A[:, order])
     src, tgt, a = _edge_structure(A)
     AT = A.T.tocsr()
     # H_k = A' diag(theta_k) A + diag(d_k): its diagonal and its lower off-diagonal entries are
@@ -186,6 +471,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
              + sp.csr_matrix((a * a, (rows_e, tgt)), shape=(E, m))).T.tocsr()  # m x E
     flat = np.maximum(src, tgt) * m + np.minimum(src, tgt)
     uflat, inv = np.unique(flat, return_inverse=True)
+    uflat_t = (uflat % m) * m + uflat // m  # the same entries in the upper triangle
     Poff = sp.csr_matrix((-a, (inv, rows_e)), shape=(uflat.size, E))
     scale = 1.0 / max(float(np.abs(G).max()), 1e-300)
     g = np.ascontiguousarray((G * scale).T)  # K x m, entries in [0, 1]
@@ -198,8 +484,8 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     w = nu0 / z
     mu = (g + (AT @ y.T).T - w).min(axis=0)
     n_comp = K * (m + E)
-    Hinv = np.empty((K, m, m))
-    work = np.empty((m, m))
+    Hinv = _Inverses(K, m, plan, pool, threads)
+    works = [np.empty((m, m)) for _ in range(threads)]
     best = (-np.inf, mu.copy(), np.maximum(y, 0.0))
     history: list[tuple[float, float, float]] = []
     status = "iteration_limit"
@@ -228,7 +514,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
             alive, z, s, y, w, g, ATy = alive[keep], z[keep], s[keep], y[keep], w[keep], g[keep], ATy[keep]
             K = alive.size
             n_comp = K * (m + E)
-            Hinv = Hinv[:K]
+            Hinv.keep(K)
             pobj = float((g * z).sum())
         history.append((pobj / scale, best[0] / scale, ti - t0))
         logger.debug("structured IPM iteration %d: primal %.10g, bound %.10g, %d outputs, %.1f s", it,
@@ -239,7 +525,9 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
             status = "optimal"
             break
         if probe is not None and pobj - best[0] <= probe_gap * abs(pobj):
-            stop = probe(best[1] / scale)
+            mu_b = np.empty(m)
+            mu_b[order] = best[1]
+            stop = probe(mu_b / scale)
             probe = None
             if stop:
                 status = "probed"
@@ -258,30 +546,15 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
         theta = y / s
         diag = (Pdiag @ theta.T).T + w / z  # K x m
         off = (Poff @ theta.T).T
-        M = np.zeros((m, m))
-        failed = False
-        for k in range(K):
-            for reg in (0.0, 1e-12, 1e-9):
-                work.fill(0.0)
-                wf = work.reshape(-1)
-                wf[uflat] = off[k]
-                wf[::m + 1] = diag[k] * (1.0 + reg) + reg * float(diag[k].max())
-                c, info = lapack.dpotrf(work, lower=1, overwrite_a=1, clean=0)
-                if info == 0:
-                    break
-            if info != 0:
-                failed = True
-                break
-            hi, info = lapack.dpotri(c, lower=1, overwrite_c=1)
-            if info != 0:
-                failed = True
-                break
-            # potri fills the lower triangle; the upper one is still the zeros the matrix was built
-            # with, so hi + hi' less its diagonal is the whole inverse (one pass: np.tril's copy and
-            # an in-place transposed add cost as much as potri itself at m = 894)
-            np.add(hi, hi.T, out=Hinv[k])
-            Hinv[k].flat[::m + 1] -= np.diagonal(hi)
-            M += Hinv[k]
+        chunks = [(Hinv, range(t, K, threads), works[t], uflat, uflat_t, off, diag) for t in range(min(threads, K))]
+        if pool is not None:
+            parts = list(pool.map(_invert_outputs, *zip(*chunks)))
+        else:
+            parts = [_invert_outputs(*chunks[0])]
+        failed = any(part is None for part in parts)
+        M = parts[0] if not failed else None
+        for part in parts[1:] if not failed else []:
+            M += part
         if failed:
             status = "numerical"
             logger.info("structured IPM: factorisation failed at iteration %d", it)
@@ -328,8 +601,12 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
         mu += ad * dmu
         done += 1
         last = time.perf_counter() - ti
-    bound, mu_b, y_b = best
+    bound, mu_p, y_b = best
     Z_all[alive] = z
-    return IPMResult(Z=np.clip(Z_all.T, 0.0, None), mu=mu_b / scale, Y=np.ascontiguousarray(y_b.T) / scale,
+    Z_out = np.empty((m, Z_all.shape[0]))
+    Z_out[order] = np.clip(Z_all.T, 0.0, None)
+    mu_b = np.empty(m)
+    mu_b[order] = mu_p
+    return IPMResult(Z=Z_out, mu=mu_b / scale, Y=np.ascontiguousarray(y_b.T) / scale,
                      bound=bound / scale, primal=pobj / scale, iterations=done, status=status,
                      seconds=time.perf_counter() - t0, history=history, alive=int(alive.size))

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from coordinator.cli import main
 from solvers.errors import InputError
-from solvers.mdp import colgen
+from solvers.mdp import colgen, ipm
 from solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
 from solvers.mdp.ipm import memory_needed, structured_ipm
 from tests.mdp_fixtures import assert_certified_optimum, gaussian70
@@ -89,6 +89,67 @@ def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -
     full = structured_ipm(G, A, float("inf"), tolerance=1e-6, probe_gap=1e-2,
                           probe=lambda mu: calls.append(1) is not None)
     assert full.status == "optimal" and calls == [1] and full.iterations > res.iterations
+
+
+def _grid_rows(n: int) -> sp.csr_matrix:
+    """mDP rows of an ``n x n`` grid graph (both directions of every edge, factor 1.5)."""
+    rows = []
+    for i in range(n):
+        for j in range(n):
+            for di, dj in ((0, 1), (1, 0)):
+                if i + di < n and j + dj < n:
+                    a, b = i * n + j, (i + di) * n + j + dj
+                    rows += [(a, b), (b, a)]
+    E = len(rows)
+    r = np.repeat(np.arange(E), 2)
+    c = np.array(rows).ravel()
+    v = np.tile([1.0, -1.5], E)
+    return sp.csr_matrix((v, (r, c)), shape=(E, n * n))
+
+
+def test_the_dissected_inverse_is_the_inverse(monkeypatch) -> None:
+    """A 20 x 20 grid's ``H = A' diag(theta) A + diag(d)``: the nested dissection separates the two
+    parts (no row joins them), and its inverse equals LAPACK's dense one; with a separator that
+    misses an edge of the graph the same formula is wrong (the check can fail)."""
+    monkeypatch.setattr(ipm, "DISSECT_MIN_RECORDS", 50)
+    A = _grid_rows(20)
+    rng = np.random.default_rng(3)
+    H = (A.T @ sp.diags(rng.uniform(0.1, 10.0, A.shape[0])) @ A).toarray() + np.diag(rng.uniform(0.01, 1.0, 400))
+    d = ipm.dissection(A)
+    assert d is not None and d.sub1 is not None and d.flops() < 0.6 * 400**3
+    assert sorted(d.perm.tolist()) == list(range(400)) and d.s < 60
+    adj = (abs(A).T @ abs(A)).toarray()[np.ix_(d.perm, d.perm)]
+    assert not adj[:d.p1, d.p1:d.p1 + d.p2].any()
+    Hp = H[np.ix_(d.perm, d.perm)]
+    dense = np.linalg.inv(Hp)
+    got = ipm._inverse(Hp, d)
+    assert np.abs(got - dense).max() <= 1e-10 * np.abs(dense).max()
+    # the same dissection on a matrix with one entry joining the two parts: not its inverse
+    Hx = Hp.copy()
+    Hx[0, d.p1] = Hx[d.p1, 0] = -0.05
+    assert np.abs(ipm._inverse(Hx, d) - np.linalg.inv(Hx)).max() > 1e-6 * np.abs(dense).max()
+    # a small or a complete graph gets none
+    assert ipm.dissection(_grid_rows(5)) is None
+
+
+def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance, monkeypatch) -> None:
+    """The component's 51 records dissected (forced: below the size where it pays) and the outputs
+    split over two threads: the same certified optimum as the dense, single-threaded run."""
+    _, _, _, opt_c, G, A = instance
+    dense = structured_ipm(G, A, float("inf"), tolerance=1e-6)
+    monkeypatch.setattr(ipm, "DISSECT_MIN_RECORDS", 8)
+    monkeypatch.setattr(ipm, "DISSECT_MAX_COST", 10.0)
+    d = ipm.dissection(A)
+    assert d is not None and d.s > 0
+    for threads in (1, 2):
+        res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=threads)
+        assert res.status == "optimal"
+        assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
+        assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
+        assert res.bound == pytest.approx(dense.bound, rel=1e-6)
+        # the records come back in their own order
+        assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9 and float((A @ res.Z).max()) < 1e-9
+        assert np.abs(res.mu - dense.mu).max() < 1e-4 * np.abs(dense.mu).max()
 
 
 def test_malformed_mdp_rows_are_refused(instance) -> None:
