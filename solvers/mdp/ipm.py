@@ -389,9 +389,9 @@ class _Newton:
         Hh = Hinv.apply(h)
         dmu = lapack.dpotrs(self.Lm, ru - Hh.sum(axis=0), lower=1)[0]
         dz = Hh + Hinv.apply(dmu)
-        dy = theta * ((A @ dz.T).T - rp) + rsy / s
-        dw = (AT @ dy.T).T - dmu - rd
         ds = rp - (A @ dz.T).T
+        dy = rsy / s - theta * ds
+        dw = (AT @ dy.T).T - dmu - rd
         return dz, ds, dy, dw, dmu
 
     def solve(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
@@ -413,8 +413,10 @@ class _Newton:
 
 
 def _step(v: np.ndarray, dv: np.ndarray) -> float:
-    neg = dv < 0
-    return min(1.0, float((-v[neg] / dv[neg]).min())) if np.any(neg) else 1.0
+    """The largest step in [0, 1] that keeps ``v + step dv`` nonnegative (``v > 0``)."""
+    ratio = np.divide(v, dv, out=np.full(v.shape, -np.inf), where=dv < 0)  # <= 0 where dv < 0
+    top = float(ratio.max())
+    return min(1.0, -top) if top > -np.inf else 1.0
 
 
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
