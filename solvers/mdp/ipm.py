@@ -11,10 +11,10 @@ The mDP rows couple records only within one output column and the unit rows only
 record, so the Newton system of a primal-dual method splits: with ``Theta_k = y_k / s_k`` and
 ``D_k = w_k / z_k``, each output has its own ``m x m`` matrix ``H_k = A' Theta_k A + D_k``
 (symmetric positive definite, the mDP graph's pattern plus the diagonal), and the unit-row
-step solves ``(sum_k H_k^-1) dmu = r``, an ``m x m`` system. One iteration costs one dense
-Cholesky factorisation and inverse per output (LAPACK ``potrf``/``potri``, ``m^3`` flops each)
-instead of a factorisation of the whole LP's ``(m + E) K``-row normal equations, which is what a
-general IPM would face (HiGHS's IPX: 80 iterations and 166 s on gaussian 300's component, where
+step solves ``(sum_k H_k^-1) dmu = r``, an ``m x m`` system. One iteration costs one inverse per
+output (``m^3`` flops densely, a fraction of that through a nested dissection of the mDP graph,
+see :func:`dissection` and :func:`_dissected_inverse`) instead of a factorisation of the whole
+LP's ``(m + E) K``-row normal equations, which is what a general IPM would face (HiGHS's IPX: 80 iterations and 166 s on gaussian 300's component, where
 this takes about 60 iterations and 25 s).
 
 Mehrotra's predictor-corrector with up to three Gondzio centrality correctors; the linear
@@ -274,11 +274,8 @@ def _dissected_inverse(H: np.ndarray, d: Dissection) -> tuple[np.ndarray, np.nda
 class _Inverses:
     """The ``K`` per-output inverses ``H_k^-1``: dense (``dense``, ``K x m x m``) or, with a
     :class:`Dissection`, as ``blockdiag(D1_k^-1, D2_k^-1, 0) + U_k U_k'`` (``inv1``, ``inv2``, ``U``
-    of ``m x s``), which costs about ``p1^3 + p2^3 + m^2 s`` flops instead of ``m^3`` and less
-    memory. With ``H = [[D, B'], [B, C]]`` (``D = blockdiag(D1, D2)``, ``C`` the separator's block),
-    ``W = D^-1 B'`` and the Schur complement ``S = C - B W = L L'``,
-    ``H^-1 = blockdiag(D^-1, 0) + [W; -I] S^-1 [W; -I]'``, so ``U = [W; -I] L^-T``; ``B'`` is zero
-    but for each part's last ``b`` rows, the records adjacent to the separator."""
+    of ``m x s``; :func:`_dissected_inverse`), which costs about ``p1^3 + p2^3 + m^2 s`` flops
+    instead of ``m^3`` and less memory. Products with them are split over ``pool``'s threads."""
 
     def __init__(self, K: int, m: int, d: Dissection | None, pool: ThreadPoolExecutor | None = None,
                  threads: int = 1) -> None:
@@ -321,22 +318,23 @@ class _Inverses:
             blas.dsyrk(1.0, U, beta=1.0, c=M, lower=1, overwrite_c=1)
         return True
 
-    def apply(self, h: np.ndarray) -> np.ndarray:
-        """``H_k^-1 h_k`` for every output ``k`` (``h``: ``K x m``, or one ``m``-vector for all),
-        the outputs split over the pool's threads."""
+    def spans(self) -> list[slice]:
+        """The outputs split into one contiguous span per thread."""
         K = self.U.shape[0] if self.d is not None else self.dense.shape[0]
-        hk = np.broadcast_to(h, (K, self.m))
-        out = np.empty((K, self.m))
         cuts = np.linspace(0, K, min(self.threads, max(K, 1)) + 1).astype(int)
-        spans = [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+        return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+    def run(self, fn: Callable[[slice], None]) -> None:
+        """``fn(span)`` for every span of :meth:`spans`, on the pool's threads."""
+        spans = self.spans()
         if self.pool is not None and len(spans) > 1:
-            list(self.pool.map(lambda sl: self._apply(sl, hk[sl], out[sl]), spans))
+            list(self.pool.map(fn, spans))
         else:
             for sl in spans:
-                self._apply(sl, hk[sl], out[sl])
-        return out
+                fn(sl)
 
-    def _apply(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
+    def apply_to(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
+        """``out = H_k^-1 h`` for the outputs ``k`` of ``sl`` (``h``, ``out``: theirs)."""
         if self.d is None:
             np.matmul(self.dense[sl], h[:, :, None], out=out[:, :, None])
             return
@@ -385,13 +383,25 @@ class _Newton:
         the two complementarity blocks; ``ds`` and ``dw`` from the linear equations, so those hold
         to rounding whatever the error of the solve."""
         A, AT, Hinv, theta, z, s = self.A, self.AT, self.Hinv, self.theta, self.z, self.s
-        h = rd + (AT @ (theta * rp - rsy / s).T).T + rzw / z
-        Hh = Hinv.apply(h)
+        # every output's share is independent but for dmu: two passes over the outputs, split
+        # over the threads, and the unit-row solve between them
+        Hh, dz, ds, dy, dw = (np.empty_like(v) for v in (z, z, s, s, z))
+
+        def first(sl: slice) -> None:
+            h = rd[sl] + (AT @ (theta[sl] * rp[sl] - rsy[sl] / s[sl]).T).T + rzw[sl] / z[sl]
+            Hinv.apply_to(sl, h, Hh[sl])
+
+        Hinv.run(first)
         dmu = lapack.dpotrs(self.Lm, ru - Hh.sum(axis=0), lower=1)[0]
-        dz = Hh + Hinv.apply(dmu)
-        ds = rp - (A @ dz.T).T
-        dy = rsy / s - theta * ds
-        dw = (AT @ dy.T).T - dmu - rd
+
+        def second(sl: slice) -> None:
+            Hinv.apply_to(sl, np.broadcast_to(dmu, Hh[sl].shape), dz[sl])
+            dz[sl] += Hh[sl]
+            ds[sl] = rp[sl] - (A @ dz[sl].T).T
+            dy[sl] = rsy[sl] / s[sl] - theta[sl] * ds[sl]
+            dw[sl] = (AT @ dy[sl].T).T - dmu - rd[sl]
+
+        Hinv.run(second)
         return dz, ds, dy, dw, dmu
 
     def solve(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
