@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gap", type=float, default=1e-4, help="BD relative gap to stop at (default 1e-4)")
     p.add_argument("--max-iterations", type=int, default=500, help="BD iteration cap (default 500)")
     p.add_argument("--time-limit", type=float, default=None, help="BD wall-clock limit in seconds (checked per iteration)")
-    p.add_argument("--workers", type=int, default=2, help="threads for the BD blocks (default 2)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="threads for the BD blocks, the column generation's pricing and the IPM start (default 2)")
     p.add_argument("--dual-ascent", type=float, default=None, metavar="SECONDS",
                    help="columns: seconds of the first-order start per large component before the column "
                         "generation, for strong early bounds (default on components with more than 300,000 "
@@ -149,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--subsets must be >= 1, got {args.subsets}")
         if args.max_iterations < 1:
             raise InputError(f"--max-iterations must be >= 1, got {args.max_iterations}")
+        if args.workers < 1:
+            raise InputError(f"--workers must be >= 1, got {args.workers}")
         if args.dual_ascent is not None and not (math.isfinite(args.dual_ascent) and args.dual_ascent >= 0):
             raise InputError(f"--dual-ascent must be a number of seconds >= 0, got {args.dual_ascent}")
         if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):

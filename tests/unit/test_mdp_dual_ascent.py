@@ -79,6 +79,10 @@ def test_bad_time_limit_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> 
                    "--decomposition", "columns", "--time-limit", bad, "--json", "-"])
         assert rc == 3
         assert "--time-limit must be a positive number of seconds" in capsys.readouterr().err
+    for bad in ("0", "-1"):  # no threads at all is a mistake too, not a silent one-thread run
+        rc = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
+                   "--decomposition", "columns", "--workers", bad, "--json", "-"])
+        assert rc == 3 and "--workers must be >= 1" in capsys.readouterr().err
     rc = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
                "--decomposition", "columns", "--time-limit", "30", "--json", "-"])
     assert rc == 0  # a sane limit still runs
