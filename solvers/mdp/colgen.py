@@ -1329,6 +1329,12 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     def summary(found: dict[str, Any]) -> dict[str, Any]:  # what a pricing reports (not its bookkeeping)
         return {k: v for k, v in found.items() if k not in ("js", "complete")}
 
+    def next_fits(t_round: float, S: np.ndarray, grown: int, share: float) -> bool:
+        """Whether a round on ``grown`` outputs fits before ``end``: the IPM's time is linear in
+        the outputs, and the round begun at ``t_round`` on ``S`` has done ``share`` of its work."""
+        now = time.perf_counter()
+        return unlimited or now + (now - t_round) / share * grown / S.size <= end
+
     def price_at(mu: np.ndarray, S: np.ndarray, primal: float) -> dict[str, Any]:
         """Price, at ``mu``, the outputs outside ``S`` that their stored certificates leave open;
         the Lagrangian bound there and the violated outputs, most violated first."""
@@ -1361,9 +1367,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             if len(rounds) + 1 >= IPM_MAX_ROUNDS or S.size >= cap:
                 return False
             probed.update(price_at(mu, S, float(cg.G[:, S].min(axis=1).sum())))
-            now = time.perf_counter()
-            grown = min(S.size + probed["violated"], cap)
-            fits = unlimited or now + 2.0 * (now - t_round) * grown / S.size <= end
+            fits = next_fits(t_round, S, min(S.size + probed["violated"], cap), 0.5)
             return bool(probed["violated"]) and probed["complete"] and fits
 
         res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap, probe_gap=IPM_PROBE_GAP,
@@ -1392,10 +1396,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             continue
         closed = res.primal - found["lower_bound"] <= gap * max(abs(res.primal), 1e-300)
         room = cap - S.size
-        # the next round's time, scaled by its outputs, must fit (the IPM's time is linear in them)
-        grown = min(S.size + found["violated"], cap)
-        now = time.perf_counter()
-        fits = unlimited or now + (now - t_round) * grown / S.size <= end
+        fits = next_fits(t_round, S, min(S.size + found["violated"], cap), 1.0)
         if (closed or not found["violated"] or not found["complete"] or room <= 0 or len(rounds) >= IPM_MAX_ROUNDS
                 or not fits or res.status in ("time_limit", "numerical")):
             break

@@ -162,9 +162,9 @@ def dissection(A: sp.csr_matrix) -> Dissection | None:
 
 
 def _dissect(P: sp.csr_matrix) -> Dissection | None:
-    """Split the graph ``P`` at a quantile (0.3-0.7) of the Fiedler vector of its Laplacian; the
-    records of one side adjacent to the other form the separator (the smaller of the two such
-    sets). The split of fewest estimated flops is kept, its parts dissected again in turn; None
+    """Split the graph ``P`` at a quantile (0.3-0.7) of the Fiedler vector of its Laplacian; a
+    minimum vertex cover of the edges across the split is the separator
+    (:func:`_vertex_separator`). The split of fewest estimated flops is kept, its parts dissected again in turn; None
     below :data:`DISSECT_MIN_RECORDS` records, when the eigensolver fails, or when the result is not
     cheaper than :data:`DISSECT_MAX_COST` of the dense inverse."""
     from scipy.sparse.csgraph import laplacian
@@ -243,9 +243,9 @@ def _vertex_separator(P: sp.csr_matrix, side: np.ndarray) -> np.ndarray:
     return sep
 
 
-def _dense_inverse(H: np.ndarray) -> np.ndarray | None:
-    """The inverse of the symmetric positive definite ``H`` (both triangles), or None when its
-    Cholesky factorisation fails."""
+def _dense_inverse(H: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
+    """The inverse of the symmetric positive definite ``H`` (both triangles), written into ``out``
+    when given, or None when its Cholesky factorisation fails."""
     n = H.shape[0]
     c, info = lapack.dpotrf(H, lower=1, clean=1)
     if info != 0:
@@ -255,7 +255,7 @@ def _dense_inverse(H: np.ndarray) -> np.ndarray | None:
         return None
     # potri fills the lower triangle and clean=1 left the upper one zero, so hi + hi' less its
     # diagonal is the whole inverse
-    out = hi + hi.T
+    out = np.add(hi, hi.T, out=out)
     out.flat[::n + 1] -= np.diagonal(hi)
     return out
 
@@ -329,11 +329,9 @@ class _Inverses:
         inverse to ``M``; False when a factorisation fails."""
         d = self.d
         if d is None:
-            hi = _dense_inverse(H)
-            if hi is None:
+            if _dense_inverse(H, out=self.dense[k]) is None:
                 return False
-            self.dense[k] = hi
-            M += hi
+            M += self.dense[k]
             return True
         blocks = _dissected_inverse(H, d)
         if blocks is None:
@@ -498,16 +496,18 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     E = A.shape[0]
     if A.shape[1] != m:
         raise InputError(f"the mDP rows have {A.shape[1]} columns for {m} records")
-    _edge_structure(A)
+    src, tgt, a = _edge_structure(A)
     # records reordered once (part 1, part 2, separator) when a dissection makes the inverses cheaper
     plan = dissection(A)
     order = np.arange(m) if plan is None else plan.perm
     if plan is not None:
         logger.info("structured IPM: %d records dissected into %d + %d + a separator of %d (inverses at about "
                     "%.2f of the dense flops)", m, plan.p1, plan.p2, plan.s, plan.flops() / float(m) ** 3)
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)  # record i's position in the new order
     G = G[order]
     A = sp.csr_matrix(A[:, order])
-    src, tgt, a = _edge_structure(A)
+    src, tgt = rank[src], rank[tgt]
     AT = A.T.tocsr()
     # H_k = A' diag(theta_k) A + diag(d_k): its diagonal and its lower off-diagonal entries are
     # linear in theta_k, precomputed as sparse maps
@@ -596,14 +596,13 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
             parts = list(pool.map(_invert_outputs, *zip(*chunks)))
         else:
             parts = [_invert_outputs(*chunks[0])]
-        failed = any(part is None for part in parts)
-        M = parts[0] if not failed else None
-        for part in parts[1:] if not failed else []:
-            M += part
-        if failed:
+        if any(part is None for part in parts):
             status = "numerical"
             logger.info("structured IPM: factorisation failed at iteration %d", it)
             break
+        M = parts[0]
+        for part in parts[1:]:
+            M += part
         Lm, info = lapack.dpotrf(M, lower=1)
         if info != 0:
             status = "numerical"
