@@ -29,6 +29,7 @@ primal iterate that the caller repairs and verifies.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import time
@@ -38,15 +39,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import blas, lapack
+from scipy.linalg import lapack
 
 from solvers.errors import InputError
+from solvers.mdp import lapack as lapack_nogil
 
 logger = logging.getLogger(__name__)
 
 #: Gondzio centrality correctors per iteration (each costs two solves, no factorisation)
 CORRECTORS = 3
-#: steps of iterative refinement of every Newton direction
+#: steps of iterative refinement of every Newton direction (refining only the direction taken,
+#: not the predictor's and correctors' trial ones, made an iteration 20 % cheaper but stalled a
+#: 51-record component at a relative gap of 2e-6)
 REFINEMENTS = 1
 #: fraction of the step to the boundary taken
 STEP_FRACTION = 0.995
@@ -243,112 +247,271 @@ def _vertex_separator(P: sp.csr_matrix, side: np.ndarray) -> np.ndarray:
     return sep
 
 
-def _dense_inverse(H: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
-    """The inverse of the symmetric positive definite ``H`` (both triangles), written into ``out``
-    when given, or None when its Cholesky factorisation fails."""
-    n = H.shape[0]
-    c, info = lapack.dpotrf(H, lower=1, clean=1)
-    if info != 0:
-        return None
-    hi, info = lapack.dpotri(c, lower=1, overwrite_c=1)
-    if info != 0:
-        return None
-    # potri fills the lower triangle and clean=1 left the upper one zero, so hi + hi' less its
-    # diagonal is the whole inverse
-    out = np.add(hi, hi.T, out=out)
-    out.flat[::n + 1] -= np.diagonal(hi)
-    return out
+def _upper_to_lower(X: np.ndarray, block: int = 128) -> None:
+    """Copy the upper triangle of the square C-ordered ``X`` into its strict lower one, in blocks
+    (numpy copies, which run without the GIL)."""
+    n = X.shape[0]
+    for j in range(0, n, block):
+        e = min(j + block, n)
+        X[e:, j:e] = X[j:e, e:].T
+        il = _strict_lower(e - j)
+        D = X[j:e, j:e]
+        D[il] = D.T[il]
 
 
-def _inverse(H: np.ndarray, d: Dissection | None) -> np.ndarray | None:
-    """The dense inverse of ``H`` (symmetric positive definite, both triangles, records in the
-    order of ``d``), through the dissection when there is one; None when a factorisation fails."""
-    if d is None:
-        return _dense_inverse(H)
-    blocks = _dissected_inverse(H, d)
-    if blocks is None:
-        return None
-    inv1, inv2, U = blocks
-    n1, n2 = d.p1, d.p1 + d.p2
-    out = U @ U.T
-    out[:n1, :n1] += inv1
-    out[n1:n2, n1:n2] += inv2
-    return out
+@functools.cache
+def _strict_lower(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(n, -1)
 
 
-def _dissected_inverse(H: np.ndarray, d: Dissection) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``H^-1 = blockdiag(D1^-1, D2^-1, 0) + U U'`` as ``(D1^-1, D2^-1, U)``. With
-    ``H = [[D, B'], [B, C]]`` (``D = blockdiag(D1, D2)`` the parts, ``C`` the separator),
-    ``W = D^-1 B'`` and the Schur complement ``S = C - B W = L L'``,
-    ``H^-1 = blockdiag(D^-1, 0) + [W; -I] S^-1 [W; -I]'``, so ``U = [W; -I] L^-T``. ``B'`` is zero
-    but in the rows of the records adjacent to the separator. None when a factorisation fails."""
-    m, n1, n2 = d.m, d.p1, d.p1 + d.p2
-    inv1 = _inverse(H[:n1, :n1], d.sub1)
-    inv2 = _inverse(H[n1:n2, n1:n2], d.sub2) if inv1 is not None else None
-    if inv2 is None:
-        return None
-    W = np.empty((m, d.s))
-    if d.s == 0:
-        return inv1, inv2, W
-    bt1, bt2 = H[:n1, n2:][d.near1], H[n1:n2, n2:][d.near2]
-    np.matmul(inv1[:, d.near1], bt1, out=W[:n1])
-    np.matmul(inv2[:, d.near2], bt2, out=W[n1:n2])
-    S = H[n2:, n2:] - bt1.T @ W[:n1][d.near1] - bt2.T @ W[n1:n2][d.near2]
-    L, info = lapack.dpotrf(S, lower=1, clean=1)
-    if info != 0:
-        return None
-    W[n2:] = -np.eye(d.s)
-    return inv1, inv2, blas.dtrsm(1.0, L, W, side=1, lower=1, trans_a=1)
+@dataclass(frozen=True)
+class _Node:
+    """A node of the inverses' tree, its records ``[o, o + m)`` in the dissection's order: a leaf
+    (inverted densely, ``slot`` in the leaves' storage) or a separator node (``slot`` in the
+    factors' storage), whose first ``p1`` and next ``n2 - p1`` records are its parts (the nodes
+    ``kids``) and the last ``s`` its separator; ``near``: the positions among its first ``n2``
+    records of those adjacent to the separator (ascending)."""
+
+    o: int
+    m: int
+    slot: int
+    leaf: bool
+    p1: int = 0
+    n2: int = 0
+    kids: tuple[int, int] = (-1, -1)
+    near: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def s(self) -> int:
+        return self.m - self.n2
+
+
+def _tree(d: Dissection | None, m: int) -> list[_Node]:
+    """The nodes of the dissection ``d`` of ``m`` records (a single leaf without one), children
+    before their parent (the root last)."""
+    nodes: list[_Node] = []
+    slots = [0, 0]  # leaves, separator nodes
+
+    def walk(d: Dissection | None, o: int, n: int) -> int:
+        if d is None:
+            nodes.append(_Node(o, n, slots[0], True))
+            slots[0] += 1
+            return len(nodes) - 1
+        a = walk(d.sub1, o, d.p1)
+        b = walk(d.sub2, o + d.p1, d.p2)
+        near = np.concatenate([d.near1, d.near2 + d.p1]).astype(np.int64)
+        nodes.append(_Node(o, n, slots[1], False, d.p1, d.p1 + d.p2, (a, b), near))
+        slots[1] += 1
+        return len(nodes) - 1
+
+    walk(d, 0, m)
+    return nodes
+
+
+class _Scratch:
+    """A stack of work matrices carved from one buffer, allocated (and its pages touched) once:
+    the inversions make no allocation per output, whose page faults serialise threads."""
+
+    def __init__(self, size: int) -> None:
+        self.buf = np.zeros(max(size, 1))
+        self.top = 0
+
+    def take(self, rows: int, cols: int, order: str = "C") -> np.ndarray:
+        n = rows * cols
+        if self.top + n > self.buf.size:  # pragma: no cover - sized by _Inverses._need_* beforehand
+            raise RuntimeError("structured IPM: scratch space exhausted")
+        v = self.buf[self.top:self.top + n].reshape((rows, cols), order=order)
+        self.top += n
+        return v
+
+
+class _Workspace:
+    """One thread's ``H`` (zero off the mDP pattern, which only the scatter writes), its share of
+    the unit-row matrix ``M`` (column-major, lower triangle) and its scratch."""
+
+    def __init__(self, m: int, scratch: int) -> None:
+        self.H = np.zeros((m, m))
+        self.M = np.zeros((m, m), order="F")
+        self.scratch = _Scratch(scratch)
 
 
 class _Inverses:
-    """The ``K`` per-output inverses ``H_k^-1``: dense (``dense``, ``K x m x m``) or, with a
-    :class:`Dissection`, as ``blockdiag(D1_k^-1, D2_k^-1, 0) + U_k U_k'`` (``inv1``, ``inv2``, ``U``
-    of ``m x s``; :func:`_dissected_inverse`), which costs about ``p1^3 + p2^3 + m^2 s`` flops
-    instead of ``m^3`` and less memory. Products with them are split over ``pool``'s threads."""
+    """The ``K`` per-output inverses ``H_k^-1`` through the tree of a nested :class:`Dissection`.
+
+    With ``H = [[D, B'], [B, C]]`` at a separator node (``D`` = its two parts, ``C`` the
+    separator), ``W = D^-1 B'`` and the Schur complement ``S = C - B W = L L'``,
+    ``H^-1 = blockdiag(D^-1, 0) + U U'`` with ``U = [W; -I] L^-T``; the parts' inverses are the
+    same form, down to the leaves, which are inverted densely. Each output keeps its leaves'
+    inverses and its nodes' ``U`` (``m_node x s``); ``B'`` is zero but in the rows adjacent to the
+    separator, so ``W`` is the parts' inverses applied to those rows only, through the tree. An
+    inverse costs about :meth:`Dissection.flops`; ``sum_k H_k^-1`` gets the leaves' blocks and a
+    ``syrk`` of every ``U``. Without a dissection the tree is one leaf (the dense inverse).
+
+    Every array is allocated once; the BLAS/LAPACK calls go through :mod:`solvers.mdp.lapack` and
+    the copies through numpy, all without the GIL, so ``threads`` threads of ``pool`` share the
+    outputs."""
 
     def __init__(self, K: int, m: int, d: Dissection | None, pool: ThreadPoolExecutor | None = None,
                  threads: int = 1) -> None:
-        self.d, self.m, self.pool, self.threads = d, m, pool, threads
-        if d is None:
-            self.dense = np.empty((K, m, m))
-        else:
-            self.inv1 = np.empty((K, d.p1, d.p1))
-            self.inv2 = np.empty((K, d.p2, d.p2))
-            self.U = np.empty((K, m, d.s))
+        self.m, self.pool, self.threads = m, pool, threads
+        self.nodes = _tree(d, m)
+        self.root = len(self.nodes) - 1
+        self.leaves = [_touched((K, nd.m, nd.m)) for nd in self.nodes if nd.leaf]
+        self.U = [_touched((K, nd.s, nd.m)) for nd in self.nodes if not nd.leaf]  # U' per output
+        need = self._need_factor(self.root)
+        self.ws = [_Workspace(m, need) for _ in range(threads)]
+
+    # -- sizes of the scratch (the same recursion as _factor and _apply, counting only)
+
+    def _need_apply(self, i: int, rows: np.ndarray, q: int) -> int:
+        nd = self.nodes[i]
+        if nd.leaf:
+            return rows.size * nd.m
+        c1, c2 = np.searchsorted(rows, [nd.p1, nd.n2])
+        return max(self._need_apply(nd.kids[0], rows[:c1], q), self._need_apply(nd.kids[1], rows[c1:c2] - nd.p1, q),
+                   nd.s * (rows.size + q))
+
+    def _need_factor(self, i: int) -> int:
+        nd = self.nodes[i]
+        if nd.leaf:
+            return 0
+        nn, s = nd.near.size, nd.s
+        c1 = int(np.searchsorted(nd.near, nd.p1))
+        own = nd.m * s + s * nn + max(self._need_apply(nd.kids[0], nd.near[:c1], s),
+                           self._need_apply(nd.kids[1], nd.near[c1:] - nd.p1, s), nn * s + s * s)
+        return max(self._need_factor(nd.kids[0]), self._need_factor(nd.kids[1]), own)
+
+    def storage_per_output(self) -> int:
+        """Doubles kept per output."""
+        return sum(nd.m * nd.m if nd.leaf else nd.m * nd.s for nd in self.nodes)
 
     def keep(self, K: int) -> None:
         """Only the first ``K`` outputs stay (after outputs were dropped)."""
-        if self.d is None:
-            self.dense = self.dense[:K]
-        else:
-            self.inv1, self.inv2, self.U = self.inv1[:K], self.inv2[:K], self.U[:K]
+        self.leaves = [x[:K] for x in self.leaves]
+        self.U = [x[:K] for x in self.U]
 
-    def set(self, k: int, H: np.ndarray, M: np.ndarray) -> bool:
-        """Invert ``H`` (symmetric positive definite, both triangles) as output ``k``'s and add the
-        inverse to ``M``; False when a factorisation fails."""
-        d = self.d
-        if d is None:
-            if _dense_inverse(H, out=self.dense[k]) is None:
+    @property
+    def K(self) -> int:
+        return (self.leaves[0] if self.leaves else self.U[0]).shape[0]
+
+    # -- one output's inverse
+
+    def _factor(self, i: int, H: np.ndarray, k: int, sc: _Scratch) -> bool:
+        """Output ``k``'s inverse of node ``i``'s block of ``H`` into the storage; False when a
+        factorisation fails."""
+        nd = self.nodes[i]
+        o, mm = nd.o, nd.m
+        if nd.leaf:
+            X = self.leaves[nd.slot][k]
+            np.copyto(X, H[o:o + mm, o:o + mm])
+            # X.T is column-major: its lower triangle is X's upper one
+            if lapack_nogil.potrf(X.T) != 0 or lapack_nogil.potri(X.T) != 0:
                 return False
-            M += self.dense[k]
+            _upper_to_lower(X)
             return True
-        blocks = _dissected_inverse(H, d)
-        if blocks is None:
+        a, b = nd.kids
+        if not (self._factor(a, H, k, sc) and self._factor(b, H, k, sc)):
             return False
-        inv1, inv2, U = blocks
-        n1, n2 = d.p1, d.p1 + d.p2
-        self.inv1[k], self.inv2[k], self.U[k] = inv1, inv2, U
-        M[:n1, :n1] += inv1
-        M[n1:n2, n1:n2] += inv2
-        # U U' into the lower triangle only (M is Fortran-ordered, so this is in place)
-        if d.s:
-            blas.dsyrk(1.0, U, beta=1.0, c=M, lower=1, overwrite_c=1)
-        return True
+        p1, n2, s, near = nd.p1, nd.n2, nd.s, nd.near
+        mark = sc.top
+        W = sc.take(mm, s, order="F")
+        X = sc.take(s, near.size)  # B at the near records
+        np.take(H[o + n2:o + mm, o:o + n2], near, axis=1, out=X, mode="clip")
+        c1 = int(np.searchsorted(near, p1))
+        self._apply(a, near[:c1], X.T[:c1], W[:p1], k, sc)
+        self._apply(b, near[c1:] - p1, X.T[c1:], W[p1:n2], k, sc)
+        Wg = sc.take(near.size, s)
+        np.take(W[:n2], near, axis=0, out=Wg, mode="clip")
+        S = sc.take(s, s, order="F")
+        np.copyto(S, H[o + n2:o + mm, o + n2:o + mm])
+        lapack_nogil.gemm(S, X, Wg, alpha=-1.0, beta=1.0)
+        # U = [W; -I] L^-T: L^-1 by trtri and U by a product (a right-sided trsm ran at a quarter
+        # of gemm's speed); L^-1's upper triangle zeroed for the product
+        ok = lapack_nogil.potrf(S) == 0 and lapack_nogil.trtri(S) == 0
+        if ok:
+            S[_strict_lower(s)[::-1]] = 0.0
+            Ut = self.U[nd.slot][k]
+            lapack_nogil.gemm(Ut.T[:n2], W[:n2], S.T)
+            Ut.T[n2:] = -S.T
+        sc.top = mark
+        return ok
+
+    def _apply(self, i: int, rows: np.ndarray, R: np.ndarray, out: np.ndarray, k: int, sc: _Scratch) -> None:
+        """``out = (node i's inverse)[:, rows] R`` for output ``k`` (``rows`` ascending)."""
+        nd = self.nodes[i]
+        mark = sc.top
+        if nd.leaf:
+            G = sc.take(rows.size, nd.m)
+            np.take(self.leaves[nd.slot][k], rows, axis=0, out=G, mode="clip")
+            lapack_nogil.gemm(out, G.T, R)
+        else:
+            c1, c2 = (int(c) for c in np.searchsorted(rows, [nd.p1, nd.n2]))
+            self._apply(nd.kids[0], rows[:c1], R[:c1], out[:nd.p1], k, sc)
+            self._apply(nd.kids[1], rows[c1:c2] - nd.p1, R[c1:c2], out[nd.p1:nd.n2], k, sc)
+            out[nd.n2:] = 0.0
+            Ut = self.U[nd.slot][k]
+            Ug = sc.take(nd.s, rows.size)
+            np.take(Ut, rows, axis=1, out=Ug, mode="clip")
+            T = sc.take(nd.s, R.shape[1])
+            lapack_nogil.gemm(T, Ug, R)
+            lapack_nogil.gemm(out, Ut.T, T, beta=1.0)
+        sc.top = mark
+
+    def _accumulate(self, k: int, M: np.ndarray) -> None:
+        """Add output ``k``'s inverse to ``M`` (column-major; its lower triangle)."""
+        for nd in self.nodes:
+            o, mm = nd.o, nd.m
+            if nd.leaf:
+                M[o:o + mm, o:o + mm] += self.leaves[nd.slot][k].T
+            elif nd.s:
+                lapack_nogil.syrk(M[o:o + mm, o:o + mm], self.U[nd.slot][k].T)
+
+    def dense(self, k: int) -> np.ndarray:
+        """Output ``k``'s inverse as a dense matrix (for checks)."""
+        M = np.zeros((self.m, self.m), order="F")
+        self._accumulate(k, M)
+        return np.tril(M) + np.tril(M, -1).T
+
+    # -- all outputs
+
+    def invert(self, off: np.ndarray, diag: np.ndarray, uflat: np.ndarray, uflat_t: np.ndarray) -> np.ndarray | None:
+        """Build every output's ``H_k`` (its off-diagonal entries ``off[:, k]`` at the flat positions
+        ``uflat``/``uflat_t``, its diagonal ``diag[:, k]``), invert it, with a regularised diagonal
+        when the factorisation fails, and return ``sum_k H_k^-1`` (column-major, lower triangle);
+        None when an output fails even so. The outputs are dealt round the threads."""
+        m = self.m
+        K = self.K
+
+        def chunk(t: int) -> bool:
+            ws = self.ws[t]
+            hf = ws.H.reshape(-1)
+            ws.M.fill(0.0)
+            for k in range(t, K, self.threads):
+                hf[uflat] = off[:, k]
+                hf[uflat_t] = off[:, k]
+                for reg in (0.0, 1e-12, 1e-9):
+                    hf[::m + 1] = diag[:, k] * (1.0 + reg) + reg * float(diag[:, k].max())
+                    if self._factor(self.root, ws.H, k, ws.scratch):
+                        break
+                else:
+                    return False
+                self._accumulate(k, ws.M)
+            return True
+
+        used = range(min(self.threads, K))
+        ok = list(self.pool.map(chunk, used)) if self.pool is not None and len(used) > 1 else [chunk(t) for t in used]
+        if not all(ok):
+            return None
+        M = self.ws[0].M
+        for t in used[1:]:
+            M += self.ws[t].M
+        return M
+
+    # -- products with the inverses, for the Newton solves
 
     def spans(self) -> list[slice]:
         """The outputs split into one contiguous span per thread."""
-        K = self.U.shape[0] if self.d is not None else self.dense.shape[0]
+        K = self.K
         cuts = np.linspace(0, K, min(self.threads, max(K, 1)) + 1).astype(int)
         return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
@@ -361,87 +524,117 @@ class _Inverses:
             for sl in spans:
                 fn(sl)
 
+    def apply(self, h: np.ndarray | None, v: np.ndarray | None = None) -> np.ndarray:
+        """``H_k^-1 h_k`` for every output (``h``: records x outputs), or ``H_k^-1 v`` for one
+        vector ``v`` when ``h`` is None; records x outputs. The outputs' spans run on the threads."""
+        K, m = self.K, self.m
+        hT = np.broadcast_to(v, (K, m)) if h is None else np.ascontiguousarray(h.T)
+        out = np.empty((K, m))
+        self.run(lambda sl: self.apply_to(sl, hT[sl], out[sl]))
+        return np.ascontiguousarray(out.T)
+
     def apply_to(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
-        """``out = H_k^-1 h`` for the outputs ``k`` of ``sl`` (``h``, ``out``: theirs)."""
-        if self.d is None:
-            np.matmul(self.dense[sl], h[:, :, None], out=out[:, :, None])
-            return
-        d = self.d
-        n1, n2 = d.p1, d.p1 + d.p2
-        U = self.U[sl]
-        np.matmul(U, np.matmul(h[:, None, :], U)[:, 0, :, None], out=out[:, :, None])
-        out[:, :n1] += np.matmul(self.inv1[sl], h[:, :n1, None])[:, :, 0]
-        out[:, n1:n2] += np.matmul(self.inv2[sl], h[:, n1:n2, None])[:, :, 0]
+        """``out = H_k^-1 h`` for the outputs ``k`` of ``sl`` (``h``, ``out``: theirs, outputs x
+        records), through the tree: children first, so a node's ``U U' h`` adds to its parts'
+        results and to its separator's zeros."""
+        for nd in self.nodes:
+            o, e = nd.o, nd.o + nd.m
+            if nd.leaf:
+                np.matmul(self.leaves[nd.slot][sl], h[:, o:e, None], out=out[:, o:e, None])
+                continue
+            out[:, o + nd.n2:e] = 0.0
+            if nd.s:
+                Ut = self.U[nd.slot][sl]
+                t = np.matmul(Ut, h[:, o:e, None])
+                out[:, o:e] += np.matmul(Ut.transpose(0, 2, 1), t)[:, :, 0]
 
 
-def _invert_outputs(Hinv: _Inverses, ks: range, work: np.ndarray, uflat: np.ndarray, uflat_t: np.ndarray,
-                    off: np.ndarray, diag: np.ndarray) -> np.ndarray | None:
-    """Build ``H_k`` in ``work`` (its off-diagonal entries ``off[k]`` at the flat positions
-    ``uflat``/``uflat_t``, its diagonal ``diag[k]``) and invert it into ``Hinv`` for every ``k`` in
-    ``ks``, with a regularised diagonal when the factorisation fails; the sum of the inverses
-    (Fortran order, lower triangle exact: all ``potrf`` reads), or None when one fails even so."""
-    m = work.shape[0]
-    Mt = np.zeros((m, m), order="F")
-    wf = work.reshape(-1)
-    for k in ks:
-        for reg in (0.0, 1e-12, 1e-9):
-            work.fill(0.0)
-            wf[uflat] = off[k]
-            wf[uflat_t] = off[k]
-            wf[::m + 1] = diag[k] * (1.0 + reg) + reg * float(diag[k].max())
-            if Hinv.set(k, work, Mt):
-                break
-        else:
-            return None
-    return Mt
+def _touched(shape: tuple[int, ...]) -> np.ndarray:
+    """An array of zeros whose pages are written now (not on first use in a thread)."""
+    a = np.empty(shape)
+    a.fill(0.0)
+    return a
 
 
 class _Newton:
     """One iteration's Newton system, factorised: the per-output inverses ``Hinv``, the unit-row
-    Schur complement's Cholesky factor ``Lm``, and the iterate it linearises at."""
+    Schur complement's Cholesky factor ``Lm``, and the iterate it linearises at. Arrays hold one
+    column per output: records x outputs (``z``, ``w``) and mDP rows x outputs (``s``, ``y``), so
+    the products with ``A`` and ``A'`` read and write them in place, split by rows over the threads."""
 
-    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, Hinv: _Inverses, Lm: np.ndarray, theta: np.ndarray,
-                 z: np.ndarray, s: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        self.A, self.AT, self.Hinv, self.Lm, self.theta = A, AT, Hinv, Lm, theta
+    def __init__(self, ops: _RowOps, Hinv: _Inverses, Lm: np.ndarray, theta: np.ndarray, z: np.ndarray,
+                 s: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        self.ops, self.Hinv, self.Lm, self.theta = ops, Hinv, Lm, theta
         self.z, self.s, self.y, self.w = z, s, y, w
 
-    def solve_once(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
-                   ) -> tuple[np.ndarray, ...]:
-        """``(dz, ds, dy, dw, dmu)`` for the residuals of the primal rows, unit rows, dual rows and
-        the two complementarity blocks; ``ds`` and ``dw`` from the linear equations, so those hold
-        to rounding whatever the error of the solve."""
-        A, AT, Hinv, theta, z, s = self.A, self.AT, self.Hinv, self.theta, self.z, self.s
-        # every output's share is independent but for dmu: two passes over the outputs, split
-        # over the threads, and the unit-row solve between them
-        Hh, dz, ds, dy, dw = (np.empty_like(v) for v in (z, z, s, s, z))
+    def solve_once(self, rp: np.ndarray | None, ru: np.ndarray | None, rd: np.ndarray | None, rzw: np.ndarray,
+                   rsy: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(dz, ds, dy, dw, dmu)`` for the residuals of the primal rows, unit rows, dual rows
+        (None: zero) and the two complementarity blocks; ``ds`` and ``dw`` from the linear
+        equations, so those hold to rounding whatever the error of the solve."""
+        ops, Hinv, theta, z, s = self.ops, self.Hinv, self.theta, self.z, self.s
+        q = np.empty_like(s)  # rsy / s, then dy
+        u = np.empty_like(s) if rp is not None else q
 
-        def first(sl: slice) -> None:
-            h = rd[sl] + (AT @ (theta[sl] * rp[sl] - rsy[sl] / s[sl]).T).T + rzw[sl] / z[sl]
-            Hinv.apply_to(sl, h, Hh[sl])
+        def edges1(sl: slice) -> None:
+            np.divide(rsy[sl], s[sl], out=q[sl])
+            if rp is not None:
+                np.multiply(theta[sl], rp[sl], out=u[sl])
+                u[sl] -= q[sl]
 
-        Hinv.run(first)
-        dmu = lapack.dpotrs(self.Lm, ru - Hh.sum(axis=0), lower=1)[0]
+        ops.edges(edges1)
+        h = np.empty_like(z)
 
-        def second(sl: slice) -> None:
-            Hinv.apply_to(sl, np.broadcast_to(dmu, Hh[sl].shape), dz[sl])
-            dz[sl] += Hh[sl]
-            ds[sl] = rp[sl] - (A @ dz[sl].T).T
-            dy[sl] = rsy[sl] / s[sl] - theta[sl] * ds[sl]
-            dw[sl] = (AT @ dy[sl].T).T - dmu - rd[sl]
+        def records1(sl: slice) -> None:
+            ops.AT_rows(sl, u, h[sl])
+            if rp is None:
+                np.negative(h[sl], out=h[sl])
+            h[sl] += rzw[sl] / z[sl]
+            if rd is not None:
+                h[sl] += rd[sl]
 
-        Hinv.run(second)
+        ops.records(records1)
+        Hh = Hinv.apply(h)
+        r = -Hh.sum(axis=1)
+        if ru is not None:
+            r += ru
+        dmu = lapack.dpotrs(self.Lm, r, lower=1)[0]
+        dz = Hinv.apply(None, dmu)
+        dz += Hh
+        ds = np.empty_like(s)
+
+        def edges2(sl: slice) -> None:
+            ops.A_rows(sl, dz, ds[sl])
+            if rp is None:
+                np.negative(ds[sl], out=ds[sl])
+            else:
+                np.subtract(rp[sl], ds[sl], out=ds[sl])
+            # dy = rsy / s - theta ds, into q
+            q[sl] -= theta[sl] * ds[sl]
+
+        ops.edges(edges2)
+        dy = q
+        dw = np.empty_like(z)
+
+        def records2(sl: slice) -> None:
+            ops.AT_rows(sl, dy, dw[sl])
+            dw[sl] -= dmu[sl, None]
+            if rd is not None:
+                dw[sl] -= rd[sl]
+
+        ops.records(records2)
         return dz, ds, dy, dw, dmu
 
-    def solve(self, rp: np.ndarray, ru: np.ndarray, rd: np.ndarray, rzw: np.ndarray, rsy: np.ndarray
-              ) -> tuple[np.ndarray, ...]:
-        """:meth:`solve_once` and :data:`REFINEMENTS` steps of refinement of the complementarity equations."""
+    def solve(self, rp: np.ndarray | None, ru: np.ndarray | None, rd: np.ndarray | None, rzw: np.ndarray,
+              rsy: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`solve_once` and :data:`REFINEMENTS` steps of refinement of the complementarity
+        equations (the linear ones hold by construction)."""
         z, s, y, w = self.z, self.s, self.y, self.w
         d = self.solve_once(rp, ru, rd, rzw, rsy)
         for _ in range(REFINEMENTS):
             dz, ds, dy, dw, _dmu = d
-            c = self.solve_once(np.zeros_like(rp), np.zeros_like(ru), np.zeros_like(rd),
-                                rzw - (w * dz + z * dw), rsy - (y * ds + s * dy))
-            d = tuple(u + v for u, v in zip(d, c))
+            c = self.solve_once(None, None, None, rzw - (w * dz + z * dw), rsy - (y * ds + s * dy))
+            d = _add(d, c)
         return d
 
     def steps(self, d: tuple[np.ndarray, ...]) -> tuple[float, float]:
@@ -450,11 +643,75 @@ class _Newton:
         return (min(_step(self.z, dz), _step(self.s, ds)), min(_step(self.y, dy), _step(self.w, dw)))
 
 
+def _add(d: tuple[np.ndarray, ...], c: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """The sum of two directions (``d``'s arrays are updated in place)."""
+    for u, v in zip(d, c):
+        u += v
+    return d
+
+
 def _step(v: np.ndarray, dv: np.ndarray) -> float:
     """The largest step in [0, 1] that keeps ``v + step dv`` nonnegative (``v > 0``)."""
-    ratio = np.divide(v, dv, out=np.full(v.shape, -np.inf), where=dv < 0)  # <= 0 where dv < 0
-    top = float(ratio.max())
-    return min(1.0, -top) if top > -np.inf else 1.0
+    low = float(np.min(np.divide(dv, v)))  # the step to the boundary is -1 / low where low < 0
+    return 1.0 if low >= -1.0 else -1.0 / low
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` without the temporary."""
+    return float(np.vdot(a, b))
+
+
+class _RowOps:
+    """The products with ``A`` (mDP rows x records) and ``A'`` and the elementwise work on arrays
+    with one column per output, split by blocks of rows over the pool's threads (scipy's sparse
+    products and numpy's elementwise loops run without the GIL)."""
+
+    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, pool: ThreadPoolExecutor | None, threads: int) -> None:
+        self.pool = pool
+        E, m = A.shape
+        self.E, self.m = E, m
+        self.eb = _blocks(E, threads)
+        self.rb = _blocks(m, threads)
+        self.A = [A[sl] for sl in self.eb]
+        self.AT = [AT[sl] for sl in self.rb]
+
+    def _run(self, fn: Callable[[slice], None], blocks: list[slice]) -> None:
+        if self.pool is not None and len(blocks) > 1:
+            list(self.pool.map(fn, blocks))
+        else:
+            for sl in blocks:
+                fn(sl)
+
+    def edges(self, fn: Callable[[slice], None]) -> None:
+        self._run(fn, self.eb)
+
+    def records(self, fn: Callable[[slice], None]) -> None:
+        self._run(fn, self.rb)
+
+    def A_rows(self, sl: slice, X: np.ndarray, out: np.ndarray) -> None:
+        """``out = (A X)[sl]`` (``sl`` one of the blocks of mDP rows)."""
+        out[...] = self.A[self.eb.index(sl)] @ X
+
+    def AT_rows(self, sl: slice, Y: np.ndarray, out: np.ndarray) -> None:
+        """``out = (A' Y)[sl]`` (``sl`` one of the blocks of records)."""
+        out[...] = self.AT[self.rb.index(sl)] @ Y
+
+    def AT_all(self, Y: np.ndarray) -> np.ndarray:
+        """``A' Y``."""
+        out = np.empty((self.m, Y.shape[1]))
+        self.records(lambda sl: self.AT_rows(sl, Y, out[sl]))
+        return out
+
+    def A_all(self, X: np.ndarray) -> np.ndarray:
+        """``A X``."""
+        out = np.empty((self.E, X.shape[1]))
+        self.edges(lambda sl: self.A_rows(sl, X, out[sl]))
+        return out
+
+
+def _blocks(n: int, parts: int) -> list[slice]:
+    cuts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(int)
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
@@ -508,7 +765,7 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     G = G[order]
     A = sp.csr_matrix(A[:, order])
     src, tgt = rank[src], rank[tgt]
-    AT = A.T.tocsr()
+    ops = _RowOps(A, A.T.tocsr(), pool, threads)
     # H_k = A' diag(theta_k) A + diag(d_k): its diagonal and its lower off-diagonal entries are
     # linear in theta_k, precomputed as sparse maps
     rows_e = np.arange(E)
@@ -519,19 +776,19 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     uflat_t = (uflat % m) * m + uflat // m  # the same entries in the upper triangle
     Poff = sp.csr_matrix((-a, (inv, rows_e)), shape=(uflat.size, E))
     scale = 1.0 / max(float(np.abs(G).max()), 1e-300)
-    g = np.ascontiguousarray((G * scale).T)  # K x m, entries in [0, 1]
+    g = G * scale  # records x outputs, entries in [0, 1]
     # start: the uniform mechanism (strictly inside the cone: a > 1), all complementarity
     # products equal
-    z = np.full((K, m), 1.0 / K)
-    s = np.maximum(-(A @ z.T).T, 1e-3 / K)
+    z = np.full((m, K), 1.0 / K)
+    s = np.maximum(-ops.A_all(z), 1e-3 / K)
     nu0 = 10.0 * float(g.mean()) / K
     y = nu0 / s
     w = nu0 / z
-    mu = (g + (AT @ y.T).T - w).min(axis=0)
+    mu = (g + ops.AT_all(y) - w).min(axis=1)
     n_comp = K * (m + E)
     Hinv = _Inverses(K, m, plan, pool, threads)
-    works = [np.empty((m, m)) for _ in range(threads)]
-    best = (-np.inf, mu.copy(), np.maximum(y, 0.0))
+    # the best bound, its mu, its multipliers of the outputs then alive and those outputs
+    best = (-np.inf, mu.copy(), y.copy(), np.arange(K))
     history: list[tuple[float, float, float]] = []
     status = "iteration_limit"
     last = 0.0
@@ -539,33 +796,35 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     gaps: list[float] = []
     done = 0  # Newton steps taken
     frozen_min = np.full(m, np.inf)  # row minima of the dropped outputs' certificates
-    Y_all = np.zeros((K, E))  # multipliers of every output (dropped ones frozen)
-    Z_all = np.zeros((K, m))
+    Y_all = np.zeros((E, K))  # multipliers of every output (dropped ones frozen)
+    Z_all = np.zeros((m, K))
     for it in range(max_iterations + 1):
         ti = time.perf_counter()
-        pobj = float((g * z).sum())
-        ATy = (AT @ y.T).T
+        pobj = _dot(g, z)
+        ATy = ops.AT_all(y)
         # y stays > 0 (steps stop short of the boundary); clipped all the same, as a certificate needs
-        Q = g + (ATy if y.min() >= 0 else (AT @ np.maximum(y, 0.0).T).T)
-        bound = float(np.minimum(Q.min(axis=0), frozen_min).sum())
+        Q = g + (ATy if y.min() >= 0 else ops.AT_all(np.maximum(y, 0.0)))
+        bound = float(np.minimum(Q.min(axis=1), frozen_min).sum())
         if bound > best[0]:
-            Y_all[alive] = np.maximum(y, 0.0)
-            best = (bound, mu.copy(), Y_all.copy())
-        dead = z.max(axis=1) < DROP_BELOW
+            best = (bound, mu.copy(), y.copy(), alive.copy())
+        dead = z.max(axis=0) < DROP_BELOW
         if np.any(dead) and not np.all(dead):
-            frozen_min = np.minimum(frozen_min, Q[dead].min(axis=0))
-            Y_all[alive[dead]] = np.maximum(y[dead], 0.0)
+            frozen_min = np.minimum(frozen_min, Q[:, dead].min(axis=1))
+            Y_all[:, alive[dead]] = np.maximum(y[:, dead], 0.0)
             keep = ~dead
-            alive, z, s, y, w, g, ATy = alive[keep], z[keep], s[keep], y[keep], w[keep], g[keep], ATy[keep]
+            alive = alive[keep]
+            z, s, y, w, g, ATy = (np.ascontiguousarray(v[:, keep]) for v in (z, s, y, w, g, ATy))
             K = alive.size
             n_comp = K * (m + E)
             Hinv.keep(K)
-            pobj = float((g * z).sum())
+            pobj = _dot(g, z)
         history.append((pobj / scale, best[0] / scale, ti - t0))
         logger.debug("structured IPM iteration %d: primal %.10g, bound %.10g, %d outputs, %.1f s", it,
                      pobj / scale, best[0] / scale, K, ti - t0)
-        rp = -((A @ z.T).T + s)
-        ru = 1.0 - z.sum(axis=0)
+        rp = ops.A_all(z)
+        rp += s
+        np.negative(rp, out=rp)
+        ru = 1.0 - z.sum(axis=1)
         if pobj - best[0] <= tolerance * abs(pobj) and float(np.abs(ru).max()) <= 1e-9:
             status = "optimal"
             break
@@ -586,57 +845,58 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
         if ti + last > deadline:
             status = "time_limit"
             break
-        rd = -(g + ATy - mu - w)
-        nu = (float((z * w).sum()) + float((s * y).sum())) / n_comp
+        rd = ATy
+        rd += g
+        rd -= mu[:, None]
+        rd -= w
+        np.negative(rd, out=rd)
+        nu = (_dot(z, w) + _dot(s, y)) / n_comp
         theta = y / s
-        diag = (Pdiag @ theta.T).T + w / z  # K x m
-        off = (Poff @ theta.T).T
-        chunks = [(Hinv, range(t, K, threads), works[t], uflat, uflat_t, off, diag) for t in range(min(threads, K))]
-        if pool is not None:
-            parts = list(pool.map(_invert_outputs, *zip(*chunks)))
-        else:
-            parts = [_invert_outputs(*chunks[0])]
-        if any(part is None for part in parts):
+        diag = Pdiag @ theta
+        diag += w / z  # records x outputs
+        off = Poff @ theta
+        M = Hinv.invert(off, diag, uflat, uflat_t)
+        if M is None:
             status = "numerical"
             logger.info("structured IPM: factorisation failed at iteration %d", it)
             break
-        M = parts[0]
-        for part in parts[1:]:
-            M += part
-        Lm, info = lapack.dpotrf(M, lower=1)
-        if info != 0:
+        if lapack_nogil.potrf(M) != 0:
             status = "numerical"
             logger.info("structured IPM: unit-row system not positive definite at iteration %d", it)
             break
 
-        newton = _Newton(A, AT, Hinv, Lm, theta, z, s, y, w)
+        newton = _Newton(ops, Hinv, M, theta, z, s, y, w)
         solve, steps = newton.solve, newton.steps
 
         # predictor (affine scaling), Mehrotra's centring and second-order corrector
         d = solve(rp, ru, rd, -z * w, -s * y)
         ap, ad = steps(d)
         dz, ds, dy, dw, _ = d
-        nu_aff = (float(((z + ap * dz) * (w + ad * dw)).sum()) + float(((s + ap * ds) * (y + ad * dy)).sum())) / n_comp
+        # the mean complementarity product after the step, expanded (no temporaries)
+        nu_aff = (_dot(z, w) + ap * _dot(dz, w) + ad * _dot(z, dw) + ap * ad * _dot(dz, dw)
+                  + _dot(s, y) + ap * _dot(ds, y) + ad * _dot(s, dy) + ap * ad * _dot(ds, dy)) / n_comp
         sigma = min(1.0, (nu_aff / nu) ** 3)
         target = sigma * nu
-        d = solve(rp, ru, rd, target - z * w - dz * dw, target - s * y - ds * dy)
+        rzw_t = target - z * w - dz * dw
+        rsy_t = s * y
+        rsy_t += ds * dy
+        np.subtract(target, rsy_t, out=rsy_t)
+        d = solve(rp, ru, rd, rzw_t, rsy_t)
         ap, ad = steps(d)
-        zero_p, zero_u, zero_d = np.zeros_like(rp), np.zeros_like(ru), np.zeros_like(rd)
         for _ in range(CORRECTORS):
             # Gondzio: push the products at a longer trial step back into [0.1, 10] x the target
             tp, td = min(1.0, 1.5 * ap + 0.1), min(1.0, 1.5 * ad + 0.1)
             dz, ds, dy, dw, _ = d
-            vz = (z + tp * dz) * (w + td * dw)
-            vs = (s + tp * ds) * (y + td * dy)
-            cz = np.maximum(np.clip(vz, 0.1 * target, 10 * target) - vz, -10 * target)
-            cs = np.maximum(np.clip(vs, 0.1 * target, 10 * target) - vs, -10 * target)
-            c = solve(zero_p, zero_u, zero_d, cz, cs)
+            cz = _gondzio(z, dz, w, dw, tp, td, target)
+            cs = _gondzio(s, ds, y, dy, tp, td, target)
+            c = solve(None, None, None, cz, cs)
             d2 = tuple(u + v for u, v in zip(d, c))
             ap2, ad2 = steps(d2)
             if ap2 + ad2 < 1.01 * (ap + ad):
                 break
             d, ap, ad = d2, ap2, ad2
         dz, ds, dy, dw, dmu = d
+        logger.debug("structured IPM step %d: primal %.3f, dual %.3f, sigma %.2g, nu %.3g", it, ap, ad, sigma, nu)
         ap, ad = STEP_FRACTION * ap, STEP_FRACTION * ad
         z += ap * dz
         s += ap * ds
@@ -645,12 +905,26 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
         mu += ad * dmu
         done += 1
         last = time.perf_counter() - ti
-    bound, mu_p, y_b = best
-    Z_all[alive] = z
-    Z_out = np.empty((m, Z_all.shape[0]))
-    Z_out[order] = np.clip(Z_all.T, 0.0, None)
+    bound, mu_p, y_b, alive_b = best
+    # the certificate of the best bound: the multipliers then of the outputs then alive, those
+    # frozen when dropped of the others
+    Y_all[:, alive_b] = np.maximum(y_b, 0.0)
+    Z_all[:, alive] = z
+    Z_out = np.empty((m, Z_all.shape[1]))
+    Z_out[order] = np.clip(Z_all, 0.0, None)
     mu_b = np.empty(m)
     mu_b[order] = mu_p
-    return IPMResult(Z=Z_out, mu=mu_b / scale, Y=np.ascontiguousarray(y_b.T) / scale,
+    return IPMResult(Z=Z_out, mu=mu_b / scale, Y=Y_all / scale,
                      bound=bound / scale, primal=pobj / scale, iterations=done, status=status,
                      seconds=time.perf_counter() - t0, history=history, alive=int(alive.size))
+
+
+def _gondzio(v: np.ndarray, dv: np.ndarray, x: np.ndarray, dx: np.ndarray, tp: float, td: float, target: float
+             ) -> np.ndarray:
+    """Gondzio's correction of the products ``(v + tp dv)(x + td dx)``: towards ``[0.1, 10]`` x
+    ``target``, by at most ``10 target`` down."""
+    p = v + tp * dv
+    p *= x + td * dx
+    c = np.clip(p, 0.1 * target, 10 * target)
+    c -= p
+    return np.maximum(c, -10 * target, out=c)

@@ -107,6 +107,21 @@ def _grid_rows(n: int) -> sp.csr_matrix:
     return sp.csr_matrix((v, (r, c)), shape=(E, n * n))
 
 
+def _tree_inverse(H: np.ndarray, d: ipm.Dissection | None) -> np.ndarray | None:
+    """``H^-1`` through the structured IPM's inverses (one output), or None when it fails."""
+    inv = ipm._Inverses(1, H.shape[0], d)
+    n = H.shape[0]
+    iu = np.flatnonzero(np.triu(np.ones((n, n), dtype=bool), 1).ravel() & (H.ravel() != 0))
+    il = (iu % n) * n + iu // n
+    off, diag = H.ravel()[iu][:, None], np.diagonal(H)[:, None]
+    M = inv.invert(off, diag, iu, il)
+    if M is None:
+        return None
+    dense = inv.dense(0)
+    assert np.allclose(np.tril(M), np.tril(dense), rtol=0, atol=1e-12 * np.abs(dense).max())
+    return dense
+
+
 def test_the_dissected_inverse_is_the_inverse(monkeypatch) -> None:
     """A 20 x 20 grid's ``H = A' diag(theta) A + diag(d)``: the nested dissection separates the two
     parts (no row joins them), and its inverse equals LAPACK's dense one; with a separator that
@@ -122,12 +137,13 @@ def test_the_dissected_inverse_is_the_inverse(monkeypatch) -> None:
     assert not adj[:d.p1, d.p1:d.p1 + d.p2].any()
     Hp = H[np.ix_(d.perm, d.perm)]
     dense = np.linalg.inv(Hp)
-    got = ipm._inverse(Hp, d)
-    assert np.abs(got - dense).max() <= 1e-10 * np.abs(dense).max()
+    assert np.abs(_tree_inverse(Hp, d) - dense).max() <= 1e-10 * np.abs(dense).max()
     # the same dissection on a matrix with one entry joining the two parts: not its inverse
     Hx = Hp.copy()
     Hx[0, d.p1] = Hx[d.p1, 0] = -0.05
-    assert np.abs(ipm._inverse(Hx, d) - np.linalg.inv(Hx)).max() > 1e-6 * np.abs(dense).max()
+    assert np.abs(_tree_inverse(Hx, d) - np.linalg.inv(Hx)).max() > 1e-6 * np.abs(dense).max()
+    # a matrix that is not positive definite is refused, not inverted
+    assert _tree_inverse(Hp - 2 * np.abs(dense).max() ** -1 * np.eye(400) * 10, d) is None
     # a small or a complete graph gets none
     assert ipm.dissection(_grid_rows(5)) is None
 
