@@ -218,11 +218,15 @@ IPM_PROBE_GAP = 1e-3
 IPM_MEMORY_SHARE = 0.6
 #: the ``ipm`` start stops when its restricted LP's relative gap is this share of the target gap
 IPM_GAP_SHARE = 0.25
-#: ``auto``'s estimate of the IPM's time: iterations (measured to a restricted gap of 2.5e-5: 66-71
-#: on gaussian 300's component, 95 on 500's, 116 on 1,000's) times seconds per output per record
-#: cubed and iteration (gaussian 1,000, 894 records, 200 outputs: 5.4 s per iteration, AMD EPYC)
-IPM_EXPECTED_ITERATIONS = 120
-IPM_SECONDS_PER_CUBE = 3.8e-11
+#: ``auto``'s estimate of the IPM's time: iterations that must fit (gaussian 1,000's first round
+#: reaches the 1e-3 probe after 70-76; at a 600 s cap on one core 105 fitted and the IPM start
+#: ended at gap 0.0063 against the PDLP start's 0.0194 side by side, stop 23) times seconds per
+#: output per record cubed and iteration (gaussian 1,000, 894 records, 200 outputs: 4.1 s per
+#: iteration on one core, Intel Xeon, stop 23; 2.5 s on two). The cube overestimates larger
+#: components, whose inverses a nested dissection cheapens more (gaussian 2,000: 11.7 s per
+#: iteration on two cores where the cube predicts 22 s), which errs towards the other starts
+IPM_EXPECTED_ITERATIONS = 100
+IPM_SECONDS_PER_CUBE = 2.9e-11
 
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
 #: HiGHS's copy of the model and PDLP's own copies (measured 2026-11-24 with ru_maxrss: 194 on

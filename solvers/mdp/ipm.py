@@ -13,9 +13,13 @@ record, so the Newton system of a primal-dual method splits: with ``Theta_k = y_
 (symmetric positive definite, the mDP graph's pattern plus the diagonal), and the unit-row
 step solves ``(sum_k H_k^-1) dmu = r``, an ``m x m`` system. One iteration costs one inverse per
 output (``m^3`` flops densely, a fraction of that through a nested dissection of the mDP graph,
-see :func:`dissection` and :func:`_dissected_inverse`) instead of a factorisation of the whole
-LP's ``(m + E) K``-row normal equations, which is what a general IPM would face (HiGHS's IPX: 80 iterations and 166 s on gaussian 300's component, where
-this takes about 60 iterations and 25 s).
+see :func:`dissection` and :class:`_Inverses`) instead of a factorisation of the whole LP's
+``(m + E) K``-row normal equations, which is what a general IPM would face (HiGHS's IPX: 80
+iterations and 166 s on gaussian 300's component, where this takes about 60 iterations and 25 s).
+The outputs are spread over threads; the BLAS/LAPACK calls go through :mod:`solvers.mdp.lapack`,
+which releases the GIL (scipy's own wrappers do not), and the iterate is kept with one column per
+output (records x outputs, mDP rows x outputs) so that the products with ``A`` and ``A'`` need no
+transposed copies.
 
 Mehrotra's predictor-corrector with up to three Gondzio centrality correctors; the linear
 residuals are kept exact by computing ``ds`` and ``dw`` from the linear equations, and one step

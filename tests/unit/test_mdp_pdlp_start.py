@@ -120,19 +120,20 @@ def test_auto_rule_on_gaussian_1000_sizes(monkeypatch) -> None:
     inverses fit in memory; else PDLP on the whole LP (then the ascent, then PDLP on screened
     outputs) once its expected iterations reach AUTO_PDLP_MIN_ITERATIONS, else the screened start;
     without a limit the ``ipm`` start. The sizes of gaussian 1,000's giant component (894 records,
-    965 kept outputs, 23.2 M nonzeros): screened at 300 s, PDLP at 600 s, ipm from 900 s (measured,
-    docs/benchmarks/mdp.md, stops 17 and 20). Every start gets 90 % of the cap."""
+    965 kept outputs, 23.2 M nonzeros): screened at 300 s, PDLP at 450 s, ipm from 600 s (measured,
+    docs/benchmarks/mdp.md, stops 17, 20 and 23). Every start gets 90 % of the cap."""
     monkeypatch.setattr(colgen, "available_memory", lambda: 24 * 2**30)
     m, Kc = 894, 965
     E = (23_200_000 // Kc - m) // 2
     assert colgen._choose_start("auto", m, E, Kc, 300.0, None) == ("screened", 270.0)
-    assert colgen._choose_start("auto", m, E, Kc, 600.0, None) == ("pdlp", 540.0)
+    assert colgen._choose_start("auto", m, E, Kc, 450.0, None) == ("pdlp", 405.0)
+    assert colgen._choose_start("auto", m, E, Kc, 600.0, None) == ("ipm", 540.0)
     assert colgen._choose_start("auto", m, E, Kc, 900.0, None) == ("ipm", 810.0)
     assert colgen._choose_start("auto", m, E, Kc, float("inf"), None) == ("ipm", 300.0)
     assert colgen._choose_start("screened", m, E, Kc, 900.0, None) == ("screened", 810.0)
     assert colgen._choose_start("pdlp", m, E, Kc, 900.0, None) == ("pdlp", 810.0)
     # gaussian 2,000's component: its whole LP (188 M nonzeros) does not fit and the IPM would need
-    # about 6,000 s, so screened at a 30-minute cap; without a cap the IPM (its inverses: 5.8 GB)
+    # about 4,000 s, so screened at a 30-minute cap; without a cap the IPM (its inverses: 5.8 GB)
     assert colgen._choose_start("auto", 1901, 46_698, 1971, 1800.0, None)[0] == "screened"
     assert colgen._choose_start("auto", 1901, 46_698, 1971, float("inf"), None)[0] == "ipm"
     # with 4 GiB the inverses do not fit (5.8 GB): the screened start again
