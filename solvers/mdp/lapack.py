@@ -83,56 +83,40 @@ def _i(v: int) -> ctypes.c_int:
     return ctypes.c_int(int(v))
 
 
-def potrf(a: np.ndarray, lower: bool = True) -> int:
-    """Cholesky factorisation of the symmetric ``a`` (column-major, one triangle read) in place;
-    LAPACK's ``info`` (0: success, > 0: not positive definite). The other triangle is left as is."""
+def _triangle(name: str, a: np.ndarray, lower: bool, *flags: bytes, **fallback: int) -> int:
+    """LAPACK's ``name`` (``uplo``, then ``flags``, ``n``, ``a``, ``lda``, ``info``) on the
+    column-major square ``a`` in place; its ``info``. ``fallback``: extra arguments of scipy's wrapper."""
     n = a.shape[0]
-    fn = _routine("lapack", "dpotrf")
+    fn = _routine("lapack", name)
     if fn is None:
         from scipy.linalg import lapack
 
-        c, info = lapack.dpotrf(a, lower=int(lower), clean=0, overwrite_a=0)
+        c, info = getattr(lapack, name)(a, lower=int(lower), **fallback)
         a[...] = c
         return int(info)
-    p, ld = _matrix(a, n, n, "potrf", writable=True)
+    p, ld = _matrix(a, n, n, name[1:], writable=True)
     info = ctypes.c_int(0)
-    fn(b"L" if lower else b"U", ctypes.byref(_i(n)), ctypes.cast(p, _DBL), ctypes.byref(_i(ld)), ctypes.byref(info))
+    fn(b"L" if lower else b"U", *flags, ctypes.byref(_i(n)), ctypes.cast(p, _DBL), ctypes.byref(_i(ld)),
+       ctypes.byref(info))
     return int(info.value)
+
+
+def potrf(a: np.ndarray, lower: bool = True) -> int:
+    """Cholesky factorisation of the symmetric ``a`` (column-major, one triangle read) in place;
+    LAPACK's ``info`` (0: success, > 0: not positive definite). The other triangle is left as is."""
+    return _triangle("dpotrf", a, lower, clean=0)
 
 
 def potri(a: np.ndarray, lower: bool = True) -> int:
     """The inverse, in the same triangle, of the matrix whose Cholesky factor :func:`potrf` left in
     ``a``; LAPACK's ``info``."""
-    n = a.shape[0]
-    fn = _routine("lapack", "dpotri")
-    if fn is None:
-        from scipy.linalg import lapack
-
-        c, info = lapack.dpotri(a, lower=int(lower))
-        a[...] = c
-        return int(info)
-    p, ld = _matrix(a, n, n, "potri", writable=True)
-    info = ctypes.c_int(0)
-    fn(b"L" if lower else b"U", ctypes.byref(_i(n)), ctypes.cast(p, _DBL), ctypes.byref(_i(ld)), ctypes.byref(info))
-    return int(info.value)
+    return _triangle("dpotri", a, lower)
 
 
 def trtri(a: np.ndarray, lower: bool = True) -> int:
     """The inverse of the triangular ``a`` (column-major, its ``lower`` or upper triangle) in place;
     LAPACK's ``info`` (> 0: singular). The other triangle is left as is."""
-    n = a.shape[0]
-    fn = _routine("lapack", "dtrtri")
-    if fn is None:
-        from scipy.linalg import lapack
-
-        c, info = lapack.dtrtri(a, lower=int(lower))
-        a[...] = c
-        return int(info)
-    p, ld = _matrix(a, n, n, "trtri", writable=True)
-    info = ctypes.c_int(0)
-    fn(b"L" if lower else b"U", b"N", ctypes.byref(_i(n)), ctypes.cast(p, _DBL), ctypes.byref(_i(ld)),
-       ctypes.byref(info))
-    return int(info.value)
+    return _triangle("dtrtri", a, lower, b"N")
 
 
 def syrk(c: np.ndarray, a: np.ndarray, alpha: float = 1.0, beta: float = 1.0, lower: bool = True) -> None:
