@@ -791,6 +791,8 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     mu = (g + ops.AT_all(y) - w).min(axis=1)
     n_comp = K * (m + E)
     Hinv = _Inverses(K, m, plan, pool, threads)
+    logger.debug("structured IPM: %d outputs, %.0f MB of inverses (%.2f of the dense ones)", K,
+                 8e-6 * K * Hinv.storage_per_output(), Hinv.storage_per_output() / float(m) ** 2)
     # the best bound, its mu, its multipliers of the outputs then alive and those outputs
     best = (-np.inf, mu.copy(), y.copy(), np.arange(K))
     history: list[tuple[float, float, float]] = []
