@@ -513,28 +513,13 @@ class _Inverses:
 
     # -- products with the inverses, for the Newton solves
 
-    def spans(self) -> list[slice]:
-        """The outputs split into one contiguous span per thread."""
-        K = self.K
-        cuts = np.linspace(0, K, min(self.threads, max(K, 1)) + 1).astype(int)
-        return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
-
-    def run(self, fn: Callable[[slice], None]) -> None:
-        """``fn(span)`` for every span of :meth:`spans`, on the pool's threads."""
-        spans = self.spans()
-        if self.pool is not None and len(spans) > 1:
-            list(self.pool.map(fn, spans))
-        else:
-            for sl in spans:
-                fn(sl)
-
     def apply(self, h: np.ndarray | None, v: np.ndarray | None = None) -> np.ndarray:
         """``H_k^-1 h_k`` for every output (``h``: records x outputs), or ``H_k^-1 v`` for one
         vector ``v`` when ``h`` is None; records x outputs. The outputs' spans run on the threads."""
         K, m = self.K, self.m
         hT = np.broadcast_to(v, (K, m)) if h is None else np.ascontiguousarray(h.T)
         out = np.empty((K, m))
-        self.run(lambda sl: self.apply_to(sl, hT[sl], out[sl]))
+        _parallel(self.pool, lambda sl: self.apply_to(sl, hT[sl], out[sl]), _blocks(K, self.threads))
         return np.ascontiguousarray(out.T)
 
     def apply_to(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
@@ -679,18 +664,11 @@ class _RowOps:
         self.A = [A[sl] for sl in self.eb]
         self.AT = [AT[sl] for sl in self.rb]
 
-    def _run(self, fn: Callable[[slice], None], blocks: list[slice]) -> None:
-        if self.pool is not None and len(blocks) > 1:
-            list(self.pool.map(fn, blocks))
-        else:
-            for sl in blocks:
-                fn(sl)
-
     def edges(self, fn: Callable[[slice], None]) -> None:
-        self._run(fn, self.eb)
+        _parallel(self.pool, fn, self.eb)
 
     def records(self, fn: Callable[[slice], None]) -> None:
-        self._run(fn, self.rb)
+        _parallel(self.pool, fn, self.rb)
 
     def A_rows(self, sl: slice, X: np.ndarray, out: np.ndarray) -> None:
         """``out = (A X)[sl]`` (``sl`` one of the blocks of mDP rows)."""
@@ -714,8 +692,18 @@ class _RowOps:
 
 
 def _blocks(n: int, parts: int) -> list[slice]:
+    """``range(n)`` in at most ``parts`` contiguous blocks of about equal size (none when empty)."""
     cuts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def _parallel(pool: ThreadPoolExecutor | None, fn: Callable[[slice], None], blocks: list[slice]) -> None:
+    """``fn(block)`` for every block, on the pool's threads when there are several."""
+    if pool is not None and len(blocks) > 1:
+        list(pool.map(fn, blocks))
+    else:
+        for sl in blocks:
+            fn(sl)
 
 
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,

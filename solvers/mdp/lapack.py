@@ -36,8 +36,6 @@ _SIGNATURES = {
                         (_CHR, _CHR, _INT, _INT, _DBL, _DBL, _INT, _DBL, _DBL, _INT)),
     ("blas", "dgemm"): ("void (char *, char *, int *, int *, int *, d *, d *, int *, d *, int *, d *, d *, int *)",
                         (_CHR, _CHR, _INT, _INT, _INT, _DBL, _DBL, _INT, _DBL, _INT, _DBL, _DBL, _INT)),
-    ("blas", "dtrsm"): ("void (char *, char *, char *, char *, int *, int *, d *, d *, int *, d *, int *)",
-                        (_CHR, _CHR, _CHR, _CHR, _INT, _INT, _DBL, _DBL, _INT, _DBL, _INT)),
 }
 
 
@@ -134,22 +132,6 @@ def syrk(c: np.ndarray, a: np.ndarray, alpha: float = 1.0, beta: float = 1.0, lo
     fn(b"L" if lower else b"U", b"N", ctypes.byref(_i(n)), ctypes.byref(_i(k)), ctypes.byref(ctypes.c_double(alpha)),
        ctypes.cast(pa, _DBL), ctypes.byref(_i(lda)), ctypes.byref(ctypes.c_double(beta)), ctypes.cast(pc, _DBL),
        ctypes.byref(_i(ldc)))
-
-
-def trsm_right_lower_t(b: np.ndarray, a: np.ndarray, alpha: float = 1.0) -> None:
-    """``b = alpha b a'^-1`` in place, ``a`` lower triangular (``b``: ``m x n``, ``a``: ``n x n``,
-    both column-major): the rows of ``b`` solved against ``a'`` (``U = W L^-T``)."""
-    m, n = b.shape
-    fn = _routine("blas", "dtrsm")
-    if fn is None:
-        from scipy.linalg import blas
-
-        b[...] = blas.dtrsm(alpha, a, b, side=1, lower=1, trans_a=1)
-        return
-    pb, ldb = _matrix(b, m, n, "trsm b", writable=True)
-    pa, lda = _matrix(a, n, n, "trsm a")
-    fn(b"R", b"L", b"T", b"N", ctypes.byref(_i(m)), ctypes.byref(_i(n)), ctypes.byref(ctypes.c_double(alpha)),
-       ctypes.cast(pa, _DBL), ctypes.byref(_i(lda)), ctypes.cast(pb, _DBL), ctypes.byref(_i(ldb)))
 
 
 def _operand(a: np.ndarray, what: str) -> tuple[bytes, int, int]:
