@@ -11,6 +11,7 @@ import pytest
 from coordinator.cli import main
 from solvers.errors import InputError, VerificationError
 from solvers.mdp.bd import solve_bd
+from solvers.mdp import colgen
 from solvers.mdp.colgen import solve_colgen, undominated_outputs
 from solvers.mdp.datasets import load_dataset
 from solvers.mdp.pmo import build_pmo, solve_direct
@@ -24,8 +25,12 @@ def _gauss_components():
     return p
 
 
+@pytest.mark.parametrize("pricing", ["primal", "dual"])
 @pytest.mark.parametrize("instance", ["gauss_components", "grid_eps10", "grid_eps1_k"])
-def test_columns_decomposition_equals_direct(instance: str) -> None:
+def test_columns_decomposition_equals_direct(instance: str, pricing: str, monkeypatch) -> None:
+    """Both forms of the pricing LP (the LP itself, or its dual: one basis row per record) give
+    the optimum with a certified bound."""
+    monkeypatch.setattr(colgen, "PRICING_DUAL_MIN_RATIO", 0.0 if pricing == "dual" else np.inf)
     if instance == "gauss_components":
         p = _gauss_components()
     elif instance == "grid_eps10":
