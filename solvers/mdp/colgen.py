@@ -203,9 +203,9 @@ PDLP_MAX_NONZEROS = 400_000_000
 #: start's budget under a time limit)
 IPM_ASCENT_SECONDS = 60.0
 #: components with at least this many mDP rows per record price their outputs through the pricing
-#: LP's dual (one basis row per record instead of one per mDP row; gaussian 2,000's component,
-#: 24.6 rows per record: 0.17-0.56 s per warm pricing against 0.62-2.05 s; gaussian 1,000, 12.9:
-#: 60 outputs in 7.6 s against 14.2 s)
+#: LP's dual (one basis row per record instead of one per mDP row; side by side at the same duals,
+#: two workers: gaussian 2,000's component, 24.6 rows per record, 2.1x faster; gaussian 1,000's,
+#: 12.9, 1.1x)
 PRICING_DUAL_MIN_RATIO = 8.0
 IPM_ASCENT_SHARE = 0.2
 #: outputs the ``ipm`` start screens for its first round (fewer when their inverses would not fit in
@@ -532,6 +532,37 @@ def pdlp_start(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: f
     return FirstOrderStart(Q=Q, mu=duals[:m].copy(), Z=np.ascontiguousarray(Z), iterations=iterations, status=status, Y=Y)
 
 
+def output_features(G: np.ndarray, dims: int = 16, seed: int = 0) -> np.ndarray:
+    """Every output's cost column (``G``: records x outputs) projected on ``dims`` fixed random
+    directions (outputs x dims): outputs whose costs are alike are near each other."""
+    R = np.random.default_rng(seed).standard_normal((G.shape[0], dims))
+    return np.ascontiguousarray(G.T @ R)
+
+
+def pricing_chain(F: np.ndarray, js: np.ndarray) -> np.ndarray:
+    """``js`` reordered as a greedy chain of nearest neighbours in the features ``F`` (outputs x
+    dims), starting at ``js[0]``. Pricing along it warm-starts every first pricing of an output from
+    a neighbour's basis: gaussian 1,000, 150 outputs on one worker, 13.0 and 11.9 s against 44.3 and
+    45.9 s in the order of their open shares (side by side, the same bound)."""
+    js = np.asarray(js)
+    if js.size <= 2:
+        return js.copy()
+    X = F[js]
+    left = np.ones(js.size, dtype=bool)
+    order = np.empty(js.size, dtype=np.int64)
+    cur = 0
+    dist = np.empty(js.size)
+    for t in range(js.size):
+        order[t] = cur
+        left[cur] = False
+        if t + 1 == js.size:
+            break
+        np.square(X - X[cur], out=None).sum(axis=1, out=dist)
+        dist[~left] = np.inf
+        cur = int(np.argmin(dist))
+    return js[order]
+
+
 def prune_outputs(Z: np.ndarray, S: np.ndarray, below: float) -> np.ndarray:
     """The outputs ``S`` (columns of ``Z``, records x outputs, a round's primal iterate) that keep
     some entry of at least ``below`` or are some record's largest; in increasing order."""
@@ -645,6 +676,7 @@ class _ComponentCG:
         self.box_widenings = 0  # boxes widened because the boxed master had no solution
         self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
         self.start_rows: np.ndarray | None = None  # the repaired first-order start (m x Kc), a fallback
+        self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
 
     def warm_start(self, Q: np.ndarray) -> None:
         """Take ``Q = G + A'Y`` (records x outputs, from ``Y >= 0``, e.g. :func:`smoothed_dual_ascent`)
@@ -903,9 +935,15 @@ class _ComponentCG:
     def price(self, js: np.ndarray, mu: np.ndarray, tol: float, deadline: float = float("inf")
               ) -> list[tuple[int, np.ndarray | None]]:
         """Price outputs ``js`` at ``mu``; outputs not reached by ``deadline`` are skipped (their stored
-        certificates stay, so every bound stays valid; the caller then stops on the time limit)."""
+        certificates stay, so every bound stays valid; the caller then stops on the time limit).
+
+        The outputs are priced along a chain of nearest neighbours (:func:`pricing_chain`, from
+        ``js[0]``) cut into one stretch per worker: an output priced for the first time starts from
+        the basis its worker left, a neighbour's, which is close to its own."""
         nw = len(self.pricers)
-        parts = [js[w::nw] for w in range(nw)]
+        if self._features is None:
+            self._features = output_features(self.G)
+        parts = np.array_split(pricing_chain(self._features, np.asarray(js)), nw)
 
         def work(w: int) -> list[tuple[int, np.ndarray | None]]:
             out = []

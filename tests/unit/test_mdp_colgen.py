@@ -10,8 +10,8 @@ import pytest
 
 from coordinator.cli import main
 from solvers.errors import InputError, VerificationError
-from solvers.mdp.bd import solve_bd
 from solvers.mdp import colgen
+from solvers.mdp.bd import solve_bd
 from solvers.mdp.colgen import solve_colgen, undominated_outputs
 from solvers.mdp.datasets import load_dataset
 from solvers.mdp.pmo import build_pmo, solve_direct
@@ -120,3 +120,20 @@ def test_mdp_rows_bound_is_valid_for_nonnegative_multipliers_only() -> None:
     assert q_bound > opt
     with pytest.raises(InputError):
         mdp_rows_bound(G, A, Yneg)
+
+
+def test_pricing_chain_walks_to_nearest_neighbours() -> None:
+    """The pricing order: a permutation of the outputs given, from the first one, each next output
+    the nearest not yet visited (on a line: outwards in order, then the far side)."""
+    F = np.array([[0.0], [10.0], [1.0], [3.0], [-2.0], [6.0]])
+    js = np.array([2, 1, 5, 0, 3, 4])
+    order = colgen.pricing_chain(F, js)
+    assert sorted(order.tolist()) == sorted(js.tolist()) and order[0] == 2
+    assert order.tolist() == [2, 0, 4, 3, 5, 1]  # 1 -> 0 -> -2 -> 3 -> 6 -> 10
+    assert colgen.pricing_chain(F, np.array([], dtype=np.int64)).size == 0
+    assert colgen.pricing_chain(F, np.array([3])).tolist() == [3]
+    # features: outputs with alike cost columns are near
+    G = np.array([[1.0, 1.1, 9.0], [2.0, 2.1, 0.5], [3.0, 2.9, 7.0]])
+    Fg = colgen.output_features(G)
+    d = lambda a, b: float(np.linalg.norm(Fg[a] - Fg[b]))
+    assert d(0, 1) < d(0, 2) and d(0, 1) < d(1, 2)
