@@ -199,14 +199,15 @@ PDLP_MIN_SIZE = 2_500
 #: above this many nonzeros in the whole component LP the smoothed dual ascent replaces PDLP (memory)
 PDLP_MAX_NONZEROS = 400_000_000
 
-#: the ``ipm`` start: seconds of smoothed ascent that screen the outputs (at most this share of the
-#: start's budget under a time limit)
-IPM_ASCENT_SECONDS = 60.0
 #: components with at least this many mDP rows per record price their outputs through the pricing
 #: LP's dual (one basis row per record instead of one per mDP row; side by side at the same duals,
 #: two workers: gaussian 2,000's component, 24.6 rows per record, 2.1x faster; gaussian 1,000's,
 #: 12.9, 1.1x)
 PRICING_DUAL_MIN_RATIO = 8.0
+
+#: the ``ipm`` start: seconds of smoothed ascent that screen the outputs (at most this share of the
+#: start's budget under a time limit)
+IPM_ASCENT_SECONDS = 60.0
 IPM_ASCENT_SHARE = 0.2
 #: outputs the ``ipm`` start screens for its first round (fewer when their inverses would not fit in
 #: memory)
@@ -557,7 +558,7 @@ def pricing_chain(F: np.ndarray, js: np.ndarray) -> np.ndarray:
         left[cur] = False
         if t + 1 == js.size:
             break
-        np.square(X - X[cur], out=None).sum(axis=1, out=dist)
+        np.square(X - X[cur]).sum(axis=1, out=dist)
         dist[~left] = np.inf
         cur = int(np.argmin(dist))
     return js[order]
