@@ -213,7 +213,8 @@ IPM_ASCENT_SHARE = 0.2
 #: memory)
 IPM_MAX_OUTPUTS = 200
 #: the ``ipm`` start's output generation: at most this many IPM rounds, each on the outputs of the
-#: last plus those the pricing at its duals finds violated, up to :data:`IPM_MAX_GROWN_OUTPUTS`
+#: last still in use (:data:`IPM_PRUNE_BELOW`) plus those the pricing at its duals finds violated,
+#: up to :data:`IPM_MAX_GROWN_OUTPUTS`
 #: outputs in all (fewer when they would not fit in memory)
 IPM_MAX_ROUNDS = 4
 IPM_MAX_GROWN_OUTPUTS = 400
@@ -944,7 +945,7 @@ class _ComponentCG:
         nw = len(self.pricers)
         if self._features is None:
             self._features = output_features(self.G)
-        parts = np.array_split(pricing_chain(self._features, np.asarray(js)), nw)
+        parts = np.array_split(pricing_chain(self._features, js), nw)
 
         def work(w: int) -> list[tuple[int, np.ndarray | None]]:
             out = []
@@ -1371,7 +1372,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
        Lagrangian bound ``L(mu)``, a valid lower bound on the whole component LP;
     3. when that bound closes the gap, or no output is violated, or the next round would not fit
        in time or memory (:data:`IPM_MAX_GROWN_OUTPUTS`) or :data:`IPM_MAX_ROUNDS` is reached, stop;
-       else ``S`` gains the violated outputs (most violated first) and the next round starts cold.
+       else ``S`` loses the outputs the round left unused (:func:`prune_outputs`) and gains the
+       violated ones (most violated first), and the next round starts cold.
 
     Each round also prices once on the way, when its restricted gap first falls to
     :data:`IPM_PROBE_GAP`: when outputs are violated there and the next round fits, the round stops
