@@ -224,6 +224,25 @@ def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monke
     assert len(entry1["ipm"]["rounds"]) == 1 and entry1["ipm"]["lower_bound"] < opt_c * (1 - 1e-3)
 
 
+def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> None:
+    """The screening ascent stops at :data:`colgen.IPM_ASCENT_ITERATIONS`, not at a time: two runs
+    screen the same outputs and go through the same rounds (with the time cap alone, gaussian 1,000
+    needed two rounds in one run and three in the next)."""
+    p, direct, idx, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
+    monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
+    runs = []
+    for _ in range(2):
+        r = solve_colgen(p, gap=1e-6, dual_ascent=30.0, first_order="ipm")
+        assert_certified_optimum(p, direct, r)
+        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+        info = entry["ipm"]
+        assert info["ascent_iterations"] == 40
+        runs.append([(rd["outputs"], rd["iterations"], rd["violated"], rd["pruned"], rd["lower_bound"])
+                     for rd in info["rounds"]])
+    assert runs[0] == runs[1]
+
+
 def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, monkeypatch) -> None:
     """Between rounds an output leaves when its entries are all small, unless it is some record's
     largest. Pruned too eagerly (a threshold of 1 keeps only the records' favourites), an output the
