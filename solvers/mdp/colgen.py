@@ -65,8 +65,9 @@ import math
 import threading
 import time
 import types
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -1233,7 +1234,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     ascent.append(entry)
                     logger.info("component of %d records: %s start, %d iterations, bound %.10g", idx.size, method,
                                 its, bound)
-            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_: record(ci, lo_, up_),
+            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_, ci=ci: record(ci, lo_, up_),
                                            centre=centre, trust_centre=method == "ipm")
         finally:
             cg.close()
