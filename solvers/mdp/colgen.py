@@ -206,6 +206,13 @@ PDLP_MAX_NONZEROS = 400_000_000
 #: 12.9, 1.1x)
 PRICING_DUAL_MIN_RATIO = 8.0
 
+#: the smoothed ascent's elementwise work is done by this many chunks of mDP rows (a fixed number, so
+#: its sums, and with them its iterates, do not depend on the number of threads), and on threads, when
+#: its iterates have at least :data:`ASCENT_PARALLEL_MIN` entries (below, the threads' overhead
+#: outweighs the work: the test suite, whose components are small, took 1.35x as long)
+ASCENT_CHUNKS = 16
+ASCENT_PARALLEL_MIN = 1_000_000
+
 #: the ``ipm`` start: iterations of smoothed ascent that screen the outputs, and at most this many
 #: seconds (at most this share of the start's budget under a time limit). The iteration cap makes
 #: the screen, and with it the rounds that follow, the same from run to run where it binds first
@@ -318,7 +325,8 @@ def _softmin(Q: np.ndarray, beta: float) -> tuple[float, np.ndarray]:
 
 def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, max_iterations: int = 100_000,
                          check_every: int = 20, Y0: np.ndarray | None = None,
-                         beta: float | None = None, state: dict[str, Any] | None = None) -> tuple[np.ndarray, int]:
+                         beta: float | None = None, state: dict[str, Any] | None = None,
+                         threads: int = 1) -> tuple[np.ndarray, int]:
     """Approximate the mDP-row dual ``max_{Y >= 0} sum_i min_k (G + A'Y)_ik`` by a first-order method.
 
     Accelerated projected gradient ascent (FISTA with gradient restarts) on the entropy-smoothed
@@ -337,15 +345,35 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     the gap left (a large one first undoes the start). The returned ``Q`` is never worse than ``Y0``'s.
     ``state``: a dict that receives the last iterate ``Y`` (float32) and smoothing ``beta``, to go on
     later (``Y0=state["Y"], beta=state["beta"]``).
+
+    ``threads``: the products with ``A`` and ``A'`` and the softmin run by blocks of rows on this
+    many threads (scipy's sparse products and numpy's loops release the GIL); the iterates are the
+    same whatever the number.
     """
     m, K = G.shape
     E = A.shape[0]
     if E == 0 or m == 0 or K == 0:
         return np.array(G, dtype=float), 0
+    threads = max(1, int(threads)) if E * K >= ASCENT_PARALLEL_MIN else 1
+    if threads == 1:
+        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, None, 1)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, pool, threads)
+
+
+def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_iterations: int, check_every: int,
+                          Y0: np.ndarray | None, beta: float | None, state: dict[str, Any] | None,
+                          pool: ThreadPoolExecutor | None, threads: int) -> tuple[np.ndarray, int]:
+    """:func:`smoothed_dual_ascent`'s method."""
+    from solvers.mdp.ipm import _blocks as _ipm_blocks
+    from solvers.mdp.ipm import _RowOps
+
+    m, K = G.shape
+    E = A.shape[0]
     A = sp.csr_matrix(A)
     AT = A.T.tocsr()
     G32 = G.astype(np.float32)
-    A32, AT32 = A.astype(np.float32), AT.astype(np.float32)
+    ops = _RowOps(A.astype(np.float32), AT.astype(np.float32), pool, threads)
     # ||A||_2 by power iteration (a few steps are enough for a first step size; 1.1x margin)
     v = np.ones(m)
     for _ in range(30):
@@ -355,10 +383,19 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     beta0 = 0.025 * float(np.mean(G)) if np.mean(G) > 0 else 1.0
     beta = beta0 if beta is None or not beta > 0 else min(float(beta), beta0)
 
+    Qs = np.empty((m, K), dtype=np.float32)
+
     def smooth(Yv: np.ndarray) -> tuple[float, np.ndarray]:
-        Q = AT32 @ Yv
-        Q += G32
-        return _softmin(Q, beta)
+        # G + A'Y and its softmin, by blocks of records on the threads (each row as on one thread)
+        parts: list[float] = []
+
+        def rows(sl: slice) -> None:
+            ops.AT_rows(sl, Yv, Qs[sl])
+            Qs[sl] += G32[sl]
+            parts.append(_softmin(Qs[sl], beta)[0])
+
+        ops.records(rows)
+        return math.fsum(parts), Qs
 
     if Y0 is None:
         Y = np.zeros((E, K), dtype=np.float32)
@@ -374,6 +411,45 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     tmp = np.zeros_like(Y)
     t = 1.0
     step = beta / lip_a  # 1/L for the smoothed objective; adapted by backtracking below
+    coef = np.float32(0.0)
+    # the elementwise work on the E x K iterates, fused by chunks of mDP rows on the threads; the
+    # chunks (and so the sums of their dot products) do not depend on the number of threads
+    chunks = _ipm_blocks(E, ASCENT_CHUNKS if E * K >= ASCENT_PARALLEL_MIN else 1)
+
+    def on_chunks(fn: Callable[[slice], tuple[float, float]]) -> np.ndarray:
+        out = np.zeros((len(chunks), 2))
+
+        def run(c: int) -> None:
+            out[c] = fn(chunks[c])
+
+        if pool is None:
+            for c in range(len(chunks)):
+                run(c)
+        else:
+            list(pool.map(run, range(len(chunks))))
+        return out.sum(axis=0)
+
+    def trial(sl: slice) -> tuple[float, float]:
+        """``Y_new = max(V + step grad, 0)``, ``tmp = Y_new - V``; ``grad'tmp`` and ``tmp'tmp``."""
+        yn, tm, g = Y_new[sl], tmp[sl], grad[sl]
+        np.multiply(g, np.float32(step), out=yn)
+        yn += V[sl]
+        np.maximum(yn, 0.0, out=yn)
+        np.subtract(yn, V[sl], out=tm)
+        return float(np.vdot(g, tm)), float(np.vdot(tm, tm))
+
+    def gain(sl: slice) -> tuple[float, float]:
+        """``tmp = Y_new - Y``; ``grad'tmp``."""
+        tm = tmp[sl]
+        np.subtract(Y_new[sl], Y[sl], out=tm)
+        return float(np.vdot(grad[sl], tm)), 0.0
+
+    def momentum(sl: slice) -> tuple[float, float]:
+        """``V = Y_new + coef tmp``."""
+        v = V[sl]
+        np.multiply(tmp[sl], coef, out=v)
+        v += Y_new[sl]
+        return 0.0, 0.0
     prev_phi = -np.inf
     since_beta = 0
     it = 0
@@ -381,28 +457,24 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
         it += 1
         since_beta += 1
         phi_v, P = smooth(V)  # P: row-wise softmax weights
-        grad = A32 @ P
+        grad = ops.A_all(P)
         for _halving in range(60):
             # preallocated E x K buffers from here on: fresh temporaries of that size cost page faults
-            np.multiply(grad, np.float32(step), out=Y_new)
-            Y_new += V
-            np.maximum(Y_new, 0.0, out=Y_new)
-            np.subtract(Y_new, V, out=tmp)
+            up, sq = on_chunks(trial)
             phi_new, _ = smooth(Y_new)
             # sufficient ascent for a concave function with a step-size curvature model
-            if phi_new >= phi_v + float(np.vdot(grad, tmp)) - float(np.vdot(tmp, tmp)) / (2.0 * step) - 1e-7 * abs(phi_v):
+            if phi_new >= phi_v + up - sq / (2.0 * step) - 1e-7 * abs(phi_v):
                 break
             step *= 0.5
         else:
             break  # no ascent even for a vanishing step (non-finite values): keep the best bound so far
-        np.subtract(Y_new, Y, out=tmp)
-        if float(np.vdot(grad, tmp)) < 0.0:  # restart the momentum
+        if on_chunks(gain)[0] < 0.0:  # restart the momentum
             t = 1.0
             V[...] = Y
             continue
         t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        np.multiply(tmp, np.float32((t - 1.0) / t_new), out=V)
-        V += Y_new
+        coef = np.float32((t - 1.0) / t_new)
+        on_chunks(momentum)
         Y, Y_new = Y_new, Y
         t = t_new
         step *= 1.1
@@ -1226,7 +1298,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                         entry["columns"] = cg.add_primal_columns(start.Z)
                         centre = start.mu
                 else:
-                    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget))
+                    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget), threads=len(cg.pricers))
                 if q is not None:
                     bound = float(q.min(axis=1).sum())
                     cg.warm_start(q)
@@ -1289,7 +1361,7 @@ def _ascend_from(cg: _ComponentCG, q_before: np.ndarray, Y0: np.ndarray, beta: f
     ``Y0``, or of an earlier iterate) and what it did (iterations, seconds, bounds)."""
     t = time.perf_counter()
     before = float(q_before.min(axis=1).sum())
-    q, its = smoothed_dual_ascent(cg.G, cg.A, deadline, Y0=Y0, beta=beta)
+    q, its = smoothed_dual_ascent(cg.G, cg.A, deadline, Y0=Y0, beta=beta, threads=len(cg.pricers))
     after = float(q.min(axis=1).sum())
     if after < before:  # the ascent starts from Y0 rounded to float32: never lose a hair of the bound
         q, after = q_before, before
@@ -1309,7 +1381,7 @@ def _screened_start(cg: _ComponentCG, ta: float, budget: float, deadline: float,
     resume = SCREEN_RESUME_SHARE * budget
     state: dict[str, Any] = {}
     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + SCREEN_ASCENT_SHARE * budget),
-                                  state=state if resume > 0 else None)
+                                  state=state if resume > 0 else None, threads=len(cg.pricers))
     info = _screened_primal(cg, q, min(deadline, ta + budget - resume), tolerance)
     if resume > 0 and "Y" in state and time.perf_counter() < end:
         q, info["ascent_after"] = _ascend_from(cg, q, state.pop("Y"), state["beta"], end, "after the screened PDLP")
@@ -1392,7 +1464,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     from solvers.mdp.ipm import structured_ipm
 
     ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
-    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ascent_end), max_iterations=IPM_ASCENT_ITERATIONS)
+    q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ascent_end), max_iterations=IPM_ASCENT_ITERATIONS,
+                                  threads=len(cg.pricers))
     info: dict[str, Any] = {"ascent_iterations": its, "ascent_seconds": time.perf_counter() - ta,
                             "ascent_bound": float(q.min(axis=1).sum())}
     # without the IPM: the ascent's certificate, the trivial centre, no columns

@@ -169,6 +169,28 @@ def test_ascent_from_pdlp_duals_raises_a_valid_bound(instance) -> None:
         cg.close()
 
 
+def test_the_ascent_on_threads_is_the_ascent_on_one(instance, monkeypatch) -> None:
+    """The smoothed ascent's products and softmin run by blocks of rows on the threads: the same
+    iterates, so the same certificate to the bit, whatever the number of threads (and below the
+    optimum: weak duality). The instance is small, so the size from which threads are used is
+    lowered."""
+    monkeypatch.setattr(colgen, "ASCENT_PARALLEL_MIN", 0)
+    p, _, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        state1: dict = {}
+        state2: dict = {}
+        q1, its1 = colgen.smoothed_dual_ascent(cg.G, cg.A, np.inf, max_iterations=120, state=state1)
+        q2, its2 = colgen.smoothed_dual_ascent(cg.G, cg.A, np.inf, max_iterations=120, state=state2, threads=2)
+        q3, _ = colgen.smoothed_dual_ascent(cg.G, cg.A, np.inf, max_iterations=120, threads=3)
+        assert its1 == its2 == 120
+        assert np.array_equal(q1, q2) and np.array_equal(q1, q3)
+        assert np.array_equal(state1["Y"], state2["Y"]) and state1["beta"] == state2["beta"]
+        assert float(q1.min(axis=1).sum()) <= opt_c * (1 + 1e-9)
+    finally:
+        cg.close()
+
+
 def test_too_large_for_pdlp_falls_back_to_the_screened_start(instance, monkeypatch) -> None:
     """A PDLP start whose whole LP is too large becomes the screened start; when not even one
     output's LP fits, its PDLP is skipped and only the ascent runs."""
