@@ -216,8 +216,8 @@ ASCENT_PARALLEL_MIN = 1_000_000
 #: the ``ipm`` start: iterations of smoothed ascent that screen the outputs, and at most this many
 #: seconds (at most this share of the start's budget under a time limit). The iteration cap makes
 #: the screen, and with it the rounds that follow, the same from run to run where it binds first
-#: (gaussian 1,000: 300 iterations in about 45 s; with the time cap alone, 364-417 iterations in
-#: 60 s, and two or three rounds, from run to run)
+#: (gaussian 1,000: 300 iterations in about 27 s on two threads, 40-49 s on one; with the time cap
+#: alone, 364-417 iterations in 60 s on one thread, and two or three rounds, from run to run)
 IPM_ASCENT_ITERATIONS = 300
 IPM_ASCENT_SECONDS = 60.0
 IPM_ASCENT_SHARE = 0.2
@@ -346,9 +346,10 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     ``state``: a dict that receives the last iterate ``Y`` (float32) and smoothing ``beta``, to go on
     later (``Y0=state["Y"], beta=state["beta"]``).
 
-    ``threads``: the products with ``A`` and ``A'`` and the softmin run by blocks of rows on this
-    many threads (scipy's sparse products and numpy's loops release the GIL); the iterates are the
-    same whatever the number.
+    ``threads``: the products with ``A`` and ``A'`` and the softmin run by blocks of rows, and the
+    elementwise updates of the iterates by :data:`ASCENT_CHUNKS` fixed chunks of mDP rows, on this
+    many threads (scipy's sparse products and numpy's loops release the GIL), when the iterates have
+    at least :data:`ASCENT_PARALLEL_MIN` entries; the iterates are the same whatever the number.
     """
     m, K = G.shape
     E = A.shape[0]
