@@ -355,17 +355,21 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     E = A.shape[0]
     if E == 0 or m == 0 or K == 0:
         return np.array(G, dtype=float), 0
-    threads = max(1, int(threads)) if E * K >= ASCENT_PARALLEL_MIN else 1
+    # the chunks depend on the size only, so the iterates do not depend on the threads
+    big = E * K >= ASCENT_PARALLEL_MIN
+    n_chunks = ASCENT_CHUNKS if big else 1
+    threads = max(1, int(threads)) if big else 1
     if threads == 1:
-        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, None, 1)
+        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, None, 1, n_chunks)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, pool, threads)
+        return _smoothed_dual_ascent(G, A, deadline, max_iterations, check_every, Y0, beta, state, pool, threads,
+                                     n_chunks)
 
 
 def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_iterations: int, check_every: int,
                           Y0: np.ndarray | None, beta: float | None, state: dict[str, Any] | None,
-                          pool: ThreadPoolExecutor | None, threads: int) -> tuple[np.ndarray, int]:
-    """:func:`smoothed_dual_ascent`'s method."""
+                          pool: ThreadPoolExecutor | None, threads: int, n_chunks: int) -> tuple[np.ndarray, int]:
+    """:func:`smoothed_dual_ascent`'s method, its elementwise work in ``n_chunks`` chunks of mDP rows."""
     from solvers.mdp.ipm import _blocks as _ipm_blocks
     from solvers.mdp.ipm import _RowOps
 
@@ -415,20 +419,12 @@ def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_
     coef = np.float32(0.0)
     # the elementwise work on the E x K iterates, fused by chunks of mDP rows on the threads; the
     # chunks (and so the sums of their dot products) do not depend on the number of threads
-    chunks = _ipm_blocks(E, ASCENT_CHUNKS if E * K >= ASCENT_PARALLEL_MIN else 1)
+    chunks = _ipm_blocks(E, n_chunks)
 
     def on_chunks(fn: Callable[[slice], tuple[float, float]]) -> np.ndarray:
-        out = np.zeros((len(chunks), 2))
-
-        def run(c: int) -> None:
-            out[c] = fn(chunks[c])
-
-        if pool is None:
-            for c in range(len(chunks)):
-                run(c)
-        else:
-            list(pool.map(run, range(len(chunks))))
-        return out.sum(axis=0)
+        """``fn`` on every chunk, its two numbers summed in chunk order (``map`` keeps the order)."""
+        parts = list(pool.map(fn, chunks)) if pool is not None and len(chunks) > 1 else [fn(c) for c in chunks]
+        return np.asarray(parts, dtype=float).sum(axis=0)
 
     def trial(sl: slice) -> tuple[float, float]:
         """``Y_new = max(V + step grad, 0)``, ``tmp = Y_new - V``; ``grad'tmp`` and ``tmp'tmp``."""

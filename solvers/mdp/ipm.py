@@ -680,13 +680,13 @@ class _RowOps:
 
     def AT_all(self, Y: np.ndarray) -> np.ndarray:
         """``A' Y`` (in ``Y``'s precision)."""
-        out = np.empty((self.m, Y.shape[1]), dtype=np.result_type(Y, self.AT[0] if self.AT else Y))
+        out = np.empty((self.m, Y.shape[1]), dtype=np.result_type(Y.dtype, *(b.dtype for b in self.AT[:1])))
         self.records(lambda sl: self.AT_rows(sl, Y, out[sl]))
         return out
 
     def A_all(self, X: np.ndarray) -> np.ndarray:
         """``A X`` (in ``X``'s precision)."""
-        out = np.empty((self.E, X.shape[1]), dtype=np.result_type(X, self.A[0] if self.A else X))
+        out = np.empty((self.E, X.shape[1]), dtype=np.result_type(X.dtype, *(b.dtype for b in self.A[:1])))
         self.edges(lambda sl: self.A_rows(sl, X, out[sl]))
         return out
 
