@@ -370,15 +370,14 @@ def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_
                           Y0: np.ndarray | None, beta: float | None, state: dict[str, Any] | None,
                           pool: ThreadPoolExecutor | None, threads: int, n_chunks: int) -> tuple[np.ndarray, int]:
     """:func:`smoothed_dual_ascent`'s method, its elementwise work in ``n_chunks`` chunks of mDP rows."""
-    from solvers.mdp.ipm import _blocks as _ipm_blocks
-    from solvers.mdp.ipm import _RowOps
+    from solvers.mdp.rowops import RowOps, row_blocks
 
     m, K = G.shape
     E = A.shape[0]
     A = sp.csr_matrix(A)
     AT = A.T.tocsr()
     G32 = G.astype(np.float32)
-    ops = _RowOps(A.astype(np.float32), AT.astype(np.float32), pool, threads)
+    ops = RowOps(A.astype(np.float32), AT.astype(np.float32), pool, threads)
     # ||A||_2 by power iteration (a few steps are enough for a first step size; 1.1x margin)
     v = np.ones(m)
     for _ in range(30):
@@ -419,7 +418,7 @@ def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_
     coef = np.float32(0.0)
     # the elementwise work on the E x K iterates, fused by chunks of mDP rows on the threads; the
     # chunks (and so the sums of their dot products) do not depend on the number of threads
-    chunks = _ipm_blocks(E, n_chunks)
+    chunks = row_blocks(E, n_chunks)
 
     def on_chunks(fn: Callable[[slice], tuple[float, float]]) -> np.ndarray:
         """``fn`` on every chunk, its two numbers summed in chunk order (``map`` keeps the order)."""

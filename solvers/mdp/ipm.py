@@ -34,7 +34,6 @@ primal iterate that the caller repairs and verifies.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from scipy.linalg import lapack
 
 from solvers.errors import InputError
 from solvers.mdp import lapack as lapack_nogil
+from solvers.mdp.rowops import RowOps, row_blocks, run_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -519,7 +519,7 @@ class _Inverses:
         K, m = self.K, self.m
         hT = np.broadcast_to(v, (K, m)) if h is None else np.ascontiguousarray(h.T)
         out = np.empty((K, m))
-        _parallel(self.pool, lambda sl: self.apply_to(sl, hT[sl], out[sl]), _blocks(K, self.threads))
+        run_blocks(self.pool, lambda sl: self.apply_to(sl, hT[sl], out[sl]), row_blocks(K, self.threads))
         return np.ascontiguousarray(out.T)
 
     def apply_to(self, sl: slice, h: np.ndarray, out: np.ndarray) -> None:
@@ -551,7 +551,7 @@ class _Newton:
     column per output: records x outputs (``z``, ``w``) and mDP rows x outputs (``s``, ``y``), so
     the products with ``A`` and ``A'`` read and write them in place, split by rows over the threads."""
 
-    def __init__(self, ops: _RowOps, Hinv: _Inverses, Lm: np.ndarray, theta: np.ndarray, z: np.ndarray,
+    def __init__(self, ops: RowOps, Hinv: _Inverses, Lm: np.ndarray, theta: np.ndarray, z: np.ndarray,
                  s: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         self.ops, self.Hinv, self.Lm, self.theta = ops, Hinv, Lm, theta
         self.z, self.s, self.y, self.w = z, s, y, w
@@ -650,62 +650,6 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.vdot(a, b))
 
 
-class _RowOps:
-    """The products with ``A`` (mDP rows x records) and ``A'`` and the elementwise work on arrays
-    with one column per output, split by blocks of rows over the pool's threads (scipy's sparse
-    products and numpy's elementwise loops run without the GIL)."""
-
-    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, pool: ThreadPoolExecutor | None, threads: int) -> None:
-        self.pool = pool
-        E, m = A.shape
-        self.E, self.m = E, m
-        self.eb = _blocks(E, threads)
-        self.rb = _blocks(m, threads)
-        self.A = [A[sl] for sl in self.eb]
-        self.AT = [AT[sl] for sl in self.rb]
-
-    def edges(self, fn: Callable[[slice], None]) -> None:
-        _parallel(self.pool, fn, self.eb)
-
-    def records(self, fn: Callable[[slice], None]) -> None:
-        _parallel(self.pool, fn, self.rb)
-
-    def A_rows(self, sl: slice, X: np.ndarray, out: np.ndarray) -> None:
-        """``out = (A X)[sl]`` (``sl`` one of the blocks of mDP rows)."""
-        out[...] = self.A[self.eb.index(sl)] @ X
-
-    def AT_rows(self, sl: slice, Y: np.ndarray, out: np.ndarray) -> None:
-        """``out = (A' Y)[sl]`` (``sl`` one of the blocks of records)."""
-        out[...] = self.AT[self.rb.index(sl)] @ Y
-
-    def AT_all(self, Y: np.ndarray) -> np.ndarray:
-        """``A' Y`` (in ``Y``'s precision)."""
-        out = np.empty((self.m, Y.shape[1]), dtype=np.result_type(Y.dtype, *(b.dtype for b in self.AT[:1])))
-        self.records(lambda sl: self.AT_rows(sl, Y, out[sl]))
-        return out
-
-    def A_all(self, X: np.ndarray) -> np.ndarray:
-        """``A X`` (in ``X``'s precision)."""
-        out = np.empty((self.E, X.shape[1]), dtype=np.result_type(X.dtype, *(b.dtype for b in self.A[:1])))
-        self.edges(lambda sl: self.A_rows(sl, X, out[sl]))
-        return out
-
-
-def _blocks(n: int, parts: int) -> list[slice]:
-    """``range(n)`` in at most ``parts`` contiguous blocks of about equal size (none when empty)."""
-    cuts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(int)
-    return [slice(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b > a]
-
-
-def _parallel(pool: ThreadPoolExecutor | None, fn: Callable[[slice], None], blocks: list[slice]) -> None:
-    """``fn(block)`` for every block, on the pool's threads when there are several."""
-    if pool is not None and len(blocks) > 1:
-        list(pool.map(fn, blocks))
-    else:
-        for sl in blocks:
-            fn(sl)
-
-
 def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, tolerance: float = 1e-8,
                    max_iterations: int = 200, probe_gap: float = 0.0,
                    probe: Callable[[np.ndarray], bool] | None = None, threads: int = 1) -> IPMResult:
@@ -757,7 +701,7 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     G = G[order]
     A = sp.csr_matrix(A[:, order])
     src, tgt = rank[src], rank[tgt]
-    ops = _RowOps(A, A.T.tocsr(), pool, threads)
+    ops = RowOps(A, A.T.tocsr(), pool, threads)
     # H_k = A' diag(theta_k) A + diag(d_k): its diagonal and its lower off-diagonal entries are
     # linear in theta_k, precomputed as sparse maps
     rows_e = np.arange(E)

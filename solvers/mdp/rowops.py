@@ -1,0 +1,73 @@
+"""Products with the mDP rows ``A`` (mDP rows x records) and ``A'`` by blocks of rows on a thread pool.
+
+Shared by the structured interior-point method (:mod:`solvers.mdp.ipm`) and the smoothed dual
+ascent (:mod:`solvers.mdp.colgen`): scipy's sparse products and numpy's elementwise loops run
+without the GIL, so blocks of rows on threads use the cores.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["RowOps", "row_blocks", "run_blocks"]
+
+
+class RowOps:
+    """The products with ``A`` (mDP rows x records) and ``A'`` and the elementwise work on arrays
+    with one column per output, split by blocks of rows over the pool's threads (scipy's sparse
+    products and numpy's elementwise loops run without the GIL)."""
+
+    def __init__(self, A: sp.csr_matrix, AT: sp.csr_matrix, pool: ThreadPoolExecutor | None, threads: int) -> None:
+        self.pool = pool
+        E, m = A.shape
+        self.E, self.m = E, m
+        self.eb = row_blocks(E, threads)
+        self.rb = row_blocks(m, threads)
+        self.A = [A[sl] for sl in self.eb]
+        self.AT = [AT[sl] for sl in self.rb]
+
+    def edges(self, fn: Callable[[slice], None]) -> None:
+        run_blocks(self.pool, fn, self.eb)
+
+    def records(self, fn: Callable[[slice], None]) -> None:
+        run_blocks(self.pool, fn, self.rb)
+
+    def A_rows(self, sl: slice, X: np.ndarray, out: np.ndarray) -> None:
+        """``out = (A X)[sl]`` (``sl`` one of the blocks of mDP rows)."""
+        out[...] = self.A[self.eb.index(sl)] @ X
+
+    def AT_rows(self, sl: slice, Y: np.ndarray, out: np.ndarray) -> None:
+        """``out = (A' Y)[sl]`` (``sl`` one of the blocks of records)."""
+        out[...] = self.AT[self.rb.index(sl)] @ Y
+
+    def AT_all(self, Y: np.ndarray) -> np.ndarray:
+        """``A' Y`` (in ``Y``'s precision)."""
+        out = np.empty((self.m, Y.shape[1]), dtype=np.result_type(Y.dtype, *(b.dtype for b in self.AT[:1])))
+        self.records(lambda sl: self.AT_rows(sl, Y, out[sl]))
+        return out
+
+    def A_all(self, X: np.ndarray) -> np.ndarray:
+        """``A X`` (in ``X``'s precision)."""
+        out = np.empty((self.E, X.shape[1]), dtype=np.result_type(X.dtype, *(b.dtype for b in self.A[:1])))
+        self.edges(lambda sl: self.A_rows(sl, X, out[sl]))
+        return out
+
+
+def row_blocks(n: int, parts: int) -> list[slice]:
+    """``range(n)`` in at most ``parts`` contiguous blocks of about equal size (none when empty)."""
+    cuts = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(int)
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def run_blocks(pool: ThreadPoolExecutor | None, fn: Callable[[slice], None], blocks: list[slice]) -> None:
+    """``fn(block)`` for every block, on the pool's threads when there are several."""
+    if pool is not None and len(blocks) > 1:
+        list(pool.map(fn, blocks))
+    else:
+        for sl in blocks:
+            fn(sl)
