@@ -26,7 +26,12 @@ independent HiGHS LP that grows its cut pool with ``addRows`` and re-solves from
 previous basis (warm start). Blocks are solved in parallel (threads; HiGHS releases the
 GIL), each from its previous basis after ``changeRowsBounds``. The lower bound is the
 master's optimal value; the upper bound comes from a caller-supplied function that turns
-``(x^, y^)`` into a feasible, verified solution and returns its objective.
+``(x^, y^)`` into a feasible, verified solution and returns its objective. Optionally a second
+function does the same on iterations with infeasible blocks, from their phase-1 solutions
+(a caller with an exact repair, such as the mDP engine's, then has an upper bound from the first
+iteration on). A block on which every HiGHS fallback fails gives no cut in that iteration; the
+run goes on with the other blocks' cuts and stops (``numerical_trouble``) only when no block
+gives one.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,7 +50,7 @@ import scipy.sparse as sp
 from solvers.errors import SolverError
 from solvers.lp.highs import new_highs
 
-__all__ = ["RowBlock", "LinkedRows", "MasterSpec", "SubproblemSpec", "BendersIteration", "BendersResult", "BendersEngine"]
+__all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +76,7 @@ class RowBlock:
         return sp.csr_matrix((self.value, self.index, self.starts), shape=(self.n_rows, n_cols))
 
     @staticmethod
-    def empty() -> "RowBlock":
+    def empty() -> RowBlock:
         z = np.zeros(0)
         return RowBlock(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), z, z, z)
 
@@ -128,6 +134,7 @@ class BendersIteration:
     seconds: float
     n_optimality_cuts: int
     n_feasibility_cuts: int
+    n_failed_blocks: int = 0  # blocks on which every HiGHS fallback failed (no cut from them)
 
 
 @dataclass(frozen=True)
@@ -308,8 +315,10 @@ class _Block:
             self.h1.changeRowsBounds(n_l, self.linked_rows, lo, ub)
         status1 = _run(self.h1, f"phase-1 of Benders block {self.spec.name}")
         violation = 0.0
+        y1: np.ndarray | None = None  # the phase-1 solution: a best-effort y for an upper bound
         if status1 == "Optimal":
             sol = self.h1.getSolution()
+            y1 = np.clip(np.asarray(sol.col_value, dtype=float)[: self.n_y], 0.0, self.spec.upper)
             pi = np.asarray(sol.row_dual, dtype=float)
             cost1 = np.zeros(self.n_y)
             alpha, vars_, beta = self._cut(pi, upper_now, cost1, self.spec.upper, self.AT, pi_floor=-1.0)
@@ -320,7 +329,7 @@ class _Block:
         # the Farkas value is relative to the size of its terms (x^ may live at 1e-9 scales)
         if violation > 1e-9 * scale and violation > 0:
             self.solve_seconds += time.perf_counter() - t0
-            return {"feasible": False, "alpha": alpha, "vars": vars_, "beta": beta, "violation": violation}
+            return {"feasible": False, "alpha": alpha, "vars": vars_, "beta": beta, "violation": violation, "y": y1}
         # Infeasible only within the solvers' tolerances (x^ sits on the feasibility boundary):
         # first re-solve with the linked bounds relaxed by a hair (the cut below still uses the
         # exact bounds, so it stays valid; the caller repairs the solution exactly).
@@ -347,9 +356,15 @@ class _Block:
             self.h2 = self._build_phase1(elastic=True)
         if n_l:
             self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status2 = _run(self.h2, f"elastic Benders block {self.spec.name}")
-        if status2 != "Optimal":
-            raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
+        try:
+            status2 = _run(self.h2, f"elastic Benders block {self.spec.name}")
+            if status2 != "Optimal":
+                raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
+        except SolverError as exc:
+            # every fallback failed (seen on Rome at eps 10/km, whose rows span 1 to e^20): no cut
+            # from this block this time; the phase-1 solution still serves the upper bound
+            self.solve_seconds += time.perf_counter() - t0
+            return {"feasible": False, "failed": str(exc), "y": y1}
         sol = self.h2.getSolution()
         y = np.asarray(sol.col_value, dtype=float)[: self.n_y]
         pi = np.asarray(sol.row_dual, dtype=float)
@@ -431,16 +446,25 @@ class BendersEngine:
         ``f(x, ys) -> (objective, payload)`` turning a master solution and the blocks'
         optimal solutions into a feasible, verified solution; called whenever every block
         is feasible. It may raise to signal a failed verification.
+    repair_upper_bound_fn:
+        Optional ``f(x, ys, feasible) -> (objective, payload)`` for the other iterations: ``ys``
+        holds the feasible blocks' solutions and, for an infeasible block (``feasible[b]`` False),
+        its phase-1 solution (``None`` when there is none); the function must repair them into a
+        feasible solution. Without it no upper bound is found until an iteration has every block
+        feasible.
     workers:
         Threads for the blocks.
     """
 
     def __init__(self, master: MasterSpec, blocks: Sequence[SubproblemSpec], *,
                  upper_bound_fn: Callable[[np.ndarray, list[np.ndarray]], tuple[float, Any]],
+                 repair_upper_bound_fn: Callable[[np.ndarray, list[np.ndarray | None], list[bool]], tuple[float, Any]]
+                 | None = None,
                  workers: int = 2):
         self.master = master
         self.specs = list(blocks)
         self.upper_bound_fn = upper_bound_fn
+        self.repair_upper_bound_fn = repair_upper_bound_fn
         self.workers = max(1, int(workers))
 
     def _components(self) -> list[tuple[np.ndarray, np.ndarray, list[int]]]:
@@ -517,6 +541,7 @@ class BendersEngine:
         master_seconds = 0.0
         ub_seconds = 0.0
         error_text = ""
+        failed_solves = 0
         pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
         try:
             for it in range(1, max_iterations + 1):
@@ -541,11 +566,16 @@ class BendersEngine:
                     status = "numerical_trouble"
                     error_text = str(exc)
                     break
-                n_opt = n_feas = 0
+                n_opt = n_feas = n_failed = 0
                 all_feasible = all(r["feasible"] for r in results)
                 for b, res in zip(linked_ids, results):
                     comp = comps[comp_of_block[b]]
-                    if res["feasible"]:
+                    if res.get("failed"):
+                        n_failed += 1
+                        error_text = res["failed"]
+                        logger.warning("Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name,
+                                       res["failed"])
+                    elif res["feasible"]:
                         cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
                         if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
                             comp.add_cut(b, res["alpha"], res["vars"], res["beta"])
@@ -554,18 +584,21 @@ class BendersEngine:
                         comp.add_cut(None, res["alpha"], res["vars"], res["beta"])
                         n_feas += 1
                 total_cuts += n_opt + n_feas
-                if all_feasible:
+                failed_solves += n_failed
+                if all_feasible or self.repair_upper_bound_fn is not None:
                     tu = time.perf_counter()
-                    ys: list[np.ndarray] = []
                     by_id = dict(zip(linked_ids, results))
-                    for b in range(len(blocks)):
-                        ys.append(fixed_y[b] if b in fixed_y else by_id[b]["y"])
-                    ub_val, payload = self.upper_bound_fn(x_all.copy(), ys)
+                    ys = [fixed_y[b] if b in fixed_y else by_id[b].get("y") for b in range(len(blocks))]
+                    if all_feasible:
+                        ub_val, payload = self.upper_bound_fn(x_all.copy(), ys)
+                    else:
+                        feasible = [b in fixed_y or bool(by_id[b]["feasible"]) for b in range(len(blocks))]
+                        ub_val, payload = self.repair_upper_bound_fn(x_all.copy(), ys, feasible)
                     ub_seconds += time.perf_counter() - tu
                     if ub_val < upper:
                         upper, best_payload = ub_val, payload
                 elapsed = time.perf_counter() - t0
-                rec = BendersIteration(it, lower, upper, elapsed, n_opt, n_feas)
+                rec = BendersIteration(it, lower, upper, elapsed, n_opt, n_feas, n_failed)
                 history.append(rec)
                 if progress is not None:
                     progress(rec)
@@ -574,7 +607,7 @@ class BendersEngine:
                     status = "optimal"
                     break
                 if n_opt + n_feas == 0:
-                    status = "stalled"
+                    status = "numerical_trouble" if n_failed else "stalled"
                     break
                 if elapsed > time_limit:
                     status = "time_limit"
@@ -589,5 +622,5 @@ class BendersEngine:
             master_component_sizes=tuple(sorted((int(c.n_x) for c in comps), reverse=True)), total_cuts=total_cuts,
             details={"master_seconds": master_seconds, "block_seconds": sum(b.solve_seconds for b in blocks),
                      "upper_bound_seconds": ub_seconds, "n_blocks": len(blocks), "n_independent_blocks": len(fixed_y),
-                     "error": error_text},
+                     "failed_block_solves": failed_solves, "error": error_text},
         )

@@ -78,3 +78,64 @@ def test_feasibility_cuts_are_used_when_blocks_start_infeasible() -> None:
             assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
             return
     pytest.fail("no instance needed a feasibility cut; the test lost its purpose")
+
+
+def _infeasible_first_instance():
+    """An instance whose first master solution leaves some block infeasible."""
+    for seed in range(40):
+        master, blocks, ref = _instance(seed, n_x=4, n_blocks=3, n_y=2)
+        res = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys: (0.0, None)).run(gap=1e-9, max_iterations=1)
+        if res.history[0].n_feasibility_cuts:
+            return master, blocks, ref
+    pytest.fail("no instance starts with an infeasible block; the tests lost their purpose")
+
+
+def test_the_repair_function_gives_an_upper_bound_while_blocks_are_infeasible() -> None:
+    master, blocks, ref = _infeasible_first_instance()
+    seen: list[list[np.ndarray | None]] = []
+
+    def exact(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
+        return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), "exact"
+
+    def repaired(x: np.ndarray, ys: list[np.ndarray | None], feasible: list[bool]) -> tuple[float, object]:
+        assert not all(feasible) and len(feasible) == len(blocks)
+        seen.append(ys)
+        return ref.fun + 1.0, "repaired"  # any feasible solution's value will do here
+
+    res = BendersEngine(master, blocks, upper_bound_fn=exact, repair_upper_bound_fn=repaired).run(gap=1e-9)
+    assert res.history[0].upper == pytest.approx(ref.fun + 1.0)  # an upper bound from iteration 1 on
+    assert seen and all(y is not None and y.shape == b.cost.shape and np.all((y >= 0) & (y <= b.upper))
+                        for ys in seen for y, b in zip(ys, blocks))  # phase-1 solutions, in the box
+    assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9) and res.best_payload == "exact"
+    # without it, no upper bound until every block is feasible
+    res = BendersEngine(master, blocks, upper_bound_fn=exact).run(gap=1e-9)
+    assert res.history[0].upper == np.inf and res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
+
+
+def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from solvers.benders import engine
+
+    master, blocks, ref = _instance(3)
+    calls = {"n": 0}
+    solve = engine._Block.solve
+
+    def flaky(self, x):  # every HiGHS fallback failing on block b1, the first time or always
+        if self.spec.name == "b1" and (always or calls["n"] == 0):
+            calls["n"] += 1
+            return {"feasible": False, "failed": "HiGHS failed on elastic Benders block b1 (test)", "y": None}
+        return solve(self, x)
+
+    def ub(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
+        return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None
+
+    monkeypatch.setattr(engine._Block, "solve", flaky)
+    always = False
+    res = BendersEngine(master, blocks, upper_bound_fn=ub).run(gap=1e-9, max_iterations=300)
+    assert res.history[0].n_failed_blocks == 1 and res.details["failed_block_solves"] == 1
+    assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)  # the later iterations made up for it
+    always = True
+    res = BendersEngine(master, blocks, upper_bound_fn=ub).run(gap=1e-9, max_iterations=300)
+    # no exception: the run stops when no block gives a cut, with valid bounds and the error
+    assert res.status == "numerical_trouble" and "b1 (test)" in res.details["error"]
+    assert res.lower_bound <= ref.fun + 1e-9 and res.upper_bound == np.inf
+    assert all(h.n_failed_blocks == 1 for h in res.history)
