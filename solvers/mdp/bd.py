@@ -58,6 +58,9 @@ __all__ = ["build_bd_model", "solve_bd"]
 
 logger = logging.getLogger(__name__)
 
+#: Property 3.2 rows ``z_bk <= exp(eps delta) z_b'k`` are added only up to this factor
+INITIAL_CUT_MAX_FACTOR = 1e8
+
 
 def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int, n_cols: int,
                        lower: np.ndarray, upper: np.ndarray) -> RowBlock:
@@ -106,7 +109,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
                                  problem.graph.cols[bmask[problem.graph.rows] & bmask[problem.graph.cols]])), shape=(n, n))
         # rows with exp(eps delta) above 1e8 are left out: HiGHS refuses matrix values >= 1e15
         # and such weak rows only hurt the master's conditioning
-        limit = min(2.0 * problem.eta, np.log(1e8) / eps)
+        limit = min(2.0 * problem.eta, np.log(INITIAL_CUT_MAX_FACTOR) / eps)
         pr, pc, pd = [], [], []
         for m in range(partition.n_subsets):
             members = np.flatnonzero(labels == m)
