@@ -84,6 +84,7 @@ from solvers.mdp.pmo import (
     finalize_mechanism,
     repair_mechanism,
 )
+from solvers.mdp.transport import TRANSPORT_MAX_RECORDS, TransportCertifier
 from solvers.mdp.verify import verify_mechanism
 
 __all__ = ["FIRST_ORDER_METHODS", "available_memory", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
@@ -752,6 +753,8 @@ class _ComponentCG:
         self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
         self.start_rows: np.ndarray | None = None  # the repaired first-order start (m x Kc), a fallback
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
+        self._transport: TransportCertifier | None = None  # built at the first pricing that asks for it
+        self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
 
     def warm_start(self, Q: np.ndarray) -> None:
         """Take ``Q = G + A'Y`` (records x outputs, from ``Y >= 0``, e.g. :func:`smoothed_dual_ascent`)
@@ -1007,14 +1010,42 @@ class _ComponentCG:
         self.bases[j] = h.getBasis()
         return j, z
 
-    def price(self, js: np.ndarray, mu: np.ndarray, tol: float, deadline: float = float("inf")
-              ) -> list[tuple[int, np.ndarray | None]]:
+    def price(self, js: np.ndarray, mu: np.ndarray, tol: float, deadline: float = float("inf"),
+              transport: bool = False) -> list[tuple[int, np.ndarray | None]]:
         """Price outputs ``js`` at ``mu``; outputs not reached by ``deadline`` are skipped (their stored
         certificates stay, so every bound stays valid; the caller then stops on the time limit).
+
+        ``transport``: first try each output's greedy transport certificate
+        (:mod:`solvers.mdp.transport`, components of at most
+        :data:`~solvers.mdp.transport.TRANSPORT_MAX_RECORDS` records); an output it certifies at
+        ``mu`` (its share of the bound at least ``-tol``) keeps that certificate and needs no LP, and
+        is returned with ``None`` (no column), like an output whose LP found nothing.
 
         The outputs are priced along a chain of nearest neighbours (:func:`pricing_chain`, from
         ``js[0]``) cut into one stretch per worker: an output priced for the first time starts from
         the basis its worker left, a neighbour's, which is close to its own."""
+        certified: list[tuple[int, np.ndarray | None]] = []
+        if transport and js.size and self.m <= TRANSPORT_MAX_RECORDS:
+            if self._transport is None:
+                self._transport = TransportCertifier(self.A)
+            left = []
+            for j in js.tolist():
+                if time.perf_counter() > deadline:
+                    return certified
+                y = self._transport.certify(mu - self.G[:, j])
+                if y is not None:
+                    q = self.G[:, j] + self.AT @ y
+                    share = float(np.minimum(0.0, q - mu).sum())
+                    if share >= -tol:
+                        if share >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
+                            self.Q[j] = q
+                        certified.append((j, None))
+                        continue
+                left.append(j)
+            self.transport_certified += len(certified)
+            js = np.asarray(left, dtype=np.int64)
+            if not js.size:
+                return certified
         nw = len(self.pricers)
         if self._features is None:
             self._features = output_features(self.G)
@@ -1030,7 +1061,7 @@ class _ComponentCG:
 
         results = work(0) if self.pool is None else [r for part in self.pool.map(work, range(nw)) for r in part]
         self.lp_solves += len(results)
-        return results
+        return certified + results
 
     def verified_rows(self, lam: np.ndarray) -> tuple[np.ndarray, float]:
         """The RMP's mechanism for column weights ``lam``, repaired and verified."""
@@ -1230,6 +1261,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     history: list[IterationRecord] = []
     statuses: list[str] = []
     lp_solves = 0
+    transport_certified = 0
     cold_retries = 0
     master_retries = 0
     n_columns = 0
@@ -1307,6 +1339,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         finally:
             cg.close()
         lp_solves += cg.lp_solves
+        transport_certified += cg.transport_certified
         cold_retries += cg.cold_retries
         master_retries += cg.master_retries
         n_columns += len(cg.col_owner)
@@ -1333,7 +1366,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         method=method_name, status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
         rel_gap=rel_gap, iterations=len(history), time_s=time.perf_counter() - t0, verification=report,
         history=tuple(history),
-        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "pricing_cold_retries": cold_retries,
+        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "transport_certified": transport_certified,
+                 "pricing_cold_retries": cold_retries,
                  "master_retries": master_retries, "component_sizes": sizes,
                  "kept_outputs": kept_sizes, "smoothing": smoothing, "dual_ascent": ascent, **info},
     )
@@ -1501,7 +1535,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
         js = np.flatnonzero(outside & (cheap < -tau))
         js = js[np.argsort(cheap[js])]
         tp = time.perf_counter()
-        priced = cg.price(js, mu, tol, end) if js.size else []
+        priced = cg.price(js, mu, tol, end, transport=True) if js.size else []
         violated = sorted((float((cg.G[:, j] - mu) @ zj), j) for j, zj in priced if zj is not None)
         violated = [(rc, j) for rc, j in violated if rc < -tau]
         lower = float(mu.sum() + cg.open_shares(mu).sum())
