@@ -101,5 +101,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.OK)
 
 
-if __name__ == "__main__":  # pragma: no cover
+#: seconds an interrupted solver run may take to exit after the signal: the main thread can be
+#: inside one long C call (a HiGHS master or block solve of Qiu's BD: tens of seconds on Rome),
+#: where Python cannot raise KeyboardInterrupt, and worker threads in such calls hold the exit
+INTERRUPT_EXIT_GRACE_S = 3.0
+
+_console = False  # set by the console script only: in-process callers (tests) keep their signals
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def exit_promptly_on_interrupt() -> None:
+    """For a solver command run from the console script: from the first SIGINT or SIGTERM on, the
+    process ends with code 130 within :data:`INTERRUPT_EXIT_GRACE_S`, whatever C call it is in.
+    The C-level signal handler writes the signal's number to a wakeup pipe at once, and a daemon
+    thread that reads it arms :class:`party.server.ExitWatchdog`; a run that handles the interrupt
+    in time exits on its own first. Nothing is lost: reports are written only by runs that finish.
+    A no-op outside the console script and off the main thread."""
+    import signal
+    import threading
+
+    if not _console or threading.current_thread() is not threading.main_thread():
+        return
+    from party.server import ExitWatchdog
+
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # like SIGINT: "interrupted", code 130
+    watchdog = ExitWatchdog(INTERRUPT_EXIT_GRACE_S, label="securelp: interrupted")
+
+    def watch() -> None:
+        while True:
+            data = os.read(r, 64)
+            if not data or any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
+                watchdog.arm(int(ExitCode.INTERRUPTED))
+                return
+
+    threading.Thread(target=watch, name="interrupt-watch", daemon=True).start()
+
+
+def entry() -> None:
+    """The ``securelp`` console script: :func:`main`, then exit with its code."""
+    global _console
+    _console = True
     sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -141,7 +141,10 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp mdp``."""
+    from coordinator.cli import exit_promptly_on_interrupt
     from solvers.mdp.pmo import build_pmo, solve_direct
+
+    exit_promptly_on_interrupt()
 
     if args.method in ("bd", "colgen"):
         if not (args.gap > 0):

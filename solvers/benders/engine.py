@@ -612,6 +612,13 @@ class BendersEngine:
                 if elapsed > time_limit:
                     status = "time_limit"
                     break
+        except BaseException:
+            # an interrupt (or an error) while blocks are solved: do not wait for their HiGHS calls
+            # (up to about a minute each on Rome); the CLI ends the process if they hold its exit
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = None
+            raise
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)

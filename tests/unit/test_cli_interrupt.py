@@ -1,0 +1,54 @@
+"""An interrupted solver run from the console script exits promptly, even from inside a long C call."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+# the main thread in long C calls that release the GIL and do not look at signals (as in a HiGHS
+# solve), then, once interrupted, a clean-up that hangs (as the exit's join of worker threads in
+# such calls would): the watcher thread must end the process either way
+_SNIPPET = """
+import time, numpy as np, coordinator.cli as cli
+cli._console = True
+cli.exit_promptly_on_interrupt()
+a = np.ones((3000, 3000))
+try:
+    print("ready", flush=True)  # inside the try: the signal may come at once
+    while True:
+        a @ a
+except KeyboardInterrupt:
+    time.sleep(600)
+"""
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_stuck_in_a_c_call_exits_130_soon_after_the_signal(sig: int) -> None:
+    p = subprocess.Popen([sys.executable, "-c", _SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        t = time.perf_counter()
+        p.send_signal(sig)
+        rc = p.wait(timeout=60)
+        took = time.perf_counter() - t
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc == 130
+    assert "interrupted" in p.stderr.read()
+    assert took < 30  # the grace is 3 s; the C loop alone would run for hours
+
+
+def test_it_does_nothing_in_process() -> None:
+    import signal as s
+
+    from coordinator import cli
+
+    before = s.set_wakeup_fd(-1)
+    s.set_wakeup_fd(before)
+    cli.exit_promptly_on_interrupt()  # not the console script: no wakeup pipe, no watcher
+    assert s.set_wakeup_fd(before) == before
