@@ -13,7 +13,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from solvers.errors import ExitCode, SecureLPError
 
