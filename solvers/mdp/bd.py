@@ -274,19 +274,32 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     logger.info("BD: %d boundary records, %d blocks, %d initial cut rows", B.size, len(blocks), n_init)
     state: dict[str, Any] = {"best_raw": np.inf, "verified": 0}
 
-    def upper_bound(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, Any]:
+    def assemble(x: np.ndarray, ys: list[np.ndarray]) -> np.ndarray:
+        """The full ``n x K`` matrix of the master's ``x`` and the blocks' ``ys``."""
         Z = np.zeros((n, K))
         if B.size:
             Z[B] = x.reshape(B.size, K)
         for Im, y in zip(internal_ids, ys):
             Z[Im] = y.reshape(Im.size, K)
+        return Z
+
+    def verified(Z: np.ndarray) -> tuple[float, Any]:
+        X, report, info = finalize_mechanism(Z, problem)
+        state["verified"] += 1
+        return problem.objective_of(X), (X, report, info)
+
+    def upper_bound(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, Any]:
+        Z = assemble(x, ys)
         raw = problem.objective_of(Z)
         if raw >= state["best_raw"]:
             return np.inf, None
         state["best_raw"] = raw
-        X, report, info = finalize_mechanism(Z, problem)
-        state["verified"] += 1
-        return problem.objective_of(X), (X, report, info)
+        return verified(Z)
+
+    def cheapest(Im: np.ndarray) -> np.ndarray:
+        y = np.zeros((Im.size, K))
+        y[np.arange(Im.size), np.argmin(problem.cost[Im], axis=1)] = 1.0
+        return y
 
     def repaired_upper_bound(x: np.ndarray, ys: list[np.ndarray | None], feasible: list[bool]) -> tuple[float, Any]:
         # an iteration with infeasible blocks: the master's x and the feasible blocks' solutions
@@ -294,24 +307,11 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         # phase-1 solutions, each assembly repaired exactly and verified; the better is kept. (a)
         # is near-optimal at large eps d (a 5x5 grid at eps 10: 1.47881e-4 at iteration 1, optimum
         # 1.47879e-4); (b) ignores the loss (0.217 there) and is kept for small eps d.
-        best: tuple[float, Any] = (np.inf, None)
-        for cheapest in (True, False):
-            if not cheapest and all(y is None for y, ok in zip(ys, feasible) if not ok):
-                break
-            Z = np.zeros((n, K))
-            if B.size:
-                Z[B] = x.reshape(B.size, K)
-            for Im, y, ok in zip(internal_ids, ys, feasible):
-                if ok or (y is not None and not cheapest):
-                    Z[Im] = y.reshape(Im.size, K)
-                else:
-                    Z[Im, np.argmin(problem.cost[Im], axis=1)] = 1.0
-            X, report, info = finalize_mechanism(Z, problem)
-            state["verified"] += 1
-            value = problem.objective_of(X)
-            if value < best[0]:
-                best = (value, (X, report, info))
-        return best
+        a = verified(assemble(x, [y if ok else cheapest(Im) for Im, y, ok in zip(internal_ids, ys, feasible)]))
+        if all(y is None for y, ok in zip(ys, feasible) if not ok):
+            return a
+        b = verified(assemble(x, [cheapest(Im) if y is None else y for Im, y in zip(internal_ids, ys)]))
+        return min(a, b, key=lambda candidate: candidate[0])
 
     def on_iteration(rec: BendersIteration) -> None:
         if progress is not None:

@@ -963,6 +963,12 @@ class _ComponentCG:
         tau = 0.05 * self.gap * scale / self.Kc
         return tau, 0.1 * tau + 1e-12 * scale / self.Kc
 
+    def _keep_certificate(self, j: int, q: np.ndarray, mu: np.ndarray, share: float) -> None:
+        """Keep the better of output ``j``'s stored certificate and ``q`` (whose share of the bound at
+        ``mu`` is ``share``) for this ``mu``."""
+        if share >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
+            self.Q[j] = q
+
     def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         g = self.G[:, j] - mu
         scale = float(np.max(np.abs(g)))
@@ -1004,9 +1010,7 @@ class _ComponentCG:
             if h.modelStatusToString(h.getModelStatus()) != "Optimal":
                 raise SolverError(f"pricing LP of output {int(self.kept[j])} ended with "
                                   f"{h.modelStatusToString(h.getModelStatus())}")
-        # keep the better of the old and the new certificate for this mu
-        if bound >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
-            self.Q[j] = q
+        self._keep_certificate(j, q, mu, bound)
         self.bases[j] = h.getBasis()
         return j, z
 
@@ -1031,14 +1035,13 @@ class _ComponentCG:
             left = []
             for j in js.tolist():
                 if time.perf_counter() > deadline:
-                    return certified
+                    break  # the rest is skipped (the LPs below stop at the deadline too)
                 y = self._transport.certify(mu - self.G[:, j])
                 if y is not None:
                     q = self.G[:, j] + self.AT @ y
                     share = float(np.minimum(0.0, q - mu).sum())
                     if share >= -tol:
-                        if share >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
-                            self.Q[j] = q
+                        self._keep_certificate(j, q, mu, share)
                         certified.append((j, None))
                         continue
                 left.append(j)

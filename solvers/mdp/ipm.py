@@ -46,7 +46,7 @@ from scipy.linalg import lapack
 
 from solvers.errors import InputError
 from solvers.mdp import lapack as lapack_nogil
-from solvers.mdp.rowops import RowOps, row_blocks, run_blocks
+from solvers.mdp.rowops import RowOps, edge_structure, row_blocks, run_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -101,24 +101,6 @@ class IPMResult:
     seconds: float
     history: list[tuple[float, float, float]] = field(default_factory=list)
     alive: int = 0
-
-
-def _edge_structure(A: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Source, target and factor ``a`` of each mDP row ``z_src - a z_tgt``."""
-    coo = A.tocoo()
-    E = A.shape[0]
-    if coo.nnz != 2 * E:
-        raise InputError("every mDP row must have exactly two entries")
-    src = np.full(E, -1, dtype=np.int64)
-    tgt = np.full(E, -1, dtype=np.int64)
-    a = np.zeros(E)
-    pos = coo.data > 0
-    src[coo.row[pos]] = coo.col[pos]
-    tgt[coo.row[~pos]] = coo.col[~pos]
-    a[coo.row[~pos]] = -coo.data[~pos]
-    if np.any(src < 0) or np.any(tgt < 0) or not np.allclose(coo.data[pos], 1.0):
-        raise InputError("every mDP row must read z_i - a z_j with a > 0")
-    return src, tgt, a
 
 
 def memory_needed(m: int, K: int) -> int:
@@ -689,7 +671,7 @@ def _structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, tolerance:
     E = A.shape[0]
     if A.shape[1] != m:
         raise InputError(f"the mDP rows have {A.shape[1]} columns for {m} records")
-    src, tgt, a = _edge_structure(A)
+    src, tgt, a = edge_structure(A)
     # records reordered once (part 1, part 2, separator) when a dissection makes the inverses cheaper
     plan = dissection(A)
     order = np.arange(m) if plan is None else plan.perm

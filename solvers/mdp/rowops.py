@@ -1,10 +1,11 @@
-"""Products with the mDP rows ``A`` (mDP rows x records) and ``A'`` by blocks of rows on a thread pool.
+"""The mDP rows ``A`` (mDP rows x records): their structure, and the products with ``A`` and ``A'``
+by blocks of rows on a thread pool.
 
-Shared by the structured interior-point method (:mod:`solvers.mdp.ipm`) and the smoothed dual
-ascent (:mod:`solvers.mdp.colgen`): scipy's sparse products and numpy's elementwise loops run
-without the GIL, so blocks of rows on threads use the cores.
+Shared by the structured interior-point method (:mod:`solvers.mdp.ipm`), the smoothed dual
+ascent (:mod:`solvers.mdp.colgen`) and the transport certificates (:mod:`solvers.mdp.transport`):
+scipy's sparse products and numpy's elementwise loops run without the GIL, so blocks of rows on
+threads use the cores.
 """
-
 from __future__ import annotations
 
 import itertools
@@ -14,7 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["RowOps", "row_blocks", "run_blocks"]
+from solvers.errors import InputError
+
+__all__ = ["RowOps", "edge_structure", "row_blocks", "run_blocks"]
 
 
 class RowOps:
@@ -71,3 +74,21 @@ def run_blocks(pool: ThreadPoolExecutor | None, fn: Callable[[slice], None], blo
     else:
         for sl in blocks:
             fn(sl)
+
+
+def edge_structure(A: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source, target and factor ``a`` of each mDP row ``z_src - a z_tgt``."""
+    coo = A.tocoo()
+    E = A.shape[0]
+    if coo.nnz != 2 * E:
+        raise InputError("every mDP row must have exactly two entries")
+    src = np.full(E, -1, dtype=np.int64)
+    tgt = np.full(E, -1, dtype=np.int64)
+    a = np.zeros(E)
+    pos = coo.data > 0
+    src[coo.row[pos]] = coo.col[pos]
+    tgt[coo.row[~pos]] = coo.col[~pos]
+    a[coo.row[~pos]] = -coo.data[~pos]
+    if np.any(src < 0) or np.any(tgt < 0) or not np.allclose(coo.data[pos], 1.0):
+        raise InputError("every mDP row must read z_i - a z_j with a > 0")
+    return src, tgt, a

@@ -29,6 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
+from solvers.mdp.rowops import edge_structure
+
 __all__ = ["TRANSPORT_MAX_RECORDS", "TransportCertifier"]
 
 #: the certifier keeps ``m x m`` distances, prices, orders and predecessors (about 24 bytes per
@@ -41,11 +43,9 @@ class TransportCertifier:
     neighbour pair, row ``r`` reading ``z_src - a z_tgt <= 0`` with ``a > 1``)."""
 
     def __init__(self, A: sp.csr_matrix) -> None:
-        from solvers.mdp.ipm import _edge_structure
-
         E, m = A.shape
         self.E, self.m = E, m
-        src, tgt, a = _edge_structure(A)
+        src, tgt, a = edge_structure(A)
         self.a = a
         # an edge src -> tgt of length log a: row (src, tgt) delivers to src, paid by tgt
         H = sp.csr_matrix((np.log(a), (src, tgt)), shape=(m, m))
