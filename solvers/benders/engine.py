@@ -37,6 +37,7 @@ gives one.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -175,12 +176,23 @@ def _pass_model(h: Any, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, 
         raise SolverError("HiGHS rejected a Benders model (passModel failed)")
 
 
-def _run(h: Any, what: str) -> str:
-    """Run HiGHS; on a numerically inconclusive end, retry cold, then with the interior-point solver."""
+class _TimeUp(Exception):
+    """A HiGHS solve reached the run's deadline (the iteration it belongs to is abandoned)."""
+
+
+def _run(h: Any, what: str, deadline: float = INF) -> str:
+    """Run HiGHS; on a numerically inconclusive end, retry cold, then with the interior-point solver.
+
+    ``deadline`` (a ``time.perf_counter`` value): HiGHS gets the time left as its own time limit, and
+    :class:`_TimeUp` is raised when it is reached (before the solve or during it)."""
     import highspy
 
     status = ""
     for attempt in range(3):
+        left = deadline - time.perf_counter()
+        if left <= 0.0:
+            raise _TimeUp(what)
+        h.setOptionValue("time_limit", float(left) if math.isfinite(left) else INF)
         if attempt == 0 and h.getOptionValue("solver")[1] != "choose":
             h.setOptionValue("solver", "choose")  # undo a previous fallback before the warm run
         if attempt == 1:
@@ -198,6 +210,8 @@ def _run(h: Any, what: str) -> str:
         status = h.modelStatusToString(h.getModelStatus())
         if status in ("Optimal", "Infeasible"):
             break
+        if status == "Time limit reached":
+            raise _TimeUp(what)
         logger.debug("HiGHS ended %s with %s (attempt %d); retrying", what, status, attempt + 1)
     if status == "Optimal" and not h.getSolution().dual_valid:
         raise SolverError(f"HiGHS reported {what} optimal without a valid dual solution")
@@ -235,6 +249,7 @@ class _Block:
         self.nonlinked = np.ones(spec.rows.n_rows, dtype=bool)
         self.nonlinked[spec.linked.rows] = False
         self.solve_seconds = 0.0
+        self.deadline = INF  # set by BendersEngine.run from its time limit
         if spec.unit_rows is not None and spec.unit_rows.size:
             # column -> position of its unit row (-1 if none)
             pos = np.full(n_y, -1, dtype=np.int64)
@@ -297,7 +312,7 @@ class _Block:
         lo = np.full(n_l, -INF)
         if n_l:
             self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status = _run(self.h, f"Benders block {self.spec.name}")
+        status = _run(self.h, f"Benders block {self.spec.name}", self.deadline)
         upper_now = self.base_upper.copy()
         upper_now[L.rows] = ub
         if status == "Optimal":
@@ -313,7 +328,7 @@ class _Block:
             self.h1 = self._build_phase1()
         if n_l:
             self.h1.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status1 = _run(self.h1, f"phase-1 of Benders block {self.spec.name}")
+        status1 = _run(self.h1, f"phase-1 of Benders block {self.spec.name}", self.deadline)
         violation = 0.0
         y1: np.ndarray | None = None  # the phase-1 solution: a best-effort y for an upper bound
         if status1 == "Optimal":
@@ -338,7 +353,7 @@ class _Block:
             if relax == 0.0:  # HiGHS's "infeasible" may be a presolve artefact: cold, without presolve
                 self.h.clearSolver()
                 self.h.setOptionValue("presolve", "off")
-            st = _run(self.h, f"relaxed Benders block {self.spec.name}")
+            st = _run(self.h, f"relaxed Benders block {self.spec.name}", self.deadline)
             self.h.setOptionValue("presolve", "choose")
             if st == "Optimal":
                 sol = self.h.getSolution()
@@ -357,7 +372,7 @@ class _Block:
         if n_l:
             self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
         try:
-            status2 = _run(self.h2, f"elastic Benders block {self.spec.name}")
+            status2 = _run(self.h2, f"elastic Benders block {self.spec.name}", self.deadline)
             if status2 != "Optimal":
                 raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
         except SolverError as exc:
@@ -412,6 +427,7 @@ class _MasterComponent:
         self.h = new_highs(tight=True)
         _pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
+        self.deadline = INF  # set by BendersEngine.run from its time limit
 
     def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray) -> None:
         """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``."""
@@ -426,7 +442,7 @@ class _MasterComponent:
         self.n_cuts += 1
 
     def solve(self) -> tuple[float, np.ndarray, dict[int, float]]:
-        status = _run(self.h, "Benders master")
+        status = _run(self.h, "Benders master", self.deadline)
         if status != "Optimal":
             raise SolverError(f"Benders master component ended with status {status}; the PMO may be infeasible")
         sol = self.h.getSolution()
@@ -511,6 +527,9 @@ class BendersEngine:
         t0 = time.perf_counter()
         if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
             raise SolverError("the Benders engine needs master variables in [0, finite upper]")
+        # the time limit also holds inside an iteration: every HiGHS solve gets the time left (an
+        # iteration of Rome's record BD takes about 110 s)
+        deadline = t0 + time_limit
         blocks = [_Block(s, self.master.upper) for s in self.specs]
         x_all = np.zeros(self.master.n)
         # blocks with no link to the master are solved once
@@ -519,17 +538,19 @@ class BendersEngine:
         linked_ids = []
         for b, blk in enumerate(blocks):
             if blk.spec.linked.var.size == 0:
-                res = blk.solve(x_all)
+                res = blk.solve(x_all)  # without the deadline: every solution needs them
                 if not res["feasible"]:
                     raise SolverError(f"block {blk.spec.name} is infeasible on its own; the PMO is infeasible")
                 const += res["value"]
                 fixed_y[b] = res["y"]
             else:
                 linked_ids.append(b)
+                blk.deadline = deadline
         comps = []
         for xvars, row_ids, bl in self._components():
             bl = [b for b in bl if b in set(linked_ids)]
             comps.append(_MasterComponent(self.master, xvars, row_ids, bl, [blocks[b].spec.theta_lower for b in bl]))
+            comps[-1].deadline = deadline
         comp_of_block = {b: ci for ci, c in enumerate(comps) for b in c.blocks}
         logger.info("Benders: %d master components (sizes %s), %d linked blocks, %d independent",
                     len(comps), sorted((c.n_x for c in comps), reverse=True)[:10], len(linked_ids), len(fixed_y))
@@ -565,6 +586,23 @@ class BendersEngine:
                     logger.warning("Benders stopped at iteration %d: %s", it, exc)
                     status = "numerical_trouble"
                     error_text = str(exc)
+                    break
+                except _TimeUp as exc:
+                    # the time limit inside the iteration: the bounds so far stand (a lower bound from
+                    # this iteration's master counts); without any upper bound yet, the master's x is
+                    # repaired once with every record of the blocks on its cheapest output
+                    logger.info("Benders: time limit reached at iteration %d (in %s)", it, exc)
+                    status = "time_limit"
+                    if not np.isfinite(upper) and self.repair_upper_bound_fn is not None:
+                        tu = time.perf_counter()
+                        ys = [fixed_y.get(b) for b in range(len(blocks))]
+                        upper, best_payload = self.repair_upper_bound_fn(
+                            x_all.copy(), ys, [b in fixed_y for b in range(len(blocks))])
+                        ub_seconds += time.perf_counter() - tu
+                    rec = BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0)
+                    history.append(rec)
+                    if progress is not None:
+                        progress(rec)
                     break
                 n_opt = n_feas = n_failed = 0
                 all_feasible = all(r["feasible"] for r in results)

@@ -319,7 +319,9 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
 
     engine = BendersEngine(master, blocks, upper_bound_fn=upper_bound, repair_upper_bound_fn=repaired_upper_bound,
                            workers=workers)
-    res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit, progress=on_iteration)
+    # the time limit counts from the call: the partition and the model building are part of it
+    res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit - (time.perf_counter() - t0),
+                     progress=on_iteration)
     if res.best_payload is None:
         why = f" ({res.details['error']})" if res.details.get("error") else ""
         raise SolverError(
@@ -330,7 +332,9 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     if exact_check:
         X, report, info = finalize_mechanism(X, problem, exact=True)
     upper = problem.objective_of(X)
-    lower = min(res.lower_bound, upper)
+    # the trivial bound (every record on its cheapest output) stands when the time limit came
+    # before the first master solve
+    lower = min(max(res.lower_bound, float(problem.cost.min(axis=1).sum())), upper)
     rel_gap = (upper - lower) / max(abs(upper), 1e-300)
     status = "optimal" if rel_gap <= gap else res.status
     history = tuple(IterationRecord(h.iteration, h.lower, h.upper, h.seconds) for h in res.history)

@@ -139,3 +139,63 @@ def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch:
     assert res.status == "numerical_trouble" and "b1 (test)" in res.details["error"]
     assert res.lower_bound <= ref.fun + 1e-9 and res.upper_bound == np.inf
     assert all(h.n_failed_blocks == 1 for h in res.history)
+
+
+def test_the_time_limit_holds_inside_an_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from solvers.benders import engine
+
+    master, blocks, ref = _instance(3)
+    solve = engine._Block.solve
+    iteration = {"n": 0}
+
+    def slow(self, x):  # block b1 needs longer than the time left in iteration 2
+        if self.spec.name == "b1":
+            iteration["n"] += 1
+            if iteration["n"] == 2:
+                time.sleep(0.6)
+        return solve(self, x)
+
+    def ub(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
+        return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None
+
+    monkeypatch.setattr(engine._Block, "solve", slow)
+    t = time.perf_counter()
+    res = BendersEngine(master, blocks, upper_bound_fn=ub).run(gap=1e-12, max_iterations=300, time_limit=0.4)
+    assert time.perf_counter() - t < 1.5  # not one more iteration after the deadline
+    assert res.status == "time_limit" and res.iterations == 2
+    last = res.history[-1]
+    assert last.n_optimality_cuts == last.n_feasibility_cuts == 0  # the abandoned iteration gives no cut
+    assert res.lower_bound <= ref.fun + 1e-9 and res.lower_bound >= res.history[0].lower
+
+
+def test_a_time_limit_before_any_upper_bound_still_gives_the_repaired_one() -> None:
+    master, blocks, ref = _instance(3)
+    seen: list[list[bool]] = []
+
+    def repaired(x: np.ndarray, ys: list[np.ndarray | None], feasible: list[bool]) -> tuple[float, object]:
+        seen.append(feasible)
+        return ref.fun + 1.0, "repaired"
+
+    res = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys: (0.0, None),
+                        repair_upper_bound_fn=repaired).run(gap=1e-9, time_limit=0.0)
+    assert res.status == "time_limit" and res.iterations == 1 and res.best_payload == "repaired"
+    assert res.upper_bound == pytest.approx(ref.fun + 1.0) and res.lower_bound == -np.inf
+    assert seen == [[False] * len(blocks)]
+
+
+def test_highs_gets_the_time_left() -> None:
+    import time
+
+    from solvers.benders import engine
+
+    master, blocks, _ = _instance(0)
+    blk = engine._Block(blocks[0], master.upper)
+    # (the block alone, its linked rows at x = 0, is infeasible: a conclusive end all the same)
+    assert engine._run(blk.h, "test block", time.perf_counter() + 50.0) == "Infeasible"
+    assert 45.0 < blk.h.getOptionValue("time_limit")[1] <= 50.0
+    with pytest.raises(engine._TimeUp):
+        engine._run(blk.h, "test block", time.perf_counter() - 1.0)
+    assert engine._run(blk.h, "test block") == "Infeasible"  # no deadline: no limit left over
+    assert blk.h.getOptionValue("time_limit")[1] == np.inf

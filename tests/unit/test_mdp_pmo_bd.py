@@ -191,6 +191,17 @@ def test_bd_history_and_iteration_cap() -> None:
     assert r.history[-1].upper == pytest.approx(r.upper_bound, rel=1e-12)
 
 
+def test_bd_under_a_time_limit_spent_before_the_first_master_solve() -> None:
+    # the limit counts from the call and holds inside an iteration: a verified mechanism all the
+    # same (the master's x repaired), and the trivial bound as the lower bound
+    p = build_pmo(load_dataset("grid", rows=4, cols=5), 1.0, 1.5)
+    r = solve_bd(p, n_subsets=3, time_limit=1e-9)
+    assert r.status == "time_limit" and r.iterations == 1
+    assert r.verification.max_mdp_violation <= 1e-9 and r.verification.max_row_sum_error <= 1e-9
+    assert r.lower_bound == pytest.approx(float(p.cost.min(axis=1).sum()))
+    assert r.upper_bound == pytest.approx(p.objective_of(r.mechanism)) and r.lower_bound <= r.upper_bound
+
+
 def test_partition_boundary_definition() -> None:
     g = load_dataset("grid", rows=2, cols=6)
     gr = build_graph(g.distance, 1.0)
