@@ -353,8 +353,10 @@ class _Block:
             if relax == 0.0:  # HiGHS's "infeasible" may be a presolve artefact: cold, without presolve
                 self.h.clearSolver()
                 self.h.setOptionValue("presolve", "off")
-            st = _run(self.h, f"relaxed Benders block {self.spec.name}", self.deadline)
-            self.h.setOptionValue("presolve", "choose")
+            try:
+                st = _run(self.h, f"relaxed Benders block {self.spec.name}", self.deadline)
+            finally:
+                self.h.setOptionValue("presolve", "choose")
             if st == "Optimal":
                 sol = self.h.getSolution()
                 y = np.asarray(sol.col_value, dtype=float)
