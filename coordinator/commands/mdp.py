@@ -230,5 +230,23 @@ def run(args: argparse.Namespace) -> int:
               f"{result.iterations} iterations, {result.time_s:.2f}s; verified (row err {v['max_row_sum_error']:.1e}, "
               f"min entry {v['min_entry']:.1e}, mDP violation {v['max_mdp_violation']:.1e})")
     if result.method in ("bd", "colgen") and result.status != "optimal":
+        print(f"securelp mdp: {stop_hint(result.status, result.rel_gap, args)}", file=sys.stderr)
         return int(ExitCode.SOLVER)
     return int(ExitCode.OK)
+
+
+def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
+    """Why exit code 8, and what to change (one line on stderr; the report is written all the same)."""
+    what = {"time_limit": "at the time limit", "iteration_limit": "at the iteration cap",
+            "stalled": "with no violated cut left (stalled)",
+            "numerical_trouble": "after HiGHS failed"}.get(status, f"with status {status}")
+    text = (f"{args.method} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
+            f"the verified mechanism is returned (exit code 8)")
+    fixes = []
+    if status == "time_limit":
+        fixes.append("raise --time-limit")
+    elif status == "iteration_limit":
+        fixes.append("raise --max-iterations")
+    if args.method == "bd" and args.decomposition == "records":
+        fixes.append("use --decomposition columns (Qiu's record BD stalls at large eps*d; docs/mdp.md)")
+    return text + (": " + ", or ".join(fixes) if fixes else "")

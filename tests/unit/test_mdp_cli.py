@@ -85,3 +85,17 @@ def test_colgen_via_cli_matches_direct(tmp_path: Path) -> None:
     assert rc == 0 and cg["method"] == "colgen" and cg["status"] == "optimal" and cg["rel_gap"] <= 1e-7
     rc, d = _run(tmp_path, *base, "--method", "direct")
     assert rc == 0 and cg["objective"] == pytest.approx(d["objective"], rel=1e-6)
+
+
+def test_a_stop_before_the_gap_says_why_and_what_to_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    args = ["mdp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "10", "--method", "bd",
+            "--partitioner", "kmrec", "--subsets", "2", "--max-iterations", "3", "--json", str(out)]
+    assert main(args) == ExitCode.SOLVER
+    report = json.loads(out.read_text())  # the report is written all the same
+    assert report["status"] == "iteration_limit" and report["rel_gap"] > 1e-4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stopped at the iteration cap before the gap" in err[0]
+    assert "raise --max-iterations" in err[0] and "--decomposition columns" in err[0]
+    assert main([*args[:-2], "--decomposition", "columns", "--json", str(out)]) == ExitCode.OK
+    assert capsys.readouterr().err == ""
