@@ -168,9 +168,9 @@ PDLP_SCREEN_SHARE = 1.0 / 3.0
 POLISH_SMOOTHING = 0.1
 
 #: master re-solves after a failed warm and cold one: primal simplex, HiGHS's default (1e-7)
-#: tolerances, the interior-point solver (with crossover)
+#: tolerances, 1e-6, the interior-point solver (with crossover)
 _MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1e-7, "dual_feasibility_tolerance": 1e-7},
-                     {"solver": "ipm"})
+                     {"primal_feasibility_tolerance": 1e-6, "dual_feasibility_tolerance": 1e-6}, {"solver": "ipm"})
 
 #: a master solve that every fallback leaves without HiGHS's "Optimal" is still taken when a run ended
 #: "Unknown" (never "Unbounded" or "Infeasible": a box can make the master unbounded) with a
@@ -186,6 +186,17 @@ MASTER_ACCEPT_INFEASIBILITY = 1e-5
 #: (giant component, screened start) 900 iterations each entered a column of reduced cost -4.3e-11
 #: until the iteration cap (a gap of 1e-2 left); such a column now counts as "nothing entered"
 ENTER_TOLERANCE = 10 * TIGHT_TOLERANCE
+
+
+def master_tolerance(gap: float) -> float:
+    """The RMP's primal and dual feasibility tolerance at the relative ``gap`` target: a thousandth of
+    it, between :data:`~solvers.lp.highs.TIGHT_TOLERANCE` (1e-9) and HiGHS's default 1e-7 (reached
+    at the default gap 1e-4). The master only steers the pricing and proposes mechanisms that are
+    repaired and verified; no bound comes from it, so it needs no more. At 1e-9 the master of
+    gaussian 2,000's screened start (1,901 rows, 2,302 dense columns, 4.4 M nonzeros) ran 3,903
+    simplex iterations in 150 s without finishing (and 63.5 s more ended 'Unknown' when tightened
+    after a 1e-7 solve); at 1e-7 it is optimal in 16-19 s (stop 27, docs/benchmarks/mdp.md)."""
+    return float(min(1e-7, max(TIGHT_TOLERANCE, 1e-3 * gap)))
 
 
 class _OutOfTime(Exception):
@@ -699,7 +710,12 @@ class _ComponentCG:
         anchors = np.argmin(self.G, axis=0)
         ua, inv = np.unique(anchors, return_inverse=True)
         delta = dijkstra(adj, directed=False, indices=ua)  # finite: the component is connected
-        self.master = new_highs(tight=True)
+        # a column enters only with a reduced cost below minus ten times the master's dual tolerance
+        # (ENTER_TOLERANCE at 1e-9): above it the simplex does not pivot it in
+        self.master_tol = master_tolerance(gap)
+        self.enter_tol = 10.0 * self.master_tol
+        self.master = new_highs({"primal_feasibility_tolerance": self.master_tol,
+                                 "dual_feasibility_tolerance": self.master_tol})
         self.master.passModel(_empty_master(self.m))
         self.col_owner: list[int] = []
         self.col_ray: list[np.ndarray] = []
@@ -923,7 +939,7 @@ class _ComponentCG:
 
     def box_binding(self) -> bool:
         x = np.asarray(self.master.getSolution().col_value[: self.n_slack], dtype=float)
-        return bool(np.any(x > 1e-12))
+        return bool(np.any(x > 1e-3 * self.master_tol))  # 1e-12 at the tight tolerance
 
     def unboxed_rows(self, center: np.ndarray | None, width: float, lam: np.ndarray | None = None
                      ) -> tuple[np.ndarray, float]:
@@ -1159,7 +1175,7 @@ class _ComponentCG:
                         if z is None or z.sum() <= 0:
                             continue
                         rc = float((self.G[:, j] - mu_r) @ z)
-                        if rc < -1e-3 * tau * max(1.0, float(z.max())) and rc < -ENTER_TOLERANCE * float(z.sum()):
+                        if rc < -1e-3 * tau * max(1.0, float(z.max())) and rc < -self.enter_tol * float(z.sum()):
                             new_k.append(j)
                             new_v.append(z / z.sum())
                     cheap = self.open_shares(mu_s)
