@@ -137,3 +137,23 @@ def test_pricing_chain_walks_to_nearest_neighbours() -> None:
     Fg = colgen.output_features(G)
     d = lambda a, b: float(np.linalg.norm(Fg[a] - Fg[b]))
     assert d(0, 1) < d(0, 2) and d(0, 1) < d(1, 2)
+
+
+def test_the_master_tolerance_follows_the_gap_target() -> None:
+    from solvers.lp.highs import TIGHT_TOLERANCE
+
+    assert colgen.master_tolerance(1e-4) == pytest.approx(1e-7)  # HiGHS's default at the default gap
+    assert colgen.master_tolerance(1e-2) == pytest.approx(1e-7)
+    assert colgen.master_tolerance(3e-6) == pytest.approx(3e-9)
+    assert colgen.master_tolerance(1e-8) == TIGHT_TOLERANCE
+    p = build_pmo(load_dataset("grid", rows=3, cols=4), 1.0, 1.5)
+    idx = np.arange(p.n)
+    for gap in (1e-4, 1e-7):
+        cg = colgen._ComponentCG(p, idx, undominated_outputs(p.cost), 1, gap, 0.0)
+        try:
+            tol = colgen.master_tolerance(gap)
+            assert cg.master.getOptionValue("primal_feasibility_tolerance")[1] == tol
+            assert cg.master.getOptionValue("dual_feasibility_tolerance")[1] == tol
+            assert cg.enter_tol == 10 * tol
+        finally:
+            cg.close()
