@@ -37,7 +37,6 @@ gives one.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -192,7 +191,7 @@ def _run(h: Any, what: str, deadline: float = INF) -> str:
         left = deadline - time.perf_counter()
         if left <= 0.0:
             raise _TimeUp(what)
-        h.setOptionValue("time_limit", float(left) if math.isfinite(left) else INF)
+        h.setOptionValue("time_limit", float(left))  # inf without a deadline
         if attempt == 0 and h.getOptionValue("solver")[1] != "choose":
             h.setOptionValue("solver", "choose")  # undo a previous fallback before the warm run
         if attempt == 1:
@@ -566,6 +565,19 @@ class BendersEngine:
         error_text = ""
         failed_solves = 0
         pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
+
+        def repaired(by_id: dict[int, dict[str, Any]]) -> tuple[float, Any]:
+            """The repair function on the master's ``x`` and the blocks' solutions (``by_id``: this
+            iteration's results of the linked blocks, empty when it was cut short)."""
+            ys = [fixed_y[b] if b in fixed_y else by_id.get(b, {}).get("y") for b in range(len(blocks))]
+            feasible = [b in fixed_y or bool(by_id.get(b, {}).get("feasible")) for b in range(len(blocks))]
+            return self.repair_upper_bound_fn(x_all.copy(), ys, feasible)
+
+        def record(rec: BendersIteration) -> None:
+            history.append(rec)
+            if progress is not None:
+                progress(rec)
+
         try:
             for it in range(1, max_iterations + 1):
                 tm = time.perf_counter()
@@ -597,14 +609,9 @@ class BendersEngine:
                     status = "time_limit"
                     if not np.isfinite(upper) and self.repair_upper_bound_fn is not None:
                         tu = time.perf_counter()
-                        ys = [fixed_y.get(b) for b in range(len(blocks))]
-                        upper, best_payload = self.repair_upper_bound_fn(
-                            x_all.copy(), ys, [b in fixed_y for b in range(len(blocks))])
+                        upper, best_payload = repaired({})
                         ub_seconds += time.perf_counter() - tu
-                    rec = BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0)
-                    history.append(rec)
-                    if progress is not None:
-                        progress(rec)
+                    record(BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0))
                     break
                 n_opt = n_feas = n_failed = 0
                 all_feasible = all(r["feasible"] for r in results)
@@ -628,20 +635,16 @@ class BendersEngine:
                 if all_feasible or self.repair_upper_bound_fn is not None:
                     tu = time.perf_counter()
                     by_id = dict(zip(linked_ids, results))
-                    ys = [fixed_y[b] if b in fixed_y else by_id[b].get("y") for b in range(len(blocks))]
                     if all_feasible:
+                        ys = [fixed_y[b] if b in fixed_y else by_id[b]["y"] for b in range(len(blocks))]
                         ub_val, payload = self.upper_bound_fn(x_all.copy(), ys)
                     else:
-                        feasible = [b in fixed_y or bool(by_id[b]["feasible"]) for b in range(len(blocks))]
-                        ub_val, payload = self.repair_upper_bound_fn(x_all.copy(), ys, feasible)
+                        ub_val, payload = repaired(by_id)
                     ub_seconds += time.perf_counter() - tu
                     if ub_val < upper:
                         upper, best_payload = ub_val, payload
                 elapsed = time.perf_counter() - t0
-                rec = BendersIteration(it, lower, upper, elapsed, n_opt, n_feas, n_failed)
-                history.append(rec)
-                if progress is not None:
-                    progress(rec)
+                record(BendersIteration(it, lower, upper, elapsed, n_opt, n_feas, n_failed))
                 rel = (upper - lower) / max(abs(upper), 1e-300) if np.isfinite(upper) else INF
                 if rel <= gap:
                     status = "optimal"

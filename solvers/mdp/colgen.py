@@ -181,11 +181,12 @@ _MASTER_FALLBACKS = ({"simplex_strategy": 4}, {"primal_feasibility_tolerance": 1
 MASTER_ACCEPT_INFEASIBILITY = 1e-5
 
 #: a priced column enters the master only if its reduced cost, normalised to unit mass, is below minus
-#: this: 10 x the master's dual feasibility tolerance. Below that the master's simplex does not pivot
-#: it in, the duals stay, and the same column is priced again: with a 1e-7 target gap on gaussian 70
-#: (giant component, screened start) 900 iterations each entered a column of reduced cost -4.3e-11
-#: until the iteration cap (a gap of 1e-2 left); such a column now counts as "nothing entered"
-ENTER_TOLERANCE = 10 * TIGHT_TOLERANCE
+#: this many times the master's dual feasibility tolerance (:func:`master_tolerance`). Above that the
+#: master's simplex does not pivot it in, the duals stay, and the same column is priced again: with a
+#: 1e-7 target gap on gaussian 70 (giant component, screened start) 900 iterations each entered a
+#: column of reduced cost -4.3e-11 until the iteration cap (a gap of 1e-2 left); such a column now
+#: counts as "nothing entered"
+ENTER_FACTOR = 10.0
 
 
 def master_tolerance(gap: float) -> float:
@@ -710,10 +711,7 @@ class _ComponentCG:
         anchors = np.argmin(self.G, axis=0)
         ua, inv = np.unique(anchors, return_inverse=True)
         delta = dijkstra(adj, directed=False, indices=ua)  # finite: the component is connected
-        # a column enters only with a reduced cost below minus ten times the master's dual tolerance
-        # (ENTER_TOLERANCE at 1e-9): above it the simplex does not pivot it in
         self.master_tol = master_tolerance(gap)
-        self.enter_tol = 10.0 * self.master_tol
         self.master = new_highs({"primal_feasibility_tolerance": self.master_tol,
                                  "dual_feasibility_tolerance": self.master_tol})
         self.master.passModel(_empty_master(self.m))
@@ -771,6 +769,11 @@ class _ComponentCG:
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
         self._transport: TransportCertifier | None = None  # built at the first pricing that asks for it
         self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
+
+    @property
+    def enter_tol(self) -> float:
+        """A priced column enters the master below minus this reduced cost at unit mass (:data:`ENTER_FACTOR`)."""
+        return ENTER_FACTOR * self.master_tol
 
     def warm_start(self, Q: np.ndarray) -> None:
         """Take ``Q = G + A'Y`` (records x outputs, from ``Y >= 0``, e.g. :func:`smoothed_dual_ascent`)
@@ -979,6 +982,12 @@ class _ComponentCG:
         tau = 0.05 * self.gap * scale / self.Kc
         return tau, 0.1 * tau + 1e-12 * scale / self.Kc
 
+    def _certificate(self, j: int, y: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, float]:
+        """Output ``j``'s certificate ``q = g_j + A'y`` from mDP-row multipliers ``y >= 0`` and its
+        share of the Lagrangian bound at ``mu``, ``sum_i min(0, q_i - mu_i)``."""
+        q = self.G[:, j] + self.AT @ y
+        return q, float(np.minimum(0.0, q - mu).sum())
+
     def _keep_certificate(self, j: int, q: np.ndarray, mu: np.ndarray, share: float) -> None:
         """Keep the better of output ``j``'s stored certificate and ``q`` (whose share of the bound at
         ``mu`` is ``share``) for this ``mu``."""
@@ -1018,8 +1027,7 @@ class _ComponentCG:
             else:
                 z = np.clip(np.asarray(sol.col_value, dtype=float), 0.0, None)
                 y = np.maximum(0.0, -np.asarray(sol.row_dual, dtype=float)) * scale  # mDP-row duals, >= 0
-            q = self.G[:, j] + self.AT @ y
-            bound = float(np.minimum(0.0, q - mu).sum())
+            q, bound = self._certificate(j, y, mu)
             if bound >= float(g @ z) - tol:
                 break
         else:
@@ -1059,8 +1067,7 @@ class _ComponentCG:
                     continue
                 y = self._transport.certify(mu - self.G[:, j])
                 if y is not None:
-                    q = self.G[:, j] + self.AT @ y
-                    share = float(np.minimum(0.0, q - mu).sum())
+                    q, share = self._certificate(j, y, mu)
                     if share >= -tol:
                         self._keep_certificate(j, q, mu, share)
                         certified.append((j, None))

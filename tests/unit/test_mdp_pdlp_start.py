@@ -446,7 +446,7 @@ def test_colgen_with_a_screened_start_equals_direct(instance, monkeypatch) -> No
     columns from a restricted LP, a bound from the ascent only; the column generation, which prices
     every output, still ends at the optimum. (Regression: with these columns, columns whose reduced
     cost was below the master's dual tolerance entered without a pivot, 900 times over, until the
-    iteration cap; ENTER_TOLERANCE.)"""
+    iteration cap; ENTER_FACTOR.)"""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "SCREEN_MAX_OUTPUTS", 10)
     monkeypatch.setattr(colgen, "SCREEN_PDLP_ITERATIONS", 300)
