@@ -29,7 +29,9 @@ master's optimal value; the upper bound comes from a caller-supplied function th
 ``(x^, y^)`` into a feasible, verified solution and returns its objective. Optionally a second
 function does the same on iterations with infeasible blocks, from their phase-1 solutions
 (a caller with an exact repair, such as the mDP engine's, then has an upper bound from the first
-iteration on). A block on which every HiGHS fallback fails gives no cut in that iteration; the
+iteration on). The last fallback for a block frees its constant rows with the widest coefficient
+ratios, a relaxation whose duals (0 on the freed rows) still give a valid cut. A block on which
+every HiGHS fallback fails gives no cut in that iteration; the
 run goes on with the other blocks' cuts and stops (``numerical_trouble``) only when no block
 gives one.
 """
@@ -56,6 +58,10 @@ logger = logging.getLogger(__name__)
 
 INF = np.inf
 _RETRY_LOCK = threading.Lock()
+# the last fallback frees the block's constant rows whose coefficients span more than this ratio,
+# then the next one: HiGHS ends some blocks "Unbounded" or "Solve error" (Rome at eps 10/km: rows
+# z_i <= e^20 z_j) and solves them once those rows are free
+WIDE_ROW_RATIOS = (1e8, 1e6, 1e4)
 
 
 @dataclass(frozen=True)
@@ -242,6 +248,8 @@ class _Block:
         _pass_model(self.h, spec.cost, np.zeros(n_y), spec.upper, spec.rows)
         self.h1: Any = None
         self.h2: Any = None
+        self.h3: Any = None  # the elastic LP whose widest constant rows may be freed
+        self.freed_ratio: float | None = None  # the ratio above which rows were freed last time
         self.big_m = 1e4 * (float(np.abs(spec.cost).sum()) + 1.0)
         self.linked_rows = spec.linked.rows.astype(np.int32)
         self.base_upper = spec.rows.upper.copy()
@@ -257,6 +265,13 @@ class _Block:
                 pos[U.indices[U.indptr[t] : U.indptr[t + 1]]] = t
             self.unit_col_mask = pos >= 0
             self.unit_row_pos = pos
+        # each row's largest over smallest coefficient (1 for empty rows)
+        absv = np.abs(self.A.data)
+        nz = np.diff(self.A.indptr) > 0
+        self.row_ratio = np.ones(self.A.shape[0])
+        if absv.size:
+            starts = self.A.indptr[:-1][nz]
+            self.row_ratio[nz] = np.maximum.reduceat(absv, starts) / np.minimum.reduceat(absv, starts)
 
     def _linked_upper(self, x: np.ndarray) -> np.ndarray:
         L = self.spec.linked
@@ -364,35 +379,77 @@ class _Block:
                 self.solve_seconds += time.perf_counter() - t0
                 return {"feasible": True, "y": y, "value": float(self.spec.cost @ y), "alpha": alpha, "vars": vars_,
                         "beta": beta}
-        # then the elastic block
-        # solve the elastic block (slack on the linked rows at a large price) instead; its
-        # solution is feasible up to tolerance (the caller repairs exactly) and its duals give
-        # a valid optimality cut.
-        if self.h2 is None:
-            self.h2 = self._build_phase1(elastic=True)
-        if n_l:
-            self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        try:
-            status2 = _run(self.h2, f"elastic Benders block {self.spec.name}", self.deadline)
-            if status2 != "Optimal":
-                raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
-        except SolverError as exc:
-            # every fallback failed (seen on Rome at eps 10/km, whose rows span 1 to e^20): no cut
-            # from this block this time; the phase-1 solution still serves the upper bound
-            self.solve_seconds += time.perf_counter() - t0
-            return {"feasible": False, "failed": str(exc), "y": y1}
-        sol = self.h2.getSolution()
+        # then the elastic block (slack on the linked rows at a large price): its solution is
+        # feasible up to tolerance (the caller repairs exactly) and its duals give a valid
+        # optimality cut; once it needed its widest rows freed, it goes there first
+        res = self._freed_elastic(upper_now) if self.freed_ratio is not None else None
+        failure = ""
+        if res is None:
+            if self.h2 is None:
+                self.h2 = self._build_phase1(elastic=True)
+            if n_l:
+                self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
+            try:
+                status2 = _run(self.h2, f"elastic Benders block {self.spec.name}", self.deadline)
+                if status2 != "Optimal":
+                    raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
+                res = self._elastic_result(self.h2, upper_now)
+            except SolverError as exc:
+                failure = str(exc)
+                res = self._freed_elastic(upper_now)
+        self.solve_seconds += time.perf_counter() - t0
+        # every fallback failed: no cut from this block this time; the phase-1 solution still
+        # serves the upper bound
+        return res if res is not None else {"feasible": False, "failed": failure, "y": y1}
+
+    def _elastic_result(self, h: Any, upper_now: np.ndarray, freed: np.ndarray | None = None) -> dict[str, Any]:
+        """The elastic LP's solution (feasible up to tolerance; the caller repairs it exactly) and
+        the optimality cut from its duals (``freed`` rows: dual 0)."""
+        sol = h.getSolution()
         y = np.asarray(sol.col_value, dtype=float)[: self.n_y]
         pi = np.asarray(sol.row_dual, dtype=float)
+        if freed is not None:
+            pi[freed] = 0.0
         alpha, vars_, beta = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT, pi_floor=-self.big_m)
-        self.solve_seconds += time.perf_counter() - t0
         return {"feasible": True, "y": y, "value": float(self.spec.cost @ y), "alpha": alpha, "vars": vars_, "beta": beta}
+
+    def _freed_elastic(self, upper_now: np.ndarray) -> dict[str, Any] | None:
+        """The elastic LP with its widest constant rows free (``WIDE_ROW_RATIOS``, widest first).
+
+        Freeing rows relaxes the block, so its duals, with 0 on the freed rows, are dual feasible
+        for the block itself and give a valid (possibly weaker) cut. ``None`` when no ratio
+        helps."""
+        first = () if self.freed_ratio is None else (self.freed_ratio,)
+        tried: set[int] = {0}  # the freed sets are nested, so their sizes tell them apart
+        for ratio in first + tuple(r for r in WIDE_ROW_RATIOS if r != self.freed_ratio):
+            freed = self.nonlinked & (self.row_ratio > ratio)
+            if int(freed.sum()) in tried:
+                continue
+            tried.add(int(freed.sum()))
+            if self.h3 is None:
+                self.h3 = self._build_phase1(elastic=True)
+            lower = np.where(freed, -INF, self.spec.rows.lower)
+            upper = np.where(freed, INF, upper_now)  # the linked rows at this x (never freed)
+            rows = np.arange(lower.size, dtype=np.int32)
+            self.h3.changeRowsBounds(rows.size, rows, lower, upper)
+            try:
+                status = _run(self.h3, f"elastic Benders block {self.spec.name} ({int(freed.sum())} rows freed)",
+                              self.deadline)
+            except SolverError:
+                continue
+            if status == "Optimal":
+                if self.freed_ratio != ratio:
+                    logger.info("elastic LP of Benders block %s solved with its %d rows wider than %g freed",
+                                self.spec.name, int(freed.sum()), ratio)
+                self.freed_ratio = ratio
+                return self._elastic_result(self.h3, upper_now, freed)
+        return None
 
     def _build_phase1(self, elastic: bool = False) -> Any:
         spec = self.spec
         n_l = spec.linked.rows.size
         # add one slack column (coefficient -1) per linked row
-        A = self.A.tolil() if False else self.A
+        A = self.A
         S = sp.csr_matrix((-np.ones(n_l), (spec.linked.rows, np.arange(n_l))), shape=(spec.rows.n_rows, n_l))
         A1 = sp.hstack([A, S], format="csr")
         rows = RowBlock(A1.indptr, A1.indices, A1.data, spec.rows.lower, spec.rows.upper)

@@ -199,3 +199,62 @@ def test_highs_gets_the_time_left() -> None:
         engine._run(blk.h, "test block", time.perf_counter() - 1.0)
     assert engine._run(blk.h, "test block") == "Infeasible"  # no deadline: no limit left over
     assert blk.h.getOptionValue("time_limit")[1] == np.inf
+
+
+def _wide_block():
+    """One block: y_0 <= 1e9 y_1 (a row 1e9 wide), y_j <= g_j x_j (linked), sum y = 1, 0 <= y <= 1."""
+    n = 3
+    A = np.vstack([[1.0, -1e9, 0.0], np.eye(n), np.ones((1, n))])
+    lo = np.array([-np.inf, -np.inf, -np.inf, -np.inf, 1.0])
+    up = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    g = np.array([2.0, 1.5, 3.0])
+    spec = SubproblemSpec("wide", np.array([1.0, 2.0, 3.0]), np.ones(n), _rb(A, lo, up),
+                          LinkedRows(np.arange(1, n + 1), np.arange(n), g), unit_rows=np.array([4]))
+    return spec, A, g
+
+
+def _block_value(A: np.ndarray, g: np.ndarray, x: np.ndarray) -> float:
+    res = linprog([1.0, 2.0, 3.0], A_ub=A[:4], b_ub=np.concatenate([[0.0], g * x]), A_eq=A[4:], b_eq=[1.0],
+                  bounds=(0, 1), method="highs")
+    return res.fun if res.status == 0 else np.inf
+
+
+def test_a_block_highs_fails_on_is_solved_with_its_widest_rows_freed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from solvers.benders import engine
+    from solvers.errors import SolverError
+
+    spec, A, g = _wide_block()
+    calls: list[str] = []
+    run = engine._run
+
+    def failing(h, what, deadline=np.inf):  # HiGHS as on Rome: phase 1 and the plain elastic LP fail
+        calls.append(what)
+        if what.startswith("phase-1"):
+            return "Unknown"
+        if what.startswith("elastic") and "freed" not in what:
+            raise SolverError(f"HiGHS failed on {what} (model status Solve error)")
+        return run(h, what, deadline)
+
+    monkeypatch.setattr(engine, "_run", failing)
+    blk = engine._Block(spec, np.ones(3))
+    assert blk.row_ratio[0] == pytest.approx(1e9) and np.all(blk.row_ratio[1:] == 1.0)
+    x_hat = np.array([0.2, 0.1, 0.05])  # infeasible: sum g x < 1
+    res = blk.solve(x_hat)
+    assert res["feasible"] and not res.get("failed") and blk.freed_ratio == 1e8
+    assert any("elastic Benders block wide (1 rows freed)" == c for c in calls)
+    # the cut is valid: below the block's value wherever the block is feasible
+    rng = np.random.default_rng(0)
+    for x in rng.uniform(0, 1, (200, 3)):
+        q = _block_value(A, g, x)
+        if np.isfinite(q):
+            assert res["alpha"] + res["beta"] @ x[res["vars"]] <= q + 1e-9
+    # and it cuts off x_hat hard (the elastic price of the missing mass)
+    assert res["alpha"] + res["beta"] @ x_hat[res["vars"]] > 1e3
+    # the next solve goes straight to the freed LP
+    calls.clear()
+    assert blk.solve(x_hat)["feasible"]
+    assert not any(c == "elastic Benders block wide" for c in calls)
+    # without the fallback the block gives no cut (what the test guards against)
+    monkeypatch.setattr(engine, "WIDE_ROW_RATIOS", ())
+    blk = engine._Block(spec, np.ones(3))
+    assert blk.solve(x_hat)["failed"].startswith("HiGHS failed on elastic Benders block wide")
