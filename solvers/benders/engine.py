@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import SolverError
-from solvers.lp.highs import new_highs
+from solvers.lp.highs import new_highs, set_time_left
 
 __all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
 
@@ -197,7 +197,7 @@ def _run(h: Any, what: str, deadline: float = INF) -> str:
         left = deadline - time.perf_counter()
         if left <= 0.0:
             raise _TimeUp(what)
-        h.setOptionValue("time_limit", float(left))  # inf without a deadline
+        set_time_left(h, left)  # HiGHS's limit counts the object's earlier runs too; inf: none
         if attempt == 0 and h.getOptionValue("solver")[1] != "choose":
             h.setOptionValue("solver", "choose")  # undo a previous fallback before the warm run
         if attempt == 1:
