@@ -24,8 +24,9 @@ The master is split into the connected components of its variables (linked throu
 master row or through one block's linked variables; Qiu's Property 3.1), each an
 independent HiGHS LP that grows its cut pool with ``addRows`` and re-solves from the
 previous basis (warm start). Blocks are solved in parallel (threads; HiGHS releases the
-GIL), each from its previous basis after ``changeRowsBounds``. The lower bound is the
-master's optimal value; the upper bound comes from a caller-supplied function that turns
+GIL), each from its previous basis after ``changeRowsBounds``. The lower bound is weak duality
+on the master's row duals (valid for any duals), not HiGHS's objective, which a badly scaled
+master can overstate; the upper bound comes from a caller-supplied function that turns
 ``(x^, y^)`` into a feasible, verified solution and returns its objective. Optionally a second
 function does the same on iterations with infeasible blocks, from their phase-1 solutions
 (a caller with an exact repair, such as the mDP engine's, then has an upper bound from the first
@@ -50,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import SolverError
-from solvers.lp.highs import new_highs, set_time_left
+from solvers.lp.highs import dual_bound, new_highs, set_time_left
 
 __all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
 
@@ -486,6 +487,12 @@ class _MasterComponent:
         _pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
         self.deadline = INF  # set by BendersEngine.run from its time limit
+        # the LP as passed, for the certified bound (the cuts are appended as they come)
+        self.A_base, self.cost, self.col_lower, self.col_upper = A, cost, lower, upper
+        self.row_lower, self.row_upper = rows.lower, rows.upper
+        self.cut_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.cut_lower: list[float] = []
+        self.cut_upper: list[float] = []
 
     def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray) -> None:
         """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``."""
@@ -498,15 +505,47 @@ class _MasterComponent:
         self.h.addRows(1, np.array([lo]), np.array([up]), int(idx.size), np.array([0], dtype=np.int32), idx,
                        np.asarray(vals, dtype=float))
         self.n_cuts += 1
+        self.cut_rows.append((idx, np.asarray(vals, dtype=float)))
+        self.cut_lower.append(lo)
+        self.cut_upper.append(up)
 
     def solve(self) -> tuple[float, np.ndarray, dict[int, float]]:
+        """Solve; returns the certified lower bound (:meth:`certified_bound`), ``x`` and the thetas."""
         status = _run(self.h, "Benders master", self.deadline)
         if status != "Optimal":
             raise SolverError(f"Benders master component ended with status {status}; the PMO may be infeasible")
         sol = self.h.getSolution()
         v = np.asarray(sol.col_value, dtype=float)
-        obj = float(self.h.getInfo().objective_function_value)
-        return obj, v[: self.n_x], {b: float(v[c]) for b, c in self.theta_col.items()}
+        bound = self.certified_bound(np.asarray(sol.row_dual, dtype=float))
+        return bound, v[: self.n_x], {b: float(v[c]) for b, c in self.theta_col.items()}
+
+    def certified_bound(self, pi: np.ndarray) -> float:
+        """A lower bound on this component's LP from any row duals ``pi``, by weak duality.
+
+        HiGHS's objective is not one: on Rome's record BD at eps 10/km (1.5 M master rows spanning
+        1 to e^20) HiGHS reported "optimal" 0.0131 for a component whose LP has a solution below
+        0.0126 (the optimal mechanism's boundary rows and block values), and the run's lower bound
+        rose 8 % above the optimum. Wrong-signed duals are set to 0, and the duals of a block's
+        optimality cuts are scaled down where they would make its theta's reduced cost negative
+        (theta has no upper bound); then :func:`solvers.lp.highs.dual_bound`.
+        """
+        ncut = len(self.cut_lower)
+        ptr = np.concatenate([[0], np.cumsum([i.size for i, _ in self.cut_rows], dtype=np.int64)])
+        C = sp.csr_matrix((np.concatenate([v for _, v in self.cut_rows]) if ncut else np.zeros(0),
+                           np.concatenate([i for i, _ in self.cut_rows]) if ncut else np.zeros(0, dtype=np.int32),
+                           ptr), shape=(ncut, self.cost.size))
+        AT = sp.vstack([self.A_base, C], format="csr").T.tocsr()
+        lower = np.concatenate([self.row_lower, np.asarray(self.cut_lower, dtype=float)])
+        upper = np.concatenate([self.row_upper, np.asarray(self.cut_upper, dtype=float)])
+        pi = pi.copy()
+        pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
+        pi[(pi < 0) & ~np.isfinite(upper)] = 0.0
+        reduced = self.cost - AT @ pi
+        for c in self.theta_col.values():  # theta in [theta_lower, inf): its reduced cost must be >= 0
+            if reduced[c] < 0.0:
+                rows = AT.indices[AT.indptr[c] : AT.indptr[c + 1]]  # its optimality cuts (coefficient 1)
+                pi[rows] *= (1.0 - 1e-12) * self.cost[c] / (self.cost[c] - reduced[c])  # a hair below, for rounding
+        return dual_bound(AT, self.cost, self.col_lower, self.col_upper, lower, upper, pi)
 
 
 class BendersEngine:

@@ -118,6 +118,29 @@ def set_time_left(h: "object", seconds: float) -> None:
     h.setOptionValue("time_limit", limit)
 
 
+def dual_bound(AT: object, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+               row_lower: np.ndarray, row_upper: np.ndarray, pi: np.ndarray) -> float:
+    """A lower bound on ``min c'x`` s.t. ``row_lower <= A x <= row_upper``, ``col_lower <= x <= col_upper``
+    from any row duals ``pi`` (weak duality; ``AT`` is ``A`` transposed, sparse or dense).
+
+    A dual whose sign asks for an infinite row bound is set to 0; the bound is
+    ``sum_r pi_r b_r + sum_j min(d_j l_j, d_j u_j)`` with ``d = c - A' pi``, and ``-inf`` where a
+    reduced cost needs an infinite column bound. HiGHS's objective is no such bound: on a badly
+    scaled LP it can report "optimal" above the true optimum (Rome's PMO at eps 10/km).
+    """
+    pi = np.array(pi, dtype=float)
+    pi[(pi > 0) & ~np.isfinite(row_lower)] = 0.0
+    pi[(pi < 0) & ~np.isfinite(row_upper)] = 0.0
+    reduced = cost - AT @ pi
+    nzr = pi != 0
+    bound = float(pi[nzr] @ np.where(pi[nzr] > 0, row_lower[nzr], row_upper[nzr]))
+    at = np.where(reduced >= 0, col_lower, col_upper)
+    nz = reduced != 0
+    if not np.all(np.isfinite(at[nz])):
+        return -np.inf
+    return bound + float(reduced[nz] @ at[nz])
+
+
 def pass_lp(h: "object", lp: LinearProgram) -> bool:
     """Load ``lp`` into the ``highspy.Highs`` object ``h``; False when HiGHS refuses it.
 

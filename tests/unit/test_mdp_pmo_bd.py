@@ -50,6 +50,26 @@ def test_direct_beats_exponential_mechanism_and_is_verified() -> None:
     assert d.lower_bound <= d.objective <= d.lower_bound * (1 + 1e-8)
 
 
+def test_direct_lower_bound_is_weak_duality_not_the_solvers_objective(monkeypatch: pytest.MonkeyPatch) -> None:
+    # HiGHS's objective overstates the optimum on badly scaled PMOs (Rome at eps 10/km); the bound
+    # comes from its duals, so an overstated objective does not reach the report
+    from solvers.mdp import pmo
+
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
+    honest = solve_direct(p)
+    assert honest.lower_bound == pytest.approx(honest.details["solver_objective"], rel=1e-9)
+    solve_lp = pmo.highs_solve_lp
+
+    def overstated(*args, **kwargs):
+        status, x, duals, obj, h = solve_lp(*args, **kwargs)
+        return status, x, duals, obj * 1.05, h
+
+    monkeypatch.setattr(pmo, "highs_solve_lp", overstated)
+    d = solve_direct(p)
+    assert d.details["solver_objective"] == pytest.approx(1.05 * honest.details["solver_objective"])
+    assert d.lower_bound == pytest.approx(honest.lower_bound, rel=1e-12)
+
+
 def test_essential_edges_prune_only_implied_constraints() -> None:
     g = load_dataset("grid", rows=4, cols=4)
     gr = build_graph(g.distance, 2.0)
