@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "PMO's dual by output column, i.e. column generation per mDP-graph component (docs/mdp.md)")
     p.add_argument("--partitioner", default="kmdv", choices=list(PARTITIONERS), help="BD partitioner (default kmdv)")
     p.add_argument("--subsets", type=int, default=25, help="BD subsets M (default 25)")
-    p.add_argument("--gap", type=float, default=1e-4, help="BD relative gap to stop at (default 1e-4)")
+    p.add_argument("--gap", type=float, default=1e-4,
+                   help="relative gap: bd and colgen stop there; direct is 'optimal' only within it (default 1e-4)")
     p.add_argument("--max-iterations", type=int, default=500, help="BD iteration cap (default 500)")
     p.add_argument("--time-limit", type=float, default=None, help="BD wall-clock limit in seconds (checked per iteration)")
     p.add_argument("--workers", type=int, default=2,
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
               f"{rec.seconds:7.1f}s", end="", file=sys.stderr, flush=True)
 
     if args.method == "direct":
-        result = solve_direct(problem, exact_check=args.exact_check)
+        result = solve_direct(problem, gap=args.gap, exact_check=args.exact_check)
     elif args.method == "bd":
         from solvers.mdp.bd import solve_bd
 
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
               f"bounds [{result.lower_bound:.10g}, {result.upper_bound:.10g}], gap {result.rel_gap:.2e}, "
               f"{result.iterations} iterations, {result.time_s:.2f}s; verified (row err {v['max_row_sum_error']:.1e}, "
               f"min entry {v['min_entry']:.1e}, mDP violation {v['max_mdp_violation']:.1e})")
-    if result.method in ("bd", "colgen") and result.status != "optimal":
+    if result.method in ("direct", "bd", "colgen") and result.status != "optimal":
         print(f"securelp mdp: {stop_hint(result.status, result.rel_gap, args)}", file=sys.stderr)
         return int(ExitCode.SOLVER)
     return int(ExitCode.OK)
@@ -242,11 +243,16 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
             "numerical_trouble": "after HiGHS failed"}.get(status, f"with status {status}")
     text = (f"{args.method} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
             f"the verified mechanism is returned (exit code 8)")
+    if args.method == "direct":
+        text = (f"direct: HiGHS called the LP optimal, but its duals certify a gap of only {rel_gap:.3g} "
+                f"(--gap {args.gap:g}); the verified mechanism is returned (exit code 8)")
     fixes = []
     if status == "time_limit":
         fixes.append("raise --time-limit")
     elif status == "iteration_limit":
         fixes.append("raise --max-iterations")
+    if args.method == "direct":
+        fixes.append("use --method bd --decomposition columns (certified; docs/mdp.md)")
     if args.method == "bd" and args.decomposition == "records":
         fixes.append("use --decomposition columns (Qiu's record BD stalls at large eps*d; docs/mdp.md)")
     return text + (": " + ", or ".join(fixes) if fixes else "")

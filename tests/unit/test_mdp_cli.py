@@ -99,3 +99,28 @@ def test_a_stop_before_the_gap_says_why_and_what_to_change(tmp_path: Path, capsy
     assert "raise --max-iterations" in err[0] and "--decomposition columns" in err[0]
     assert main([*args[:-2], "--decomposition", "columns", "--json", str(out)]) == ExitCode.OK
     assert capsys.readouterr().err == ""
+
+
+def test_direct_whose_duals_do_not_certify_it_exits_8_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from solvers.mdp import pmo
+
+    out = tmp_path / "r.json"
+    args = ["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--method", "direct",
+            "--json", str(out)]
+    assert main(args) == ExitCode.OK
+    assert json.loads(out.read_text())["status"] == "optimal"
+    solve_lp = pmo.highs_solve_lp
+
+    def off_duals(*a, **kw):  # HiGHS as on Rome at eps 10/km: "optimal", with duals that certify less
+        status, x, duals, obj, h = solve_lp(*a, **kw)
+        return status, x, 0.9 * duals, obj, h
+
+    monkeypatch.setattr(pmo, "highs_solve_lp", off_duals)
+    capsys.readouterr()
+    assert main(args) == ExitCode.SOLVER
+    report = json.loads(out.read_text())
+    assert report["status"] == "numerical_trouble" and report["rel_gap"] > 1e-4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("securelp mdp: direct: HiGHS called the LP optimal")
+    assert "--decomposition columns" in err[0]

@@ -67,7 +67,16 @@ def test_direct_lower_bound_is_weak_duality_not_the_solvers_objective(monkeypatc
     monkeypatch.setattr(pmo, "highs_solve_lp", overstated)
     d = solve_direct(p)
     assert d.details["solver_objective"] == pytest.approx(1.05 * honest.details["solver_objective"])
-    assert d.lower_bound == pytest.approx(honest.lower_bound, rel=1e-12)
+    assert d.lower_bound == pytest.approx(honest.lower_bound, rel=1e-12) and d.status == "optimal"
+
+    def off_duals(*args, **kwargs):  # duals that certify less than HiGHS claims
+        status, x, duals, obj, h = solve_lp(*args, **kwargs)
+        return status, x, 0.9 * duals, obj, h
+
+    monkeypatch.setattr(pmo, "highs_solve_lp", off_duals)
+    d = solve_direct(p)
+    assert d.lower_bound < 0.95 * honest.lower_bound and d.status == "numerical_trouble"
+    assert d.rel_gap > 0.05 and d.objective == pytest.approx(honest.objective)
 
 
 def test_essential_edges_prune_only_implied_constraints() -> None:
