@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
     exit_promptly_on_interrupt()
 
+    if args.method in ("direct", "bd", "colgen") and not (args.gap > 0):
+        raise InputError(f"--gap must be > 0, got {args.gap}")
     if args.method in ("bd", "colgen"):
-        if not (args.gap > 0):
-            raise InputError(f"--gap must be > 0, got {args.gap}")
         if args.subsets < 1:
             raise InputError(f"--subsets must be >= 1, got {args.subsets}")
         if args.max_iterations < 1:

@@ -54,6 +54,7 @@ def test_points_file_via_cli(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, needle",
     [(["--eps", "0"], "eps"), (["--eta", "-1"], "eta"), (["--method", "bd", "--gap", "0"], "gap"),
+     (["--method", "direct", "--gap", "0"], "gap"), (["--method", "direct", "--gap", "nan"], "gap"),
      (["--outputs", "0"], "K")],
 )
 def test_bad_values_are_one_line_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
