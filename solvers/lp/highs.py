@@ -129,6 +129,7 @@ def dual_bound(AT: object, cost: np.ndarray, col_lower: np.ndarray, col_upper: n
     scaled LP it can report "optimal" above the true optimum (Rome's PMO at eps 10/km).
     """
     pi = np.array(pi, dtype=float)
+    pi[~np.isfinite(pi)] = 0.0  # a failed solve's nan duals: any duals give a bound
     pi[(pi > 0) & ~np.isfinite(row_lower)] = 0.0
     pi[(pi < 0) & ~np.isfinite(row_upper)] = 0.0
     reduced = cost - AT @ pi

@@ -51,6 +51,9 @@ def test_exact_duals_give_the_optimum_and_any_others_a_lower_value(seed: int) ->
         noisy = pi + rng.normal(scale=rng.choice([1e-6, 1e-2, 1.0, 10.0]), size=pi.size)
         assert dual_bound(A.T, cost, lo, up, rlo, rup, noisy) <= optimum + 1e-12
     assert np.array_equal(pi, _solve(A, cost, lo, up, rlo, rup)[1])  # the duals passed in are not changed
+    bad = pi.copy()
+    bad[0] = np.nan
+    assert dual_bound(A.T, cost, lo, up, rlo, rup, bad) <= optimum + 1e-12  # nan duals count as 0
 
 
 def test_a_reduced_cost_that_needs_an_infinite_column_bound_gives_minus_inf() -> None:
