@@ -241,11 +241,12 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     what = {"time_limit": "at the time limit", "iteration_limit": "at the iteration cap",
             "stalled": "with no violated cut left (stalled)",
             "numerical_trouble": "after HiGHS failed"}.get(status, f"with status {status}")
-    text = (f"{args.method} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
-            f"the verified mechanism is returned (exit code 8)")
     if args.method == "direct":
         text = (f"direct: HiGHS called the LP optimal, but its duals certify a gap of only {rel_gap:.3g} "
                 f"(--gap {args.gap:g}); the verified mechanism is returned (exit code 8)")
+    else:
+        text = (f"{args.method} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
+                f"the verified mechanism is returned (exit code 8)")
     fixes = []
     if status == "time_limit":
         fixes.append("raise --time-limit")

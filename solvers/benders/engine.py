@@ -39,6 +39,7 @@ gives one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -49,9 +50,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
 from solvers.errors import SolverError
-from solvers.lp.highs import dual_bound, new_highs, set_time_left
+from solvers.lp.highs import dual_bound, new_highs, set_time_left, signed_duals
 
 __all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
 
@@ -227,9 +229,7 @@ def _run(h: Any, what: str, deadline: float = INF) -> str:
 def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr_matrix, cost: np.ndarray,
                 col_upper: np.ndarray) -> tuple[np.ndarray, float]:
     """Clip ``pi`` to valid signs; return it and the bound term ``sum_j min(0, r_j) u_j``."""
-    pi = pi.copy()
-    pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
-    pi[(pi < 0) & ~np.isfinite(upper)] = 0.0
+    pi = signed_duals(pi, lower, upper)
     reduced = cost - AT @ pi
     return pi, float(np.sum(np.minimum(reduced, 0.0) * col_upper))
 
@@ -266,13 +266,18 @@ class _Block:
                 pos[U.indices[U.indptr[t] : U.indptr[t + 1]]] = t
             self.unit_col_mask = pos >= 0
             self.unit_row_pos = pos
-        # each row's largest over smallest coefficient (1 for empty rows)
+
+    @functools.cached_property
+    def row_ratio(self) -> np.ndarray:
+        """Each row's largest over smallest coefficient (1 for empty rows); only the last fallback
+        (:meth:`_freed_elastic`) needs it."""
         absv = np.abs(self.A.data)
         nz = np.diff(self.A.indptr) > 0
-        self.row_ratio = np.ones(self.A.shape[0])
+        ratio = np.ones(self.A.shape[0])
         if absv.size:
             starts = self.A.indptr[:-1][nz]
-            self.row_ratio[nz] = np.maximum.reduceat(absv, starts) / np.minimum.reduceat(absv, starts)
+            ratio[nz] = np.maximum.reduceat(absv, starts) / np.minimum.reduceat(absv, starts)
+        return ratio
 
     def _linked_upper(self, x: np.ndarray) -> np.ndarray:
         L = self.spec.linked
@@ -287,9 +292,7 @@ class _Block:
             pi = pi.copy()
             pi[lr] = np.clip(pi[lr], pi_floor, 0.0)
         if self.spec.unit_rows is not None and self.spec.unit_rows.size:
-            pi = pi.copy()
-            pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
-            pi[(pi < 0) & ~np.isfinite(upper_now)] = 0.0
+            pi = signed_duals(pi, lower, upper_now)
             reduced = cost - AT @ pi
             ur = self.spec.unit_rows
             neg = np.maximum(-reduced, 0.0)
@@ -487,8 +490,10 @@ class _MasterComponent:
         _pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
         self.deadline = INF  # set by BendersEngine.run from its time limit
-        # the LP as passed, for the certified bound (the cuts are appended as they come)
-        self.A_base, self.cost, self.col_lower, self.col_upper = A, cost, lower, upper
+        # the LP as passed, for the certified bound (the cuts are kept apart as they come: the base
+        # rows, 1.5 M on Rome, are transposed once, not restacked with the cuts every iteration)
+        self.AT_base = A.T.tocsr()
+        self.cost, self.col_lower, self.col_upper = cost, lower, upper
         self.row_lower, self.row_upper = rows.lower, rows.upper
         self.cut_rows: list[tuple[np.ndarray, np.ndarray]] = []
         self.cut_lower: list[float] = []
@@ -529,21 +534,20 @@ class _MasterComponent:
         optimality cuts are scaled down where they would make its theta's reduced cost negative
         (theta has no upper bound); then :func:`solvers.lp.highs.dual_bound`.
         """
-        ncut = len(self.cut_lower)
+        ncut, nb = len(self.cut_lower), self.row_lower.size
         ptr = np.concatenate([[0], np.cumsum([i.size for i, _ in self.cut_rows], dtype=np.int64)])
-        C = sp.csr_matrix((np.concatenate([v for _, v in self.cut_rows]) if ncut else np.zeros(0),
-                           np.concatenate([i for i, _ in self.cut_rows]) if ncut else np.zeros(0, dtype=np.int32),
-                           ptr), shape=(ncut, self.cost.size))
-        AT = sp.vstack([self.A_base, C], format="csr").T.tocsr()
+        CT = sp.csr_matrix((np.concatenate([v for _, v in self.cut_rows]) if ncut else np.zeros(0),
+                            np.concatenate([i for i, _ in self.cut_rows]) if ncut else np.zeros(0, dtype=np.int32),
+                            ptr), shape=(ncut, self.cost.size)).T.tocsr()
+        AT = LinearOperator((self.cost.size, nb + ncut), dtype=float,
+                            matvec=lambda p: self.AT_base @ p[:nb] + CT @ p[nb:])  # [A; cuts]'
         lower = np.concatenate([self.row_lower, np.asarray(self.cut_lower, dtype=float)])
         upper = np.concatenate([self.row_upper, np.asarray(self.cut_upper, dtype=float)])
-        pi = pi.copy()
-        pi[(pi > 0) & ~np.isfinite(lower)] = 0.0
-        pi[(pi < 0) & ~np.isfinite(upper)] = 0.0
+        pi = signed_duals(pi, lower, upper)
         reduced = self.cost - AT @ pi
         for c in self.theta_col.values():  # theta in [theta_lower, inf): its reduced cost must be >= 0
             if reduced[c] < 0.0:
-                rows = AT.indices[AT.indptr[c] : AT.indptr[c + 1]]  # its optimality cuts (coefficient 1)
+                rows = nb + CT.indices[CT.indptr[c] : CT.indptr[c + 1]]  # its optimality cuts (coefficient 1)
                 pi[rows] *= (1.0 - 1e-12) * self.cost[c] / (self.cost[c] - reduced[c])  # a hair below, for rounding
         return dual_bound(AT, self.cost, self.col_lower, self.col_upper, lower, upper, pi)
 

@@ -118,6 +118,15 @@ def set_time_left(h: "object", seconds: float) -> None:
     h.setOptionValue("time_limit", limit)
 
 
+def signed_duals(pi: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray) -> np.ndarray:
+    """A copy of the row duals ``pi`` with each dual whose sign asks for an infinite row bound set to 0
+    (``pi_r > 0`` bounds row ``r`` from below, ``pi_r < 0`` from above, HiGHS's sign convention)."""
+    pi = np.array(pi, dtype=float)
+    pi[(pi > 0) & ~np.isfinite(row_lower)] = 0.0
+    pi[(pi < 0) & ~np.isfinite(row_upper)] = 0.0
+    return pi
+
+
 def dual_bound(AT: object, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
                row_lower: np.ndarray, row_upper: np.ndarray, pi: np.ndarray) -> float:
     """A lower bound on ``min c'x`` s.t. ``row_lower <= A x <= row_upper``, ``col_lower <= x <= col_upper``
@@ -128,10 +137,8 @@ def dual_bound(AT: object, cost: np.ndarray, col_lower: np.ndarray, col_upper: n
     reduced cost needs an infinite column bound. HiGHS's objective is no such bound: on a badly
     scaled LP it can report "optimal" above the true optimum (Rome's PMO at eps 10/km).
     """
-    pi = np.array(pi, dtype=float)
-    pi[~np.isfinite(pi)] = 0.0  # a failed solve's nan duals: any duals give a bound
-    pi[(pi > 0) & ~np.isfinite(row_lower)] = 0.0
-    pi[(pi < 0) & ~np.isfinite(row_upper)] = 0.0
+    pi = np.where(np.isfinite(pi), pi, 0.0)  # a failed solve's nan duals: any duals give a bound
+    pi = signed_duals(pi, row_lower, row_upper)
     reduced = cost - AT @ pi
     nzr = pi != 0
     bound = float(pi[nzr] @ np.where(pi[nzr] > 0, row_lower[nzr], row_upper[nzr]))
