@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.lp.highs import dual_bound, new_highs
+from solvers.lp.highs import dual_bound
+from solvers.mdp.pmo import highs_solve_lp
 
 
 def _random_lp(seed: int):
@@ -25,20 +26,10 @@ def _random_lp(seed: int):
 
 
 def _solve(A, cost, col_lower, col_upper, row_lower, row_upper):
-    import highspy
-
-    h = new_highs(tight=True)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, col_lower, col_upper
-    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
-    h.passModel(lp)
-    h.run()
-    assert h.modelStatusToString(h.getModelStatus()) == "Optimal"
-    return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().row_dual)
+    status, _, duals, obj, _ = highs_solve_lp(cost, col_lower, col_upper, row_lower, row_upper, A.indptr, A.indices,
+                                              A.data)
+    assert status == "Optimal"
+    return obj, duals
 
 
 @pytest.mark.parametrize("seed", range(6))
