@@ -137,6 +137,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "partitioner": part.get("method"),
         "decomposition": part.get("decomposition", "records" if result.method == "bd" else None),
         "dual_ascent": list((result.details or {}).get("dual_ascent", [])),
+        "dominated_outputs": list((result.details or {}).get("dominated_outputs", [])),
     }
 
 

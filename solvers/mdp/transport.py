@@ -23,7 +23,7 @@ stored certificates left open, the greedy plans certified 636 in 3.6 s; the 765 
 
 from __future__ import annotations
 
-import itertools
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,11 +31,15 @@ from scipy.sparse.csgraph import dijkstra
 
 from solvers.mdp.rowops import edge_structure
 
-__all__ = ["TRANSPORT_MAX_RECORDS", "TransportCertifier"]
+__all__ = ["DOMINANCE_NEIGHBOURS", "DOMINANCE_TRIES", "TRANSPORT_MAX_RECORDS", "TransportCertifier", "cone_dominated"]
 
 #: the certifier keeps ``m x m`` distances, prices, orders and predecessors (about 24 bytes per
 #: pair): components above this many records are priced by LPs only
 TRANSPORT_MAX_RECORDS = 4000
+
+#: :func:`cone_dominated`: dominators tried per output, among this many nearest live outputs
+DOMINANCE_TRIES = 3
+DOMINANCE_NEIGHBOURS = 64
 
 
 class TransportCertifier:
@@ -54,14 +58,18 @@ class TransportCertifier:
         self.price[~np.isfinite(dist)] = np.inf
         self.order = np.argsort(dist, axis=1, kind="stable").astype(np.int32)  # cheapest first
         self.pred = pred.astype(np.int32)
-        self.row = {int(s) * m + int(t): r for r, (s, t) in enumerate(zip(src.tolist(), tgt.tolist()))}
+        key = src * m + tgt
+        self._key_order = np.argsort(key, kind="stable")
+        self._keys = key[self._key_order]  # sorted: the row of the pair (s, t) by a binary search
 
     def certify(self, b: np.ndarray) -> np.ndarray | None:
         """A ``y >= 0`` (one entry per mDP row) with ``(A'y)_i >= b_i`` up to rounding, or ``None``
         when the greedy plan leaves a deficit unserved."""
         cap = np.maximum(-b, 0.0) * (1.0 - 1e-12)  # the slack, less a hair for the rounding of the prices
-        y = np.zeros(self.E)
         need = np.flatnonzero(b > 0)
+        to: list[np.ndarray] = []  # the plan: deliveries (to, from, amount), routed once it is complete
+        frm: list[np.ndarray] = []
+        amt: list[np.ndarray] = []
         for i in need[np.argsort(-b[need], kind="stable")].tolist():
             want = float(b[i])
             order = self.order[i]
@@ -74,25 +82,95 @@ class TransportCertifier:
             last = int(np.searchsorted(reach, want))
             if last >= sup.size:
                 return None
-            for t in range(last + 1):
-                j = int(sup[t])
-                give = float(can[t]) if t < last else want - (float(reach[t - 1]) if t else 0.0)
-                if give <= 0.0:
-                    continue
-                cap[j] = max(0.0, cap[j] - give * price[t])
-                self._route(i, j, give, y)
+            give = can[:last + 1].copy()
+            give[last] = want - (float(reach[last - 1]) if last else 0.0)
+            used = sup[:last + 1]
+            cap[used] = np.maximum(0.0, cap[used] - give * price[:last + 1])
+            to.append(np.full(last + 1, i, dtype=np.int64))
+            frm.append(used.astype(np.int64))
+            amt.append(give)
+        y = np.zeros(self.E)
+        if to:
+            self._route(np.concatenate(to), np.concatenate(frm), np.concatenate(amt), y)
         return y
 
-    def _route(self, i: int, j: int, give: float, y: np.ndarray) -> None:
-        """Add the flows that deliver ``give`` to ``i``, paid by ``j``, along the shortest path."""
-        path = [j]
-        pred = self.pred[i]
-        while path[-1] != i:
-            path.append(int(pred[path[-1]]))
-        path.reverse()  # i = v0, v1, ..., j: row (v_l, v_l+1) delivers to v_l, paid by v_l+1
+    def _route(self, i: np.ndarray, j: np.ndarray, give: np.ndarray, y: np.ndarray) -> None:
+        """Add the flows that deliver ``give`` to ``i``, paid by ``j``, along the shortest paths.
+
+        On the path ``i = v0, v1, ..., j`` the row ``(v_l, v_l+1)`` delivers to ``v_l`` and is paid
+        by ``v_l+1``; it carries ``give`` times the product of the factors between ``i`` and
+        ``v_l``, which is ``price[i, v_l]`` (a sub-path of a shortest path is a shortest path). The
+        paths are walked back from ``j``, all deliveries at once, one edge per step."""
+        keep = give > 0.0
+        i, cur, give = i[keep], j[keep], give[keep]
         m = self.m
-        amount = give
-        for u, v in itertools.pairwise(path):
-            r = self.row[u * m + v]
-            y[r] += amount
-            amount *= self.a[r]
+        while cur.size:
+            go = cur != i
+            i, cur, give = i[go], cur[go], give[go]
+            if not cur.size:
+                break
+            prev = self.pred[i, cur].astype(np.int64)
+            rows = self._key_order[np.searchsorted(self._keys, prev * m + cur)]
+            np.add.at(y, rows, give * self.price[i, prev])
+            cur = prev
+
+
+def cone_dominated(G: np.ndarray, A: sp.csr_matrix, certifier: TransportCertifier, features: np.ndarray,
+                   deadline: float = float("inf")) -> tuple[np.ndarray, int]:
+    """Outputs whose mass can move to another output without breaking a constraint or raising the loss.
+
+    ``G``: records x outputs, the prior-weighted loss of one component; ``A``: its mDP rows. Output
+    ``k`` is *dominated* by output ``j`` when ``g_j <= g_k + A'y`` for some ``y >= 0``. Then every
+    column ``z`` of the cone ``C = {z >= 0 : A z <= 0}`` has
+    ``g_j.z <= (g_k + A'y).z = g_k.z + y.(A z) <= g_k.z``: moving column ``k`` of any mechanism onto
+    column ``j`` keeps every mDP row (``C`` is a convex cone) and every unit row, and does not raise
+    the loss, so the optimum over the other outputs is the optimum. With ``b = g_j - g_k`` the
+    multipliers are a lossy transport (:meth:`TransportCertifier.certify`): the records nearer ``k``
+    than ``j`` are served by those nearer ``j``. Entrywise dominance (``g_j <= g_k``,
+    :func:`solvers.mdp.colgen.undominated_outputs`) is the case ``y = 0``.
+
+    The outputs are visited from the largest total loss down (the outliers first). Each tries
+    :data:`DOMINANCE_TRIES` dominators among the :data:`DOMINANCE_NEIGHBOURS` live outputs nearest
+    in ``features`` (its cost column, projected), after two quick tests that rule a pair out: the
+    total deficit must not exceed the total slack (prices are at least 1), and ``g_k - g_j`` must be
+    non-negative on every point ``exp(-eps D(., t))`` of ``C``. A dominator is live when it is tried,
+    so removals never form a cycle and every removed output is dominated, through a chain, by a kept
+    one (dominance is transitive). A plan counts only when ``g_k + A'y >= g_j`` holds entrywise as
+    computed (the deficits are inflated by 1e-9 for that margin); a plan that fails proves nothing
+    and the output is kept. Stops at ``deadline`` (``time.perf_counter()``), keeping the outputs not
+    yet visited. Returns ``(by, visited)``: for each output, the output it was found dominated by,
+    ``-1`` for the outputs kept; and how many outputs were visited.
+    """
+    K = G.shape[1]
+    alive = np.ones(K, dtype=bool)
+    by = np.full(K, -1, dtype=np.int64)
+    if K < 2:
+        return by, 0
+    with np.errstate(divide="ignore"):
+        R = 1.0 / certifier.price  # column t: exp(-eps D(., t)), a point of C (0 where unreachable)
+    GR = G.T @ R  # outputs x roots: g_k' r_t
+    visited = 0
+    for k in np.argsort(-G.sum(axis=0), kind="stable").tolist():
+        if time.perf_counter() > deadline:
+            break
+        visited += 1
+        cand = np.flatnonzero(alive)
+        cand = cand[cand != k]
+        if cand.size == 0:
+            break
+        near = cand[np.argsort(((features[cand] - features[k]) ** 2).sum(axis=1), kind="stable")[:DOMINANCE_NEIGHBOURS]]
+        B = G[:, near] - G[:, [k]]
+        deficit = np.maximum(B, 0.0).sum(axis=0)
+        slack = np.maximum(-B, 0.0).sum(axis=0)
+        ok = (deficit <= slack) & ((GR[k] - GR[near]).min(axis=1) >= 0.0)
+        near = near[ok]
+        ratio = deficit[ok] / np.maximum(slack[ok], 1e-300)
+        for k2 in near[np.argsort(ratio, kind="stable")[:DOMINANCE_TRIES]].tolist():
+            b = G[:, k2] - G[:, k]
+            b = np.where(b > 0.0, b * (1.0 + 1e-9), b)
+            y = certifier.certify(b)
+            if y is not None and bool(np.all(G[:, k] + A.T @ y >= G[:, k2])):
+                alive[k] = False
+                by[k] = k2
+                break
+    return by, visited

@@ -157,3 +157,19 @@ def test_the_master_tolerance_follows_the_gap_target() -> None:
             assert cg.enter_tol == 10 * tol
         finally:
             cg.close()
+
+
+def test_a_stall_short_of_the_gap_tightens_the_master(tmp_path: Path, monkeypatch) -> None:
+    """90 points in 2-D: at the default gap's master tolerance (1e-7) nothing enters at the RMP's
+    duals while the bound there is 2.8e-4 short (stop 27's looser master); the run now tightens the
+    master and is certified. Without the tightening it stalls."""
+    f = tmp_path / "pts.csv"
+    np.savetxt(f, np.random.default_rng(11).normal(size=(90, 2)), delimiter=",", header="x,y", comments="")
+    p = build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 1.0, 0.6)
+    r = solve_colgen(p, gap=1e-4, dominance=False)
+    assert r.status == "optimal" and r.rel_gap <= 1e-4
+    assert r.details["master_tightenings"] >= 1
+    monkeypatch.setattr(colgen, "TIGHT_TOLERANCE", 1e-7)  # no room to tighten
+    r = solve_colgen(p, gap=1e-4, dominance=False)
+    assert r.status == "stalled" and r.rel_gap > 1e-4
+    assert r.details["master_tightenings"] == 0

@@ -1,5 +1,8 @@
 """The structured interior-point method and the ``ipm`` start: exact against HiGHS, bounds valid
-whatever the iterate, and the column generation after it still certifies the optimum."""
+whatever the iterate, and the column generation after it still certifies the optimum.
+
+The starts run with ``dominance=False``: dropping the outputs dominated in the cone's dual order
+would shrink these small instances below the sizes that get a start."""
 
 from __future__ import annotations
 
@@ -189,7 +192,7 @@ def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
     its tolerance, and the master enters no column below its entering tolerance)."""
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
@@ -205,7 +208,7 @@ def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monke
     optimum. Every round's bound is a valid one (at most the component's optimum)."""
     p, direct, idx, opt_c, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
@@ -219,7 +222,7 @@ def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monke
 
     # one round only: the bound stays where the first round left it
     monkeypatch.setattr(colgen, "IPM_MAX_ROUNDS", 1)
-    r1 = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r1 = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
     (entry1,) = [s for s in r1.details["dual_ascent"] if s["records"] == idx.size]
     assert len(entry1["ipm"]["rounds"]) == 1 and entry1["ipm"]["lower_bound"] < opt_c * (1 - 1e-3)
 
@@ -233,7 +236,7 @@ def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> Non
     monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
     runs = []
     for _ in range(2):
-        r = solve_colgen(p, gap=1e-6, dual_ascent=30.0, first_order="ipm")
+        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=30.0, first_order="ipm")
         assert_certified_optimum(p, direct, r)
         (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
         info = entry["ipm"]
@@ -260,7 +263,7 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, 
     p, direct, idx, _, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
     monkeypatch.setattr(colgen, "IPM_PRUNE_BELOW", 1.0)
-    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
@@ -270,7 +273,7 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, 
 def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "available_memory", lambda: 1000)
-    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm")
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=1.0, first_order="ipm")
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
     assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
 
@@ -299,7 +302,7 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
         return out
 
     monkeypatch.setattr(colgen, "smoothed_dual_ascent", ascent_to_the_end)
-    r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0)
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0)
     assert_certified_optimum(p, direct, r)
     assert r.details["dual_ascent"]
     for s in r.details["dual_ascent"]:

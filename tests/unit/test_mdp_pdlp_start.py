@@ -1,4 +1,7 @@
-"""The PDLP start of the column decomposition: nothing it returns is trusted, and colgen stays exact."""
+"""The PDLP start of the column decomposition: nothing it returns is trusted, and colgen stays exact.
+
+The starts run with ``dominance=False``: dropping the outputs dominated in the cone's dual order
+would shrink these small instances below the sizes that get a start."""
 
 from __future__ import annotations
 
@@ -74,7 +77,7 @@ def test_columns_outside_the_cone_are_closed_before_they_enter(instance) -> None
 
 def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
     p, direct, _, _ = instance
-    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=2.0, first_order="pdlp")
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     assert r.lower_bound <= direct.objective * (1 + 1e-9)
@@ -101,7 +104,7 @@ def test_pdlp_start_ends_with_pdlp_on_screened_outputs(instance, monkeypatch) ->
         return real(G, A, deadline, **kw)
 
     monkeypatch.setattr(colgen, "pdlp_start", early)
-    r = solve_colgen(p, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
     starts = r.details["dual_ascent"]
@@ -111,7 +114,7 @@ def test_pdlp_start_ends_with_pdlp_on_screened_outputs(instance, monkeypatch) ->
         assert 1 <= sc["outputs"] <= 10 and 0 < sc["iterations"] <= 300 and sc["columns"] > 0
     assert limits[:2] == [40, 300]  # the whole LP first, then the screened outputs
     monkeypatch.setattr(colgen, "PDLP_SCREEN_SHARE", 0.0)  # off: PDLP and the ascent only
-    r = solve_colgen(p, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=3.0, first_order="pdlp")
     assert all("screened" not in s for s in r.details["dual_ascent"])
 
 
@@ -197,7 +200,7 @@ def test_too_large_for_pdlp_falls_back_to_the_screened_start(instance, monkeypat
     output's LP fits, its PDLP is skipped and only the ascent runs."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "PDLP_MAX_NONZEROS", 1)
-    r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "screened" and s["screened"]["outputs"] == 0 for s in starts)
@@ -209,7 +212,7 @@ def test_a_start_that_would_not_fit_in_memory_is_not_run(instance, monkeypatch) 
     2,000 was killed by the kernel before this check), and runs when memory is unknown."""
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "available_memory", lambda: 1_000)
-    r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=0.5, first_order="pdlp")
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "screened" and s["screened"]["outputs"] == 0 for s in starts)
@@ -375,7 +378,7 @@ def test_the_fallback_gets_the_screened_shares_of_the_time_limit(instance, monke
         return real(G, A, deadline, **kw)
 
     monkeypatch.setattr(colgen, "smoothed_dual_ascent", spy)
-    r = solve_colgen(p, gap=1e-6, time_limit=30.0, first_order="pdlp")
+    r = solve_colgen(p, dominance=False, gap=1e-6, time_limit=30.0, first_order="pdlp")
     # the column generation may get too little of the cap to certify: the bounds stay valid
     assert r.lower_bound <= direct.objective * (1 + 1e-9) <= r.objective * (1 + 2e-9)
     first = 30.0 * colgen.SCREEN_BUDGET_SHARE * colgen.SCREEN_ASCENT_SHARE
@@ -450,7 +453,7 @@ def test_colgen_with_a_screened_start_equals_direct(instance, monkeypatch) -> No
     p, direct, _, _ = instance
     monkeypatch.setattr(colgen, "SCREEN_MAX_OUTPUTS", 10)
     monkeypatch.setattr(colgen, "SCREEN_PDLP_ITERATIONS", 300)
-    r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="screened")
+    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=2.0, first_order="screened")
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "screened" and s["iterations"] > 0 for s in starts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -86,3 +87,81 @@ def test_pricing_with_transport_finds_the_same_violated_outputs_and_bound() -> N
     assert v0 == v1 and v0
     assert b1 == pytest.approx(b0, abs=1e-9 * abs(b0))
     assert t0 == 0 and t1 > 0 and lp1 == lp0 - t1  # every certified output saved its LP
+
+
+def _pricing_value(G_diff: np.ndarray, A: sp.csr_matrix) -> float:
+    """``min {(g_k - g_j).z : A z <= 0, 0 <= z <= 1}`` by HiGHS: >= 0 iff ``k`` is dominated by ``j``."""
+    from solvers.mdp.pmo import highs_solve_lp
+
+    E, m = A.shape
+    A = sp.csr_matrix(A)
+    st, _, _, obj, _ = highs_solve_lp(G_diff, np.zeros(m), np.ones(m), np.full(E, -np.inf), np.zeros(E),
+                                      A.indptr, A.indices, A.data)
+    assert st == "Optimal"
+    return obj
+
+
+def _component(p):
+    from solvers.mdp.colgen import component_rows, output_features
+
+    idx = max(p.graph.component_members(), key=lambda g: g.size)
+    kept = undominated_outputs(p.cost[idx])
+    G = p.cost[np.ix_(idx, kept)]
+    A = component_rows(p, idx)
+    return G, A, output_features(G)
+
+
+def test_every_output_removed_as_dominated_is_dominated_by_a_kept_one() -> None:
+    from solvers.mdp.transport import cone_dominated
+
+    p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
+    G, A, F = _component(p)
+    by, visited = cone_dominated(G, A, TransportCertifier(A), F)
+    removed = np.flatnonzero(by >= 0)
+    assert visited == G.shape[1] and removed.size >= G.shape[1] // 4  # 29 of 71
+    for k in removed:
+        j = int(by[k])
+        assert j != k
+        # by LP: g_j costs no more than g_k on every point of the cone's box
+        assert _pricing_value(G[:, k] - G[:, j], A) >= -1e-12
+        while by[j] >= 0:  # the chain ends at a kept output
+            j = int(by[j])
+        assert _pricing_value(G[:, k] - G[:, j], A) >= -1e-12
+    # and the pairs it kept are not all dominated: some kept output beats its nearest kept neighbour
+    kept = np.flatnonzero(by < 0)
+    assert min(_pricing_value(G[:, k] - G[:, j], A) for k, j in itertools.pairwise(kept[:6])) < -1e-9
+
+
+def test_a_plan_that_does_not_hold_removes_nothing(monkeypatch) -> None:
+    from solvers.mdp.transport import cone_dominated
+
+    p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
+    G, A, F = _component(p)
+    tc = TransportCertifier(A)
+    # a certifier whose plans deliver nothing: g_k >= g_j fails wherever k is nearer than j
+    monkeypatch.setattr(tc, "certify", lambda b: np.zeros(A.shape[0]))
+    by, _ = cone_dominated(G, A, tc, F)
+    assert not np.any(by >= 0)
+
+
+def test_the_search_stops_at_its_deadline_and_keeps_the_rest() -> None:
+    from solvers.mdp.transport import cone_dominated
+
+    p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
+    G, A, F = _component(p)
+    by, visited = cone_dominated(G, A, TransportCertifier(A), F, deadline=time.perf_counter() - 1.0)
+    assert visited == 0 and not np.any(by >= 0)
+
+
+def test_colgen_without_the_dominated_outputs_equals_direct() -> None:
+    from solvers.mdp.colgen import solve_colgen
+    from solvers.mdp.pmo import solve_direct
+
+    p = build_pmo(load_dataset("gaussian", n_records=120, seed=7), None, None)
+    direct = solve_direct(p)
+    r = solve_colgen(p, gap=1e-5)
+    dom = r.details["dominated_outputs"]
+    assert dom and sum(d["removed"] for d in dom) > 0
+    assert r.status == "optimal"
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert r.lower_bound <= direct.objective * (1 + 1e-9)
