@@ -19,6 +19,10 @@ pricing LP's certificate, so nothing rests on this module's arithmetic.
 Gaussian 1,000's component (894 records) at its first IPM round's probe: of the 765 outputs its
 stored certificates left open, the greedy plans certified 636 in 3.6 s; the 765 pricing LPs took
 21.0 s, and none of the 636 was violated (they cannot be).
+
+The same plans prove outputs redundant (:func:`cone_dominated`): with ``b = g_j - g_k`` a plan shows
+that output ``j`` costs no more than ``k`` on every column a mechanism can have, so ``k`` can be
+dropped before anything is solved (gaussian 2,000: 1,213-1,215 of 1,971 outputs).
 """
 
 from __future__ import annotations
