@@ -95,6 +95,9 @@ def test_cli_bd_columns_keeps_report_keys(tmp_path: Path) -> None:
     assert keys <= set(rep) and rep["method"] == "bd" and rep["decomposition"] == "columns"
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-6
     assert set(rep["partition"]) == {"sizes", "n_boundary", "mp_component_sizes"}
+    (dom,) = rep["dominated_outputs"]  # the grid is one component
+    assert set(dom) == {"records", "outputs", "removed", "visited", "seconds"}
+    assert dom["records"] == 16 and dom["visited"] == dom["outputs"] and 0 <= dom["removed"] < dom["outputs"]
 
 
 def test_mdp_rows_bound_is_valid_for_nonnegative_multipliers_only() -> None:
