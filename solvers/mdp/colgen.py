@@ -315,13 +315,15 @@ def mdp_rows_bound(G: np.ndarray, A: sp.spmatrix, Y: np.ndarray) -> float:
     return float(np.min(np.asarray(G) + A.T @ Y, axis=1).sum())
 
 
-def component_rows(problem: PMOProblem, idx: np.ndarray) -> sp.csr_matrix:
+def component_rows(problem: PMOProblem, idx: np.ndarray, rows: sp.csr_matrix | None = None) -> sp.csr_matrix:
     """The mDP rows of the component with records ``idx`` (an mDP pair never crosses components),
-    over its records in the order of ``idx``."""
+    over its records in the order of ``idx``; ``rows``: :func:`mdp_rows_matrix` of the problem, when
+    the caller already has it."""
     pos = np.full(problem.n, -1, dtype=np.int64)
     pos[idx] = np.arange(idx.size)
     er, _ = problem.lp_edges
-    return mdp_rows_matrix(problem)[np.flatnonzero(pos[er] >= 0)][:, idx].tocsr()
+    rows = mdp_rows_matrix(problem) if rows is None else rows
+    return rows[np.flatnonzero(pos[er] >= 0)][:, idx].tocsr()
 
 
 def undominated_outputs(G: np.ndarray) -> np.ndarray:
@@ -1334,6 +1336,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     n, K = problem.n, problem.K
     G = problem.cost
     comps = sorted(problem.graph.component_members(), key=lambda g: (g.size, int(g[0])))
+    all_rows = mdp_rows_matrix(problem)  # every component's rows are cut from it
     trivial = np.array([float(G[c].min(axis=1).sum()) for c in comps])
     lowers = trivial.copy()
     uppers = np.full(len(comps), np.inf)
@@ -1370,7 +1373,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             kept_sizes.append(1)
             continue
         kept = undominated_outputs(G[idx])
-        A_c = component_rows(problem, idx)
+        A_c = component_rows(problem, idx, all_rows)
         certifier = None
         if dominance and kept.size > 1 and idx.size <= TRANSPORT_MAX_RECORDS:
             td = time.perf_counter()

@@ -54,7 +54,6 @@ class TransportCertifier:
         E, m = A.shape
         self.E, self.m = E, m
         src, tgt, a = edge_structure(A)
-        self.a = a
         # an edge src -> tgt of length log a: row (src, tgt) delivers to src, paid by tgt
         H = sp.csr_matrix((np.log(a), (src, tgt)), shape=(m, m))
         dist, pred = dijkstra(H, directed=True, return_predecessors=True)
