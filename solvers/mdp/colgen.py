@@ -213,6 +213,11 @@ def master_tolerance(gap: float) -> float:
 #: gap (stop 27's looser master) and was certified at 1e-9 (stop 29)
 MASTER_TIGHTEN = 100.0
 
+#: the floor of that tightening: HiGHS's smallest feasibility tolerance (it refuses 1e-11). The same
+#: instance stalled at 1.06e-6 against a 1e-6 target with the floor at 1e-9 (stop 29) and is
+#: certified from 1e-10 (stop 30); at a 1e-7 target too, at 1e-8 it still stalls (2.3e-8)
+STALL_TOLERANCE = 1e-10
+
 
 class _OutOfTime(Exception):
     """A master solve reached the component's deadline (HiGHS's time limit) without a solution."""
@@ -802,8 +807,8 @@ class _ComponentCG:
 
     def tighten_master(self) -> None:
         """Divide the RMP's feasibility tolerances (and with them :attr:`enter_tol`) by
-        :data:`MASTER_TIGHTEN`, down to :data:`~solvers.lp.highs.TIGHT_TOLERANCE`."""
-        self.master_tol = max(TIGHT_TOLERANCE, self.master_tol / MASTER_TIGHTEN)
+        :data:`MASTER_TIGHTEN`, down to :data:`STALL_TOLERANCE`."""
+        self.master_tol = max(STALL_TOLERANCE, self.master_tol / MASTER_TIGHTEN)
         for key in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
             self.master.setOptionValue(key, self.master_tol)
         self.master_tightenings += 1
@@ -1260,7 +1265,7 @@ class _ComponentCG:
                     box_center = None
                     self.boxstep = False
                     continue
-                if converged and self.master_tol > TIGHT_TOLERANCE:
+                if converged and self.master_tol > STALL_TOLERANCE:
                     # nothing enters at the RMP's duals, yet the bound there is short of the gap: at a
                     # loose tolerance the many outputs whose columns price just above the entering
                     # threshold add up (up to outputs x records x the threshold); tighten and go on

@@ -172,7 +172,22 @@ def test_a_stall_short_of_the_gap_tightens_the_master(tmp_path: Path, monkeypatc
     r = solve_colgen(p, gap=1e-4, dominance=False)
     assert r.status == "optimal" and r.rel_gap <= 1e-4
     assert r.details["master_tightenings"] >= 1
-    monkeypatch.setattr(colgen, "TIGHT_TOLERANCE", 1e-7)  # no room to tighten
+    monkeypatch.setattr(colgen, "STALL_TOLERANCE", 1e-7)  # no room to tighten
     r = solve_colgen(p, gap=1e-4, dominance=False)
     assert r.status == "stalled" and r.rel_gap > 1e-4
     assert r.details["master_tightenings"] == 0
+
+
+def test_a_tight_gap_is_certified_with_the_master_at_highs_floor(tmp_path: Path, monkeypatch) -> None:
+    """The same 90 points at a 1e-6 target: the master starts at 1e-9 and stalls at a gap of about
+    1.06e-6; tightened to HiGHS's floor 1e-10 it is certified. With the floor at 1e-9 (stop 29) it
+    stalls short of the target."""
+    f = tmp_path / "pts.csv"
+    np.savetxt(f, np.random.default_rng(11).normal(size=(90, 2)), delimiter=",", header="x,y", comments="")
+    p = build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 1.0, 0.6)
+    r = solve_colgen(p, gap=1e-6)
+    assert r.status == "optimal" and r.rel_gap <= 1e-6
+    assert r.details["master_tightenings"] >= 1
+    monkeypatch.setattr(colgen, "STALL_TOLERANCE", 1e-9)
+    r = solve_colgen(p, gap=1e-6)
+    assert r.status == "stalled" and r.rel_gap > 1e-6
