@@ -11,6 +11,7 @@ import argparse
 import logging
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +181,14 @@ def run(args: argparse.Namespace) -> int:
             return
         gap = (rec.upper - rec.lower) / abs(rec.upper) if np.isfinite(rec.upper) and rec.upper != 0 else float("inf")
         print(f"\r{args.method} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
-              f"{rec.seconds:7.1f}s", end="", file=sys.stderr, flush=True)
+              f"{rec.seconds:7.1f}s\033[K", end="", file=sys.stderr, flush=True)
+
+    t_start = time.perf_counter()
+
+    def status(text: str) -> None:  # the slow phases of the column decomposition before its iterations
+        if not quiet:
+            print(f"\r{args.method}: {text}  {time.perf_counter() - t_start:7.1f}s\033[K", end="", file=sys.stderr,
+                  flush=True)
 
     if args.method == "direct":
         result = solve_direct(problem, gap=args.gap, exact_check=args.exact_check)
@@ -196,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
                           time_limit=args.time_limit if args.time_limit is not None else float("inf"),
                           workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
                           exact_check=args.exact_check, dual_ascent=args.dual_ascent,
-                          first_order=args.first_order, progress=progress)
+                          first_order=args.first_order, progress=progress, status=status)
         if not quiet:
             print(file=sys.stderr)
     elif args.method == "colgen":
@@ -205,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         result = solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
                               time_limit=args.time_limit if args.time_limit is not None else float("inf"),
                               workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
-                              progress=progress)
+                              progress=progress, status=status)
         if not quiet:
             print(file=sys.stderr)
     else:

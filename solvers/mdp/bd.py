@@ -227,7 +227,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
              decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
              dual_ascent: float | None = None, first_order: str = "auto",
-             progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
+             progress: Callable[[IterationRecord], None] | None = None,
+             status: Callable[[str], None] | None = None) -> MechanismResult:
     """Solve the PMO by Benders decomposition; returns a verified mechanism.
 
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
@@ -236,7 +237,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp.md for the equivalence); the partitioner
     is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
     first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
-    (``"auto"``, ``"pdlp"`` or ``"smoothed"``) are passed on.
+    (``"auto"``, ``"pdlp"``, ``"smoothed"``, ``"screened"`` or ``"ipm"``) and ``status`` (notes on
+    the slow phases before the first iteration) are passed on.
 
     Raises
     ------
@@ -256,7 +258,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
 
         r = solve_colgen(problem, gap=gap, max_iterations=max_iterations, time_limit=time_limit, workers=workers,
                          exact_check=exact_check, method_name="bd", dual_ascent=dual_ascent, first_order=first_order,
-                         progress=progress)
+                         progress=progress, status=status)
         sizes = r.details["component_sizes"]
         part = {"method": None, "decomposition": "columns", "sizes": sizes, "n_boundary": 0,
                 "mp_component_sizes": [], "kept_outputs": r.details["kept_outputs"]}

@@ -223,6 +223,9 @@ class _OutOfTime(Exception):
     """A master solve reached the component's deadline (HiGHS's time limit) without a solution."""
 
 
+#: components of at least this many records report their slow phases to ``solve_colgen``'s ``status``
+STATUS_MIN_RECORDS = 200
+
 #: widenings (x4) of a dual box under which the master has no solution before the box is dropped
 BOX_WIDENINGS = 8
 
@@ -804,6 +807,7 @@ class _ComponentCG:
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
         self._transport = transport  # built at the first pricing that asks for it, unless given
         self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
+        self.say: Callable[[str], None] = lambda _text: None  # a note on the start's progress (solve_colgen)
 
     def tighten_master(self) -> None:
         """Divide the RMP's feasibility tolerances (and with them :attr:`enter_tol`) by
@@ -1303,7 +1307,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                  time_limit: float = float("inf"), workers: int = 2, smoothing: float = 0.0, boxstep: bool = True,
                  exact_check: bool = False, method_name: str = "colgen", dual_ascent: float | None = None,
                  first_order: str = "auto", dominance: bool = True,
-                 progress: Callable[[IterationRecord], None] | None = None) -> MechanismResult:
+                 progress: Callable[[IterationRecord], None] | None = None,
+                 status: Callable[[str], None] | None = None) -> MechanismResult:
     """Solve the PMO by column generation over output columns, component by component.
 
     Returns a verified mechanism with a certified gap (see the module docstring).
@@ -1318,6 +1323,10 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     takes minutes). ``None`` (default): a fifth of the time limit (60 s without one) on
     components with more than :data:`DUAL_ASCENT_MIN_SIZE` records x kept outputs, none
     elsewhere; ``0``: never.
+
+    ``progress`` gets every column-generation iteration's bounds (whole problem); ``status`` gets a
+    line of text about the slow parts before them on a large component (the dominance search, the
+    start and its phases, every IPM iteration), for a terminal.
 
     Raises
     ------
@@ -1381,6 +1390,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         A_c = component_rows(problem, idx, all_rows)
         certifier = None
         if dominance and kept.size > 1 and idx.size <= TRANSPORT_MAX_RECORDS:
+            if status is not None and idx.size >= STATUS_MIN_RECORDS:
+                status(f"component of {idx.size} records: looking for dominated outputs among {kept.size}")
             td = time.perf_counter()
             certifier = TransportCertifier(A_c)
             Gc = G[np.ix_(idx, kept)]
@@ -1394,12 +1405,16 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             kept = kept[alive]
         kept_sizes.append(int(kept.size))
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep, A=A_c, transport=certifier)
+        if status is not None and idx.size >= STATUS_MIN_RECORDS:
+            cg.say = status
         try:
             method, budget = _choose_start(first_order, idx.size, cg.E, kept.size, time_limit, dual_ascent)
             centre = None
             if budget > 0:
                 ta = time.perf_counter()
                 entry: dict[str, Any] = {"records": int(idx.size), "method": method}
+                cg.say(f"component of {idx.size} records, {kept.size} outputs: {method} start"
+                       + (f" (at most {budget:.0f} s)" if method != "ipm" or math.isfinite(time_limit) else ""))
                 if method == "pdlp":
                     screen = PDLP_SCREEN_SHARE * budget
                     polish = PDLP_POLISH_SHARE * (budget - screen)
@@ -1608,6 +1623,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     # without the IPM: the ascent's certificate, the trivial centre, no columns
     ascent_only = FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped")
     n = _ipm_outputs(cg.m, cg.Kc)
+    cg.say(f"component of {cg.m} records: IPM start, screening ascent done ({its} iterations)")
     if n == 0:
         logger.info("component of %d records: no IPM start (not even one output fits in memory)", cg.m)
         info.update(outputs=0, iterations=0, status="skipped", rounds=[])
@@ -1642,6 +1658,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
         js = np.flatnonzero(outside & (cheap < -tau))
         js = js[np.argsort(cheap[js])]
         tp = time.perf_counter()
+        cg.say(f"component of {cg.m} records: IPM round {len(rounds) + 1}, pricing {js.size} other outputs")
         priced = cg.price(js, mu, tol, end, transport=True) if js.size else []
         violated = sorted((float((cg.G[:, j] - mu) @ zj), j) for j, zj in priced if zj is not None)
         violated = [(rc, j) for rc, j in violated if rc < -tau]
@@ -1666,8 +1683,12 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             fits = next_fits(t_round, S, min(S.size + probed["violated"], cap), 0.5)
             return bool(probed["violated"]) and probed["complete"] and fits
 
+        def note(it: int, primal: float, bound: float, r: int = len(rounds) + 1, k: int = S.size) -> None:
+            cg.say(f"component of {cg.m} records: IPM round {r} on {k} outputs, iteration {it}, restricted LP "
+                   f"in [{bound:.8g}, {primal:.8g}]")
+
         res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap, probe_gap=IPM_PROBE_GAP,
-                             probe=probe, threads=len(cg.pricers))
+                             probe=probe, threads=len(cg.pricers), on_iteration=note)
         total += res.iterations
         if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
             break

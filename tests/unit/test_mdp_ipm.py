@@ -192,7 +192,9 @@ def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
     its tolerance, and the master enters no column below its entering tolerance)."""
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)  # every component reports its start
+    notes: list[str] = []
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm", status=notes.append)
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
@@ -200,6 +202,12 @@ def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
         info = s["ipm"]
         assert info["rounds"][0]["outputs"] == 10 and info["iterations"] > 0 and s["columns"] > 0
         assert info["restricted_bound"] <= info["restricted_primal"]
+        # the terminal's status line: the start, then every IPM iteration of every round, and the pricing
+        mine = [t for t in notes if t.startswith(f"component of {s['records']} records")]
+        assert any(t.endswith("ipm start") for t in mine)
+        steps = [t for t in mine if ", iteration " in t]
+        assert len(steps) >= info["iterations"] and any("IPM round 1 on 10 outputs, iteration 0," in t for t in steps)
+        assert sum("pricing" in t for t in mine) >= len(info["rounds"])
 
 
 def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monkeypatch) -> None:
