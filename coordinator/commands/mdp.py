@@ -12,6 +12,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,10 +143,43 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
     }
 
 
+def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable[[Any], None],
+           status: Callable[[str], None]) -> Any:
+    """The solve ``args.method`` names, reporting to the terminal's progress line."""
+    if args.method == "direct":
+        from solvers.mdp.pmo import solve_direct
+
+        return solve_direct(problem, gap=args.gap, exact_check=args.exact_check)
+    elif args.method == "bd":
+        from solvers.mdp.bd import solve_bd
+
+        try:
+            part_seed = int(seed) if seed is not None else 0
+        except ValueError:
+            part_seed = abs(hash(seed)) % (2**31)
+        return solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
+                        decomposition=args.decomposition, max_iterations=args.max_iterations,
+                        time_limit=args.time_limit if args.time_limit is not None else float("inf"),
+                        workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
+                        exact_check=args.exact_check, dual_ascent=args.dual_ascent,
+                        first_order=args.first_order, progress=progress, status=status)
+    elif args.method == "colgen":
+        from solvers.mdp.colgen import solve_colgen
+
+        return solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
+                            time_limit=args.time_limit if args.time_limit is not None else float("inf"),
+                            workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
+                            progress=progress, status=status)
+    else:
+        from solvers.mdp.expmech import solve_expmech
+
+        return solve_expmech(problem)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp mdp``."""
     from coordinator.cli import exit_promptly_on_interrupt
-    from solvers.mdp.pmo import build_pmo, solve_direct
+    from solvers.mdp.pmo import build_pmo
 
     exit_promptly_on_interrupt()
 
@@ -176,50 +210,28 @@ def run(args: argparse.Namespace) -> int:
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
     quiet = quiet_output(args.json_path)
 
-    def progress(rec: Any) -> None:
-        if quiet:
-            return
-        gap = (rec.upper - rec.lower) / abs(rec.upper) if np.isfinite(rec.upper) and rec.upper != 0 else float("inf")
-        print(f"\r{args.method} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
-              f"{rec.seconds:7.1f}s\033[K", end="", file=sys.stderr, flush=True)
-
+    line_open = False  # a progress line is on the terminal, not yet ended
     t_start = time.perf_counter()
 
+    def show(text: str) -> None:  # rewrites the terminal's progress line
+        nonlocal line_open
+        if not quiet:
+            print(f"\r{text}\033[K", end="", file=sys.stderr, flush=True)
+            line_open = True
+
+    def progress(rec: Any) -> None:
+        gap = (rec.upper - rec.lower) / abs(rec.upper) if np.isfinite(rec.upper) and rec.upper != 0 else float("inf")
+        show(f"{args.method} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
+             f"{rec.seconds:7.1f}s")
+
     def status(text: str) -> None:  # the slow phases of the column decomposition before its iterations
-        if not quiet:
-            print(f"\r{args.method}: {text}  {time.perf_counter() - t_start:7.1f}s\033[K", end="", file=sys.stderr,
-                  flush=True)
+        show(f"{args.method}: {text}  {time.perf_counter() - t_start:7.1f}s")
 
-    if args.method == "direct":
-        result = solve_direct(problem, gap=args.gap, exact_check=args.exact_check)
-    elif args.method == "bd":
-        from solvers.mdp.bd import solve_bd
-
-        try:
-            part_seed = int(seed) if seed is not None else 0
-        except ValueError:
-            part_seed = abs(hash(seed)) % (2**31)
-        result = solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
-                          decomposition=args.decomposition, max_iterations=args.max_iterations,
-                          time_limit=args.time_limit if args.time_limit is not None else float("inf"),
-                          workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
-                          exact_check=args.exact_check, dual_ascent=args.dual_ascent,
-                          first_order=args.first_order, progress=progress, status=status)
-        if not quiet:
+    try:
+        result = _solve(args, problem, seed, progress, status)
+    finally:
+        if line_open:  # ended before anything else is written, an error message included
             print(file=sys.stderr)
-    elif args.method == "colgen":
-        from solvers.mdp.colgen import solve_colgen
-
-        result = solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
-                              time_limit=args.time_limit if args.time_limit is not None else float("inf"),
-                              workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
-                              progress=progress, status=status)
-        if not quiet:
-            print(file=sys.stderr)
-    else:
-        from solvers.mdp.expmech import solve_expmech
-
-        result = solve_expmech(problem)
     report = report_dict(result, problem)
     if args.save_mechanism:
         import io
