@@ -215,7 +215,7 @@ MASTER_TIGHTEN = 100.0
 
 #: the floor of that tightening: HiGHS's smallest feasibility tolerance (it refuses 1e-11). The same
 #: instance stalled at 1.06e-6 against a 1e-6 target with the floor at 1e-9 (stop 29) and is
-#: certified from 1e-10 (stop 30); at a 1e-7 target too, at 1e-8 it still stalls (2.3e-8)
+#: certified from 1e-10 (stop 30); at a 1e-7 target too, at 1e-8 it still stalls (3.0e-8)
 STALL_TOLERANCE = 1e-10
 
 
