@@ -125,3 +125,32 @@ def test_direct_whose_duals_do_not_certify_it_exits_8_and_says_so(tmp_path: Path
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("securelp mdp: direct: HiGHS called the LP optimal")
     assert "--decomposition columns" in err[0]
+
+
+def test_the_terminal_progress_line_shows_the_start_and_ends_before_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal the column decomposition rewrites one progress line (``\\r``, cleared to its
+    end) with its slow phases and iterations; when the solve fails the line is ended first, so the
+    error message starts a line of its own. Without a terminal (the other tests) nothing is shown."""
+    import coordinator.commands.mdp as mdp_cmd
+    from solvers.errors import SolverError
+    from solvers.mdp import colgen
+
+    monkeypatch.setattr(mdp_cmd, "quiet_output", lambda _path: False)  # as on a terminal
+    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "colgen")
+    err = capsys.readouterr().err
+    assert rc == 0 and rep["status"] == "optimal"
+    assert "\rcolgen: component of 16 records: looking for dominated outputs" in err
+    assert "\rcolgen iter    1  lower " in err and "\033[K" in err and err.endswith("\n")
+
+    def fail(*_args, status, **_kw):  # a solver that reports, then fails
+        status("component of 16 records: ipm start")
+        raise SolverError("HiGHS failed on the master")
+
+    monkeypatch.setattr(colgen, "solve_colgen", fail)
+    (tmp_path / "failed").mkdir()
+    rc, rep = _run(tmp_path / "failed", "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "colgen")
+    err = capsys.readouterr().err
+    assert rc == ExitCode.SOLVER and not rep
+    assert "ipm start" in err and "\033[K\nsecurelp mdp: error: HiGHS failed on the master" in err
