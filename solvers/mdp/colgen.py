@@ -226,6 +226,10 @@ class _OutOfTime(Exception):
 #: components of at least this many records report their slow phases to ``solve_colgen``'s ``status``
 STATUS_MIN_RECORDS = 200
 
+
+def _say_nothing(_text: str) -> None:
+    """The ``status`` of components too small to report."""
+
 #: widenings (x4) of a dual box under which the master has no solution before the box is dropped
 BOX_WIDENINGS = 8
 
@@ -807,7 +811,7 @@ class _ComponentCG:
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
         self._transport = transport  # built at the first pricing that asks for it, unless given
         self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
-        self.say: Callable[[str], None] = lambda _text: None  # a note on the start's progress (solve_colgen)
+        self.say: Callable[[str], None] = _say_nothing  # a note on the start's progress (solve_colgen)
 
     def tighten_master(self) -> None:
         """Divide the RMP's feasibility tolerances (and with them :attr:`enter_tol`) by
@@ -1388,10 +1392,10 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             continue
         kept = undominated_outputs(G[idx])
         A_c = component_rows(problem, idx, all_rows)
+        say = status if status is not None and idx.size >= STATUS_MIN_RECORDS else _say_nothing
         certifier = None
         if dominance and kept.size > 1 and idx.size <= TRANSPORT_MAX_RECORDS:
-            if status is not None and idx.size >= STATUS_MIN_RECORDS:
-                status(f"component of {idx.size} records: looking for dominated outputs among {kept.size}")
+            say(f"component of {idx.size} records: looking for dominated outputs among {kept.size}")
             td = time.perf_counter()
             certifier = TransportCertifier(A_c)
             Gc = G[np.ix_(idx, kept)]
@@ -1405,8 +1409,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             kept = kept[alive]
         kept_sizes.append(int(kept.size))
         cg = _ComponentCG(problem, idx, kept, workers, gap, smoothing, boxstep, A=A_c, transport=certifier)
-        if status is not None and idx.size >= STATUS_MIN_RECORDS:
-            cg.say = status
+        cg.say = say
         try:
             method, budget = _choose_start(first_order, idx.size, cg.E, kept.size, time_limit, dual_ascent)
             centre = None
