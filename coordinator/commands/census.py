@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.reporting import atomic_write_bytes, quiet_output, write_json_report
+from coordinator.reporting import atomic_write_bytes, check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 from solvers.hierarchy import mechanisms as mech
 from solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
@@ -137,7 +137,14 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """The report and counts paths, before any work."""
+    check_writable(args.json, "--json")
+    check_writable(args.out, "--out")
+
+
 def run_release(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     eps = parse_epsilon(args.eps)
     time_limit = _time_limit(args)
     if args.data:
@@ -198,6 +205,7 @@ def run_release(args: argparse.Namespace) -> int:
 
 
 def run_postprocess(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     time_limit = _time_limit(args)
     noisy = read_noisy_csv(args.noisy, max_size=args.max_size)
     hier = noisy.hierarchy

@@ -59,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from coordinator.grpc_link import ChannelTls, GrpcPartyLink
     from coordinator.protocol import SessionConfig, run_secure_lp
     from coordinator.report import build_report, format_report
-    from coordinator.reporting import human_stream, write_json_report
+    from coordinator.reporting import check_writable, human_stream, write_json_report
     from solvers.lp.partition import load_public
+
+    check_writable(args.json, "--json")
 
     if args.certs and args.insecure:
         raise ConfigError("--certs and --insecure were both given; choose one")

@@ -18,7 +18,7 @@ from coordinator.examples import EXAMPLES, mangasarian_example
 from coordinator.leakage import audit_entry, check_against_truth
 from coordinator.protocol import SessionConfig, run_secure_lp
 from coordinator.report import build_report, format_report
-from coordinator.reporting import human_stream, write_json_report
+from coordinator.reporting import check_writable, human_stream, write_json_report
 from coordinator.simulation import simulate
 from solvers.lp.partition import split_columns
 
@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_writable(args.json, "--json")
     lp, split, known_value = mangasarian_example(args.example, seed=args.data_seed)
     public, blocks = split_columns(lp, split, ids=[f"owner{i + 1}" for i in range(len(split))])
     config = SessionConfig(bounds_mode=args.bounds, deadline_s=args.deadline)

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from coordinator.reporting import quiet_output, write_json_report
+from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     from solvers.mdp.ldp import simulate
 
+    check_writable(args.json_path, "--json")
     domain, _ = _domain(args)
     prior = None
     if args.prior is not None:

@@ -13,12 +13,16 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from coordinator.reporting import atomic_write_bytes, quiet_output, write_json_report
+from coordinator.reporting import (
+    atomic_write_bytes,
+    check_writable,
+    quiet_output,
+    write_json_report,
+)
 from solvers.errors import ExitCode, InputError
 
 logger = logging.getLogger(__name__)
@@ -83,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here (.npy)")
-    p.add_argument("--plot", default=None, help="write a PNG: bounds per iteration and, for 2-D data, the partition")
+    p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
+                   "2-D data, the partition")
     p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
     p.set_defaults(func=run)
 
@@ -202,9 +207,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--eta must be > 0, got {args.eta}")
     if args.outputs is not None and args.outputs < 1:
         raise InputError(f"--outputs (K) must be >= 1, got {args.outputs}")
-    for path_arg in (args.save_mechanism, args.plot):
-        if path_arg and not Path(path_arg).resolve().parent.is_dir():
-            raise InputError(f"cannot write {path_arg}: its directory does not exist")
+    # every output is checked before the solve, which can take an hour
+    check_writable(args.save_mechanism, "--save-mechanism")
+    check_writable(args.plot, "--plot")
+    check_writable(args.json_path, "--json")
+    if args.plot:
+        from solvers.mdp.plotting import plot_format
+
+        plot_format(args.plot)
     dataset = _load(args)
     seed = args.seed
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)

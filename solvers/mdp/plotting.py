@@ -9,13 +9,35 @@ from typing import Any
 import numpy as np
 
 from coordinator.reporting import atomic_write_bytes
+from solvers.errors import InputError
 
-__all__ = ["plot_result"]
+__all__ = ["PLOT_FORMATS", "plot_format", "plot_result"]
+
+#: the image formats a plot is written in, by the path's suffix
+PLOT_FORMATS = ("png", "pdf", "svg")
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format of a plot written to ``path``, from its suffix.
+
+    Raises
+    ------
+    InputError
+        The suffix is not one of :data:`PLOT_FORMATS`.
+    """
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in PLOT_FORMATS:
+        raise InputError(f"cannot write the plot {path}: its name must end in one of "
+                         f"{', '.join('.' + f for f in PLOT_FORMATS)} (the image format), not {Path(path).suffix or 'nothing'}")
+    return fmt
 
 
 def plot_result(result: Any, problem: Any, path: str | Path) -> None:
-    """Write a PNG with the bounds per iteration and, when coordinates are 2-D, the partition map."""
+    """Write an image (PNG, PDF or SVG, from the suffix of ``path``) with the bounds per iteration
+    and, when coordinates are 2-D, the partition map."""
     import io
+
+    fmt = plot_format(path)
 
     import matplotlib
 
@@ -58,6 +80,6 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
         ax.set_aspect("equal", adjustable="datalim")
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format=fmt, dpi=110)
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())

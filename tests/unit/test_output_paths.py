@@ -1,0 +1,104 @@
+"""Output paths (``--json``, ``--save-mechanism``, ``--plot``, ``--out``) are checked before any
+work, so an hour-long solve is not lost to a typo; a write that fails at the end is a one-line
+error that leaves neither the file nor a temporary behind."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from coordinator import reporting
+from coordinator.cli import main
+from coordinator.commands import mdp as mdp_command
+from coordinator.reporting import atomic_write_bytes, check_writable, write_json_report
+from solvers.errors import ExitCode, InputError, ResourceError
+
+
+def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monkeypatch) -> None:
+    check_writable(None, "--json")
+    check_writable("-", "--json")
+    check_writable(tmp_path / "r.json", "--json")  # a new file in an existing directory
+    with pytest.raises(InputError, match=r"--save-mechanism .*: it is a directory"):
+        check_writable(tmp_path, "--save-mechanism")
+    with pytest.raises(InputError, match=r"--json .*: directory .*missing does not exist"):
+        check_writable(tmp_path / "missing" / "r.json", "--json")
+    # root may write anywhere, so the permission check is shown through os.access
+    monkeypatch.setattr(reporting.os, "access", lambda *_a: False)
+    with pytest.raises(InputError, match=r"--out .*: directory .* is not writable"):
+        check_writable(tmp_path / "c.csv", "--out")
+
+
+def _leftovers(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir())
+
+
+def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(InputError, match="it is a directory"):
+        atomic_write_bytes(tmp_path / "adir", b"x")
+    with pytest.raises(InputError, match="report .*it is a directory"):
+        write_json_report(tmp_path / "adir", {"a": 1})
+    assert _leftovers(tmp_path) == ["adir"]
+
+    def refuse(code: int):
+        def replace(src, dst):
+            raise OSError(code, os.strerror(code))
+        return replace
+
+    monkeypatch.setattr(reporting.os, "replace", refuse(errno.ENOSPC))
+    with pytest.raises(ResourceError, match="No space left on device"):
+        write_json_report(tmp_path / "r.json", {"a": 1})
+    monkeypatch.setattr(reporting.os, "replace", refuse(errno.EACCES))
+    with pytest.raises(InputError, match="Permission denied"):
+        atomic_write_bytes(tmp_path / "z.npy", b"x")
+    assert _leftovers(tmp_path) == ["adir"]  # no file, no temporary
+    monkeypatch.undo()
+    write_json_report(tmp_path / "r.json", {"a": 1})
+    assert _leftovers(tmp_path) == ["adir", "r.json"]
+
+
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--json", "{dir}", "--json {dir}: it is a directory"),
+    ("--json", "{dir}/missing/r.json", "does not exist"),
+    ("--save-mechanism", "{dir}", "--save-mechanism {dir}: it is a directory"),
+    ("--plot", "{dir}/p.xyz", "must end in one of .png, .pdf, .svg"),
+    ("--plot", "{dir}/plot", "not nothing"),
+])
+def test_mdp_refuses_a_bad_output_path_before_solving(tmp_path: Path, capsys, monkeypatch, option, value,
+                                                       fragment) -> None:
+    def no_solve(*_a, **_k):
+        raise AssertionError("the solve began before the output paths were checked")
+
+    monkeypatch.setattr(mdp_command, "_solve", no_solve)
+    argv = ["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", option, value.format(dir=tmp_path)]
+    if option != "--json":
+        argv += ["--json", str(tmp_path / "r.json")]
+    assert main(argv) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert fragment.format(dir=tmp_path) in err and "Traceback" not in err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("suffix, magic", [(".svg", b"<?xml"), (".pdf", b"%PDF"), (".PNG", b"\x89PNG")])
+def test_the_plot_is_written_in_the_format_its_name_asks_for(tmp_path: Path, suffix, magic) -> None:
+    plot = tmp_path / f"p{suffix}"
+    assert main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "direct", "--plot", str(plot),
+                 "--json", str(tmp_path / "r.json")]) == ExitCode.OK
+    assert plot.read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "grr", "--users", "10",
+     "--json", "{dir}"],
+    ["census", "release", "--synthetic", "census", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json",
+     "--out", "{dir}"],
+    ["demo", "--transport", "inprocess", "--json", "{dir}"],
+])
+def test_other_commands_refuse_a_directory_as_output(tmp_path: Path, capsys, argv) -> None:
+    assert main([a.format(dir=tmp_path) for a in argv]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert "it is a directory" in err and "Traceback" not in err
+    assert _leftovers(tmp_path) == []
