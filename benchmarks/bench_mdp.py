@@ -4,6 +4,8 @@ Usage:
     python benchmarks/bench_mdp.py partitions            # Tables 1-2 style statistics (M = 25)
     python benchmarks/bench_mdp.py solve NAME [--method bd --decomposition columns] [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
                                                          # gaussian1000, gaussian2000, grid10x10_eps1
+    python benchmarks/bench_mdp.py ipm N K [--tolerance T] [--seed S] [--threads W]
+        # the structured IPM alone on K random undominated outputs of gaussian N's largest component
 Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
 """
 
@@ -17,25 +19,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solvers.errors import SecureLPError  # noqa: E402
-from solvers.mdp.datasets import load_dataset  # noqa: E402
-from solvers.mdp.graph import build_graph  # noqa: E402
-from solvers.mdp.partition import PARTITIONERS, partition_records  # noqa: E402
-from solvers.mdp.pmo import build_pmo, solve_direct  # noqa: E402
+from solvers.errors import SecureLPError
+from solvers.mdp.datasets import load_dataset
+from solvers.mdp.graph import build_graph
+from solvers.mdp.partition import PARTITIONERS, partition_records
+from solvers.mdp.pmo import build_pmo, solve_direct
 
 INSTANCES = {
-    "grid10x10_eps1": ("grid", dict(rows=10, cols=10), 1.0, 2.0),
-    "grid20x25_eps1": ("grid", dict(rows=20, cols=25), 1.0, 2.0),
-    "grid20x25_eps10": ("grid", dict(rows=20, cols=25), 10.0, 2.0),
+    "grid10x10_eps1": ("grid", {"rows": 10, "cols": 10}, 1.0, 2.0),
+    "grid20x25_eps1": ("grid", {"rows": 20, "cols": 25}, 1.0, 2.0),
+    "grid20x25_eps10": ("grid", {"rows": 20, "cols": 25}, 10.0, 2.0),
     "rome": ("rome", {}, 10.0, 2.0),
-    "gaussian1000": ("gaussian", dict(n_records=1000, seed=0), 1.0, 0.5),
-    "gaussian2000": ("gaussian", dict(n_records=2000, seed=0), 1.0, 0.5),
+    "gaussian1000": ("gaussian", {"n_records": 1000, "seed": 0}, 1.0, 0.5),
+    "gaussian2000": ("gaussian", {"n_records": 2000, "seed": 0}, 1.0, 0.5),
 }
 
 
 def partitions() -> None:
-    sets = [("rome", {}), ("grid", dict(rows=20, cols=25)), ("gaussian", dict(n_records=500, seed=0)),
-            ("text", dict(n_records=500))]
+    sets = [("rome", {}), ("grid", {"rows": 20, "cols": 25}), ("gaussian", {"n_records": 500, "seed": 0}),
+            ("text", {"n_records": 500})]
     for name, kw in sets:
         try:
             ds = load_dataset(name, **kw)
@@ -88,6 +90,37 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, de
     print(json.dumps(row), flush=True)
 
 
+def ipm(n_records: int, n_outputs: int, tolerance: float, seed: int, threads: int) -> None:
+    """:func:`solvers.mdp.ipm.structured_ipm` alone on ``n_outputs`` outputs drawn at random (``seed``)
+    from the pairwise-undominated ones of gaussian ``n_records``'s largest component (the dataset's
+    own seed 0, eps 1, eta 0.5, as ``securelp mdp --dataset gaussian``): iterations, seconds, the
+    relative gap and the seconds at every 10th iteration."""
+    import numpy as np
+
+    from solvers.mdp.colgen import component_rows, undominated_outputs
+    from solvers.mdp.ipm import structured_ipm
+
+    p = build_pmo(load_dataset("gaussian", n_records=n_records, seed=0))
+    idx = max(p.graph.component_members(), key=lambda g: g.size)
+    kept = undominated_outputs(p.cost[idx])
+    S = np.sort(np.random.default_rng(seed).choice(kept, size=min(n_outputs, kept.size), replace=False))
+    G = np.ascontiguousarray(p.cost[np.ix_(idx, S)])
+    A = component_rows(p, idx)
+    t = time.perf_counter()
+    r = structured_ipm(G, A, float("inf"), tolerance=tolerance, threads=threads, max_iterations=500)
+    seconds = time.perf_counter() - t
+
+    def gap(h: tuple[float, float, float]) -> float:
+        return (h[0] - h[1]) / abs(h[0])
+
+    print(json.dumps({"bench": "ipm", "records": int(idx.size), "mdp_rows": int(A.shape[0]), "outputs": int(S.size),
+                      "seed": seed, "threads": threads, "tolerance": tolerance, "status": r.status,
+                      "iterations": r.iterations, "seconds": round(seconds, 2), "bound": r.bound, "primal": r.primal,
+                      "rel_gap": (r.primal - r.bound) / abs(r.primal),
+                      "every_10th": [[i, float(f"{gap(h):.3g}"), round(h[2], 1)]
+                                     for i, h in enumerate(r.history) if i % 10 == 0]}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -100,9 +133,17 @@ def main() -> None:
     s.add_argument("--subsets", type=int, default=25)
     s.add_argument("--decomposition", choices=["records", "columns"], default="records",
                    help="bd: Qiu's record partition (default) or by output column (docs/mdp.md)")
+    i = sub.add_parser("ipm")
+    i.add_argument("n_records", type=int)
+    i.add_argument("n_outputs", type=int)
+    i.add_argument("--tolerance", type=float, default=1e-3, help="relative gap to stop at (the IPM start probes at 1e-3)")
+    i.add_argument("--seed", type=int, default=0, help="which random outputs")
+    i.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     if a.cmd == "partitions":
         partitions()
+    elif a.cmd == "ipm":
+        ipm(a.n_records, a.n_outputs, a.tolerance, a.seed, a.threads)
     else:
         solve(a.name, a.method, a.cap, a.partitioner, a.subsets, a.decomposition)
 
