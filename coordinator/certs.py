@@ -27,11 +27,12 @@ import datetime as _dt
 import logging
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from solvers.errors import ConfigError, InputError
+from solvers.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -147,23 +148,6 @@ def _pem_key(key) -> bytes:  # type: ignore[no-untyped-def]
                              serialization.NoEncryption())
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """Write atomically with ``mode`` set before any byte lands (keys are never world-readable)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str], *, force: bool = False,
                         days: int = DEFAULT_VALID_DAYS) -> CertificateSet:
     """Create a session CA, a coordinator certificate and one certificate per party.
@@ -188,6 +172,9 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"{out} is not empty; choose an empty directory or pass --force to overwrite "
                          "the certificates in it")
+    names = [CA_FILE] + [f"{n}.{ext}" for n in (COORDINATOR_ID, *ids) for ext in ("pem", "key")]
+    if folders := [n for n in names if (out / n).is_dir()]:  # refused before any file is written
+        raise InputError(f"cannot write into {out}: {', '.join(folders)} is a directory")
     if not out.exists():
         if not out.parent.is_dir():
             raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
@@ -196,14 +183,15 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     ca_cert = _certificate("securelp session CA", ca_key, "securelp session CA", ca_key, ca=True, days=days,
                            server=False, client=False)
     ca_path = out / CA_FILE
-    _write(ca_path, _pem_cert(ca_cert), 0o644)
+    # atomically, each file's mode set before any byte lands (keys are never world-readable)
+    write_atomically(ca_path, _pem_cert(ca_cert), mode=0o644)
 
     def issue(name: str, *, server: bool, client: bool) -> tuple[Path, Path]:
         key = _new_key()
         cert = _certificate(name, key, "securelp session CA", ca_key, ca=False, days=days, server=server, client=client)
         cert_path, key_path = out / f"{name}.pem", out / f"{name}.key"
-        _write(key_path, _pem_key(key), 0o600)
-        _write(cert_path, _pem_cert(cert), 0o644)
+        write_atomically(key_path, _pem_key(key), mode=0o600)
+        write_atomically(cert_path, _pem_cert(cert), mode=0o644)
         return cert_path, key_path
 
     coordinator = issue(COORDINATOR_ID, server=False, client=True)

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a directory")
     targets = [out / PUBLIC_FILE] + [out / f"{b.party_id}.npz" for b in blocks]
+    if folders := [t.name for t in targets if t.is_dir()]:  # refused before any file is written
+        raise InputError(f"cannot write into {out}: {', '.join(folders)} is a directory")
     existing = [t.name for t in targets if t.exists()]
     if existing and not args.force:
         raise InputError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")

@@ -8,16 +8,16 @@ files written atomically, so ``securelp split`` never leaves a half-written file
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import InputError
+from solvers.files import write_atomically
 from solvers.lp.model import LinearProgram, Sense
 
 BLOCK_FORMAT = "securelp-column-block/1"
@@ -136,20 +136,7 @@ def assemble(public: PublicRows, blocks: Sequence[ColumnBlock]) -> LinearProgram
 
 
 def _atomic_savez(path: Path, **arrays: np.ndarray) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"cannot write {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, lambda handle: np.savez(handle, **arrays))
 
 
 def save_block(block: ColumnBlock, path: str | os.PathLike[str]) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.reporting import atomic_write_bytes
 from solvers.errors import InputError
+from solvers.files import write_atomically
 
 __all__ = ["PLOT_FORMATS", "plot_format", "plot_result"]
 
@@ -82,4 +82,4 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=110)
     plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    write_atomically(path, buf.getvalue())

@@ -1,20 +1,22 @@
 """Output paths (``--json``, ``--save-mechanism``, ``--plot``, ``--out``) are checked before any
 work, so an hour-long solve is not lost to a typo; a write that fails at the end is a one-line
-error that leaves neither the file nor a temporary behind."""
+error that leaves neither the file nor a temporary behind (solvers.files, used by every writer)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
-from coordinator import reporting
 from coordinator.cli import main
 from coordinator.commands import mdp as mdp_command
-from coordinator.reporting import atomic_write_bytes, check_writable, write_json_report
+from coordinator.reporting import atomic_write_bytes, write_json_report
+from solvers import files
 from solvers.errors import ExitCode, InputError, ResourceError
+from solvers.files import check_writable, write_atomically
 
 
 def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monkeypatch) -> None:
@@ -26,7 +28,7 @@ def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monke
     with pytest.raises(InputError, match=r"--json .*: directory .*missing does not exist"):
         check_writable(tmp_path / "missing" / "r.json", "--json")
     # root may write anywhere, so the permission check is shown through os.access
-    monkeypatch.setattr(reporting.os, "access", lambda *_a: False)
+    monkeypatch.setattr(files.os, "access", lambda *_a: False)
     with pytest.raises(InputError, match=r"--out .*: directory .* is not writable"):
         check_writable(tmp_path / "c.csv", "--out")
 
@@ -48,10 +50,10 @@ def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch) -
             raise OSError(code, os.strerror(code))
         return replace
 
-    monkeypatch.setattr(reporting.os, "replace", refuse(errno.ENOSPC))
+    monkeypatch.setattr(files.os, "replace", refuse(errno.ENOSPC))
     with pytest.raises(ResourceError, match="No space left on device"):
         write_json_report(tmp_path / "r.json", {"a": 1})
-    monkeypatch.setattr(reporting.os, "replace", refuse(errno.EACCES))
+    monkeypatch.setattr(files.os, "replace", refuse(errno.EACCES))
     with pytest.raises(InputError, match="Permission denied"):
         atomic_write_bytes(tmp_path / "z.npy", b"x")
     assert _leftovers(tmp_path) == ["adir"]  # no file, no temporary
@@ -102,3 +104,31 @@ def test_other_commands_refuse_a_directory_as_output(tmp_path: Path, capsys, arg
     err = capsys.readouterr().err
     assert "it is a directory" in err and "Traceback" not in err
     assert _leftovers(tmp_path) == []
+
+
+def test_write_atomically_sets_the_mode_and_takes_a_writer(tmp_path: Path) -> None:
+    key, blob = tmp_path / "k.key", tmp_path / "b.bin"
+    write_atomically(key, b"secret", mode=0o600)
+    write_atomically(blob, lambda handle: handle.write(b"abc"), mode=0o644)
+    assert key.read_bytes() == b"secret" and stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert blob.read_bytes() == b"abc" and stat.S_IMODE(blob.stat().st_mode) == 0o644
+
+    def fails(handle) -> None:
+        handle.write(b"half")
+        raise ValueError("the writer failed")
+
+    with pytest.raises(ValueError, match="the writer failed"):
+        write_atomically(tmp_path / "c.bin", fails)
+    assert _leftovers(tmp_path) == ["b.bin", "k.key"]  # no half file, no temporary
+
+
+def test_split_and_certs_refuse_a_directory_among_their_files_before_writing(tmp_path: Path, capsys) -> None:
+    mps = Path(__file__).resolve().parents[2] / "deploy" / "afiro.mps"
+    blocks, certs = tmp_path / "blocks", tmp_path / "certs"
+    (blocks / "party1.npz").mkdir(parents=True)
+    (certs / "ca.pem").mkdir(parents=True)
+    assert main(["split", str(mps), "--parties", "2", "--out", str(blocks), "--force"]) == ExitCode.INPUT
+    assert main(["certs", "--out", str(certs), "--parties", "a,b", "--force"]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert "party1.npz is a directory" in err and "ca.pem is a directory" in err and "Traceback" not in err
+    assert _leftovers(blocks) == ["party1.npz"] and _leftovers(certs) == ["ca.pem"]  # nothing written

@@ -1,0 +1,90 @@
+"""Writing output files: checked before the work that fills them, written whole or not at all.
+
+Every file securelp writes (reports, mechanisms, plots, released counts, party blocks,
+certificates and keys) goes through :func:`write_atomically`: a temporary file in the target's
+directory, then a rename, so a reader never sees half a file and an error leaves nothing behind.
+:func:`check_writable` lets a command refuse an unwritable output path before an hour of work.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from solvers.errors import InputError, ResourceError
+
+__all__ = ["check_writable", "write_atomically"]
+
+
+def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Fail now, before any work is done, when the output ``path`` given to ``option`` could not
+    be written later: it is a directory, or its directory is missing or not writable. ``None``
+    (not asked for) and ``-`` (standard output) pass.
+
+    Raises
+    ------
+    InputError
+        Saying which option and what is wrong with its path.
+    """
+    if path is None or str(path) == "-":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"cannot write {option} {target}: it is a directory")
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {option} {target}: directory {directory} is not writable")
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[[BinaryIO], None], *,
+                     what: str = "", mode: int | None = None) -> None:
+    """Write ``data`` (bytes, text as UTF-8, or a function that writes to the binary file it is
+    given) to ``path`` through a temporary file in its directory and a rename, so the file appears
+    complete or not at all; an error leaves no temporary file behind. ``mode``: the file's
+    permissions, set before any byte is written (the temporary file is created ``0600``, so a
+    key is never readable by others, not even for a moment). ``what`` prefixes the path in
+    messages (e.g. ``"report "``).
+
+    Raises
+    ------
+    InputError
+        ``path`` is a directory, its directory is missing, or the system refused the write.
+    ResourceError
+        The disk (or the quota) is full.
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"cannot write {what}{target}: directory {directory} does not exist")
+    if target.is_dir():
+        raise InputError(f"cannot write {what}{target}: it is a directory")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            if isinstance(data, str):
+                handle.write(data.encode("utf-8"))
+            elif isinstance(data, bytes):
+                handle.write(data)
+            else:
+                data(handle)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            raise (ResourceError if full else InputError)(
+                f"cannot write {what}{target}: {exc.strerror or exc}") from exc
+        raise
