@@ -23,10 +23,10 @@ import io
 import logging
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class Hierarchy:
         return out
 
     @staticmethod
-    def from_parents(ids: Iterable[str], parents: Iterable[str | None]) -> "Hierarchy":
+    def from_parents(ids: Iterable[str], parents: Iterable[str | None]) -> Hierarchy:
         """Build from (id, parent id) pairs; validates one root, no orphan, no cycle, equal leaf depth."""
         id_list = list(ids)
         par_list = list(parents)
@@ -179,7 +179,7 @@ def _parse_int(text: str, what: str, where: str) -> int:
 def _read_rows(path: str | os.PathLike[str], header: tuple[str, ...]) -> tuple[list[list[str]], str]:
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{p}: file not found")
+        raise InputError(f"{p}: " + ("is a directory, not a file" if p.is_dir() else "file not found"))
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

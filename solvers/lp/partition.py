@@ -155,7 +155,7 @@ def save_public(public: PublicRows, path: str | os.PathLike[str]) -> None:
 
 def _open_npz(path: Path, kind: str, fmt: str) -> dict[str, np.ndarray]:
     if not path.is_file():
-        raise InputError(f"{kind} file {path} does not exist")
+        raise InputError(f"{kind} file {path} " + ("is a directory, not a file" if path.is_dir() else "does not exist"))
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}

@@ -132,3 +132,15 @@ def test_split_and_certs_refuse_a_directory_among_their_files_before_writing(tmp
     err = capsys.readouterr().err
     assert "party1.npz is a directory" in err and "ca.pem is a directory" in err and "Traceback" not in err
     assert _leftovers(blocks) == ["party1.npz"] and _leftovers(certs) == ["ca.pem"]  # nothing written
+
+
+@pytest.mark.parametrize("argv", [
+    ["census", "release", "--data", "{dir}", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json"],
+    ["census", "postprocess", "--noisy", "{dir}", "--total", "5", "--mechanism", "hdp", "--json", "{dir}/r.json"],
+    ["party", "--data", "{dir}", "--id", "a", "--listen", "127.0.0.1:0", "--insecure"],
+    ["coordinator", "--public", "{dir}", "--party", "a=127.0.0.1:1", "--insecure"],
+])
+def test_an_input_file_that_is_a_directory_is_called_one(tmp_path: Path, capsys, argv) -> None:
+    assert main([a.format(dir=tmp_path) for a in argv]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert f"{tmp_path}" in err and "is a directory, not a file" in err and "Traceback" not in err
