@@ -52,6 +52,7 @@ from solvers.mdp.pmo import (
     MechanismResult,
     PMOProblem,
     finalize_mechanism,
+    require_lp_factors,
 )
 
 __all__ = ["build_bd_model", "solve_bd"]
@@ -251,6 +252,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     """
     if not (gap > 0):
         raise InputError(f"the relative gap must be > 0, got {gap}")
+    require_lp_factors(problem)
     if decomposition not in ("records", "columns"):
         raise InputError(f"unknown decomposition {decomposition!r}: use records or columns")
     if decomposition == "columns":

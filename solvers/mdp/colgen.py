@@ -86,6 +86,7 @@ from solvers.mdp.pmo import (
     _upward_closure,
     finalize_mechanism,
     repair_mechanism,
+    require_lp_factors,
 )
 from solvers.mdp.transport import (
     TRANSPORT_MAX_RECORDS,
@@ -1341,6 +1342,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     """
     if not gap > 0:
         raise InputError(f"the relative gap must be > 0, got {gap}")
+    require_lp_factors(problem)
     if int(max_iterations) < 1:
         raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")
     if not 0.0 <= smoothing < 1.0:

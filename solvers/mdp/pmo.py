@@ -38,23 +38,23 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError, SolverError, VerificationError
+from solvers.errors import InputError, SolverError
 from solvers.lp.highs import dual_bound, new_highs
 from solvers.mdp.datasets import SecretDataset
 from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
 from solvers.mdp.verify import VerificationReport, verify_mechanism
 
 __all__ = [
-    "PMOProblem",
-    "MechanismResult",
     "IterationRecord",
-    "build_pmo",
-    "travel_cost_loss",
-    "repair_mechanism",
-    "finalize_mechanism",
-    "solve_direct",
+    "MechanismResult",
+    "PMOProblem",
     "build_block_lp",
+    "build_pmo",
+    "finalize_mechanism",
     "highs_solve_lp",
+    "repair_mechanism",
+    "solve_direct",
+    "travel_cost_loss",
 ]
 
 logger = logging.getLogger(__name__)
@@ -154,6 +154,40 @@ def travel_cost_loss(distance: np.ndarray, outputs: np.ndarray, *, n_destination
     di = distance[:, dest]  # (n, T)
     dk = distance[outputs][:, dest]  # (K, T)
     return np.abs(di[:, None, :] - dk[None, :, :]).mean(axis=2)
+
+
+#: the largest factor ``exp(eps d)`` an mDP row may carry: HiGHS treats matrix entries above 1e15
+#: (its ``large_matrix_value``) as infinite and refuses the model
+MAX_FACTOR = 1e15
+
+
+def require_lp_factors(problem: PMOProblem) -> None:
+    """Refuse, with what to change, a PMO whose mDP rows would carry a factor ``exp(eps d)`` above
+    :data:`MAX_FACTOR`: no LP solver takes it (HiGHS calls it infinite), and such a row only says
+    that the two records' supports must match. ``expmech`` needs no LP and is not limited.
+
+    Raises
+    ------
+    InputError
+        Naming the largest ``eps d`` on an mDP edge, the records and the largest ``eta`` that fits.
+    """
+    rows, cols = problem.lp_edges
+    if rows.size == 0:
+        return
+    d = np.asarray(problem.dataset.distance)[rows, cols]
+    worst = int(np.argmax(d))
+    limit = math.log(MAX_FACTOR)
+    if problem.eps * float(d[worst]) <= limit:
+        return
+    ds = problem.dataset
+    unit = ds.unit or "units"
+    names = ds.labels[int(rows[worst])], ds.labels[int(cols[worst])]
+    raise InputError(
+        f"eps * d reaches {problem.eps * float(d[worst]):.4g} on the mDP edge between records {names[0]} and "
+        f"{names[1]} (d = {float(d[worst]):.4g} {unit}, eps = {problem.eps:g} per {unit.rstrip('s')}, "
+        f"eta = {problem.eta:.4g}): its factor exp(eps d) exceeds {MAX_FACTOR:.0e}, the largest an LP solver "
+        f"takes. Choose eps * eta <= {limit:.1f}, e.g. --eta {limit / problem.eps:.4g} or --eps "
+        f"{limit / problem.eta:.4g} (mind the distances' unit), or --method expmech")
 
 
 def build_pmo(dataset: SecretDataset, eps: float | None = None, eta: float | None = None, *,
@@ -388,6 +422,7 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     the loss of the repaired, verified mechanism. The status is ``optimal`` when their relative
     gap is at most ``gap``, else ``numerical_trouble`` (HiGHS's duals do not certify its solution).
     """
+    require_lp_factors(problem)
     t0 = time.perf_counter()
     n, K = problem.n, problem.K
     rows, cols = problem.lp_edges

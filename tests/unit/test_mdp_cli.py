@@ -55,7 +55,11 @@ def test_points_file_via_cli(tmp_path: Path) -> None:
     "args, needle",
     [(["--eps", "0"], "eps"), (["--eta", "-1"], "eta"), (["--method", "bd", "--gap", "0"], "gap"),
      (["--method", "direct", "--gap", "0"], "gap"), (["--method", "direct", "--gap", "nan"], "gap"),
-     (["--outputs", "0"], "K")],
+     (["--outputs", "0"], "K"),
+     # eps d = 30 * 1.41 km on the grid's diagonals: a factor exp(eps d) of 2.6e18, no LP solver takes it
+     (["--eps", "30", "--method", "direct"], "exp(eps d) exceeds 1e+15"),
+     (["--eps", "30", "--method", "bd"], "exp(eps d) exceeds 1e+15"),
+     (["--eps", "30", "--method", "bd", "--decomposition", "columns"], "exp(eps d) exceeds 1e+15")],
 )
 def test_bad_values_are_one_line_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                               needle: str) -> None:
@@ -63,6 +67,11 @@ def test_bad_values_are_one_line_input_errors(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert rc == int(ExitCode.INPUT)
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_exponential_mechanism_needs_no_lp_and_takes_any_eps(tmp_path: Path) -> None:
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "30", "--method", "expmech")
+    assert rc == 0 and rep["method"] == "expmech"
 
 
 def test_bad_prior_and_points_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
