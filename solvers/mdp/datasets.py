@@ -36,29 +36,30 @@ import csv
 import importlib
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from solvers.errors import InputError
 
 __all__ = [
-    "SecretDataset",
-    "load_dataset",
-    "load_prior",
-    "grid_dataset",
-    "rome_dataset",
-    "gaussian_dataset",
-    "points_dataset",
-    "haversine_km",
-    "euclidean_distance",
-    "validate_dataset",
     "DATASETS",
     "DATA_DIR",
     "GOWALLA_PRIOR",
     "ROME_RECORDS",
+    "SecretDataset",
+    "euclidean_distance",
+    "gaussian_dataset",
+    "grid_dataset",
+    "haversine_km",
+    "load_dataset",
+    "load_prior",
+    "points_dataset",
+    "rome_dataset",
+    "validate_dataset",
 ]
 
 logger = logging.getLogger(__name__)
@@ -334,6 +335,9 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
             raise InputError(f"{path}, line {no}: {len(toks)} fields, expected {width} like the first record")
         if has_label:
             label, toks = toks[0], toks[1:]
+            if not toks:
+                raise InputError(f"{path}, line {no}: no coordinates, only {label[:40]!r} (separate the fields "
+                                 "with commas or whitespace)")
         else:
             label = f"p{len(labels)}"
         try:

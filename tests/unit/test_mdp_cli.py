@@ -87,6 +87,11 @@ def test_bad_prior_and_points_files(tmp_path: Path, capsys: pytest.CaptureFixtur
     dup.write_text("0,0\n1,1\n0,0\n")
     rc, _ = _run(tmp_path, "--dataset", "points", "--points", str(dup))
     assert rc == int(ExitCode.INPUT) and "duplicate" in capsys.readouterr().err
+    semi = tmp_path / "s.csv"  # semicolons: the fields are not split, the first line looks like a header
+    semi.write_text("0;0\n1;1\n2;2\n")
+    rc, _ = _run(tmp_path, "--dataset", "points", "--points", str(semi))
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and "line 2: no coordinates, only '1;1'" in err and "commas or whitespace" in err
 
 
 def test_colgen_via_cli_matches_direct(tmp_path: Path) -> None:
