@@ -320,7 +320,7 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
         except ValueError:
             return False
 
-    first_no, first = lines[0]
+    first = lines[0][1]
     if not any(numeric(t) for t in split(first)):
         lines = lines[1:]  # header
     if not lines:
