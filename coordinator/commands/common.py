@@ -1,10 +1,10 @@
-"""Argument helpers shared by the LP subcommands (solve, demo, coordinator)."""
+"""Argument helpers shared by the subcommands."""
 
 from __future__ import annotations
 
 import argparse
 
-from solvers.errors import ExitCode
+from solvers.errors import ExitCode, InputError
 from solvers.lp import SolveStatus
 
 STATUS_EXIT = {
@@ -15,6 +15,24 @@ STATUS_EXIT = {
     SolveStatus.LIMIT: ExitCode.SOLVER,
     SolveStatus.ERROR: ExitCode.SOLVER,
 }
+
+
+def refuse_inapplicable(args: argparse.Namespace, option: str, choice: str,
+                        applies: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    """Refuse options given on the command line that the chosen ``option`` value ``choice`` does
+    not use, rather than ignore them (``--records 10`` with ``--dataset rome`` used to solve all
+    500 records). ``applies`` maps an argument's ``dest`` (default None: not given) to its flag and
+    the choices it applies to.
+
+    Raises
+    ------
+    InputError
+        Naming each such option and the choices it is for.
+    """
+    unused = [f"{flag} (for {option} {', '.join(choices)})" for dest, (flag, choices) in applies.items()
+              if getattr(args, dest, None) is not None and choice not in choices]
+    if unused:
+        raise InputError(f"{option} {choice} does not use {'; '.join(unused)}")
 
 
 def positive_int(text: str) -> int:

@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from coordinator.commands.common import refuse_inapplicable
 from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 
@@ -31,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--domain", default="grid", choices=["grid", "text", "road", "rome"],
                    help="value domain: a rows x cols grid (default) or a metric dataset")
-    p.add_argument("--rows", type=int, default=10, help="grid rows (default 10)")
-    p.add_argument("--cols", type=int, default=10, help="grid columns (default 10)")
-    p.add_argument("--cell-km", type=float, default=1.0, help="grid cell size in km (default 1); eps is per km")
+    p.add_argument("--rows", type=int, default=None, help="grid rows (default 10)")
+    p.add_argument("--cols", type=int, default=None, help="grid columns (default 10)")
+    p.add_argument("--cell-km", type=float, default=None, help="grid cell size in km (default 1); eps is per km")
     p.add_argument("--records", type=int, default=None, help="records of a text/road dataset (default 500)")
     p.add_argument("--eps", type=float, required=True, help="privacy parameter per distance unit (> 0)")
     p.add_argument("--mechanism", default="le", choices=["le", "grr", "oue", "em", "pl"], help="mechanism (default le)")
@@ -49,7 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _domain(args: argparse.Namespace):
     from solvers.mdp.le import DenseDomain, GridDomain
 
+    refuse_inapplicable(args, "--domain", args.domain, {
+        "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
+        "records": ("--records", ("text", "road"))})
     if args.domain == "grid":
+        args.rows = 10 if args.rows is None else args.rows
+        args.cols = 10 if args.cols is None else args.cols
+        args.cell_km = 1.0 if args.cell_km is None else args.cell_km
         if args.rows < 1 or args.cols < 1:
             raise InputError(f"--rows and --cols must be >= 1, got {args.rows} x {args.cols}")
         if args.rows * args.cols < 2:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from coordinator.commands.common import refuse_inapplicable
 from coordinator.reporting import (
     atomic_write_bytes,
     check_writable,
@@ -47,13 +48,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", default="grid", choices=["grid", "rome", "gaussian", "points", "text", "road"],
                    help="secret dataset (default grid)")
-    p.add_argument("--rows", type=int, default=10, help="grid rows (default 10)")
-    p.add_argument("--cols", type=int, default=10, help="grid columns (default 10)")
-    p.add_argument("--cell-km", type=float, default=1.0, help="grid cell size in km (default 1)")
+    p.add_argument("--rows", type=int, default=None, help="grid rows (default 10)")
+    p.add_argument("--cols", type=int, default=None, help="grid columns (default 10)")
+    p.add_argument("--cell-km", type=float, default=None, help="grid cell size in km (default 1)")
     p.add_argument("--records", type=int, default=None, help="records of gaussian/text/road (default 500)")
     p.add_argument("--points", default=None, help="CSV of coordinates for --dataset points")
-    p.add_argument("--metric", default="euclidean", choices=["euclidean", "haversine"],
-                   help="metric of a points file (haversine: lat,lon in degrees, km)")
+    p.add_argument("--metric", default=None, choices=["euclidean", "haversine"],
+                   help="metric of a points file (default euclidean; haversine: lat,lon in degrees, km)")
     p.add_argument("--prior", default=None, help="prior file, one probability per record (default uniform)")
     p.add_argument("--eps", type=float, default=None, help="privacy parameter per distance unit (dataset default)")
     p.add_argument("--eta", type=float, default=None, help="neighbourhood radius (dataset default)")
@@ -97,19 +98,22 @@ def _load(args: argparse.Namespace):
     from solvers.mdp.datasets import load_dataset
 
     name = args.dataset
+    refuse_inapplicable(args, "--dataset", name, {
+        "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
+        "records": ("--records", ("gaussian", "text", "road")), "points": ("--points", ("points",)),
+        "metric": ("--metric", ("points",))})
     params: dict[str, Any] = {"prior": args.prior}
     if name == "grid":
-        params.update(rows=args.rows, cols=args.cols, cell_km=args.cell_km)
+        params.update(rows=10 if args.rows is None else args.rows, cols=10 if args.cols is None else args.cols,
+                      cell_km=1.0 if args.cell_km is None else args.cell_km)
     elif name == "points":
         if not args.points:
             raise InputError("--dataset points needs --points FILE")
-        params.update(path=args.points, metric=args.metric)
+        params.update(path=args.points, metric=args.metric or "euclidean")
     elif name in ("gaussian", "text", "road"):
         params.update(n_records=args.records if args.records is not None else 500)
         if name == "gaussian" or args.seed is not None:
             params.update(seed=args.seed if args.seed is not None else 0)
-    if name != "points" and args.points:
-        raise InputError("--points is only used with --dataset points")
     return load_dataset(name, **params)
 
 

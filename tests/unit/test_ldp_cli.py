@@ -55,6 +55,7 @@ def test_cli_prior_file(tmp_path: Path) -> None:
         (["--eps", "-1"], "eps"),
         (["--eps", "1", "--users", "0"], "users"),
         (["--eps", "0.3", "--rows", "30", "--cols", "30"], "no non-negative solution"),
+        (["--eps", "1", "--records", "5"], "--domain grid does not use --records (for --domain text, road)"),
     ],
 )
 def test_cli_bad_input_is_one_line_error(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:

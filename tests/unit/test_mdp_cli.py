@@ -69,6 +69,17 @@ def test_bad_values_are_one_line_input_errors(tmp_path: Path, capsys: pytest.Cap
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("args, needle", [
+    (["--dataset", "rome", "--records", "10"], "--dataset rome does not use --records (for --dataset gaussian, text, road)"),
+    (["--dataset", "gaussian", "--records", "20", "--cell-km", "2"], "does not use --cell-km (for --dataset grid)"),
+    (["--dataset", "grid", "--metric", "haversine"], "does not use --metric (for --dataset points)"),
+])
+def test_an_option_the_dataset_does_not_use_is_refused_not_ignored(tmp_path: Path, capsys, args, needle) -> None:
+    rc, rep = _run(tmp_path, *args, "--method", "expmech")
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and needle in err and not rep
+
+
 def test_the_exponential_mechanism_needs_no_lp_and_takes_any_eps(tmp_path: Path) -> None:
     rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "30", "--method", "expmech")
     assert rc == 0 and rep["method"] == "expmech"
