@@ -94,6 +94,7 @@ from solvers.mdp.transport import (
     cone_dominated,
 )
 from solvers.mdp.verify import verify_mechanism
+from solvers.resources import available_memory
 
 __all__ = ["FIRST_ORDER_METHODS", "available_memory", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
 
@@ -566,29 +567,6 @@ class FirstOrderStart:
     iterations: int
     status: str
     Y: np.ndarray | None = None
-
-
-def available_memory() -> int | None:
-    """Bytes of memory this process can still use: ``MemAvailable`` of ``/proc/meminfo``, capped by
-    the cgroup (v2 ``memory.max`` minus ``memory.current``) when one limits it; ``None`` if unknown."""
-    found: list[int] = []
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        if limit != "max":
-            with open("/sys/fs/cgroup/memory.current") as f:
-                found.append(max(0, int(limit) - int(f.read().strip())))
-    except (OSError, ValueError):
-        pass
-    return min(found) if found else None
 
 
 def _pdlp_too_large(nnz: int) -> str:

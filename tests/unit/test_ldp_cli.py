@@ -72,3 +72,17 @@ def test_cli_bad_prior(tmp_path: Path, capsys: pytest.CaptureFixture[str], conte
     rc = main(["ldp", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", str(prior)])
     assert rc == int(ExitCode.INPUT)
     assert needle in capsys.readouterr().err
+
+
+def test_more_users_than_memory_holds_are_refused_before_any_allocation(capsys: pytest.CaptureFixture[str],
+                                                                         monkeypatch) -> None:
+    from solvers import resources
+
+    rc = main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", str(10**11)])
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.RESOURCE) and "simulated users need about" in err and "Traceback" not in err
+    # the limit follows the memory this machine has: 1 MB holds 10,000 users at 80 bytes (80 %)
+    monkeypatch.setattr(resources, "available_memory", lambda: 1_000_000)
+    assert main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", "10001"]) == int(ExitCode.RESOURCE)
+    assert "simulate at most 10,000" in capsys.readouterr().err
+    assert main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", "10000"]) == int(ExitCode.OK)
