@@ -168,7 +168,9 @@ def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str,
             text = str(exc)
             if link.party_id not in text:
                 text = f"party {link.party_id}: {text}"
-            raise type(exc)(f"{what}: {text}") from None
+            if not text.startswith(f"{what}: "):  # a gRPC link names the call already
+                text = f"{what}: {text}"
+            raise type(exc)(text) from None
 
     if len(links) == 1:
         return [guarded(links[0])]
