@@ -17,7 +17,21 @@ from typing import BinaryIO
 
 from solvers.errors import InputError, ResourceError
 
-__all__ = ["check_writable", "write_atomically"]
+__all__ = ["check_writable", "require_file", "write_atomically"]
+
+
+def require_file(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path` when it names a file to read.
+
+    Raises
+    ------
+    InputError
+        ``what`` and the path, and whether it is a directory or does not exist.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{what} {p} " + ("is a directory, not a file" if p.is_dir() else "does not exist"))
+    return p
 
 
 def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import InputError
+from solvers.files import require_file
 from solvers.lp.highs import new_highs
 from solvers.lp.model import LinearProgram, Sense
 
@@ -72,9 +73,7 @@ def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
     """
     import highspy
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"MPS file {p} " + ("is a directory, not a file" if p.is_dir() else "does not exist"))
+    p = require_file(path, "MPS file")
     try:
         with p.open("rb") as handle:
             head = handle.read(4096)

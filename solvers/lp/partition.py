@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import InputError
-from solvers.files import write_atomically
+from solvers.files import require_file, write_atomically
 from solvers.lp.model import LinearProgram, Sense
 
 BLOCK_FORMAT = "securelp-column-block/1"
@@ -154,8 +154,7 @@ def save_public(public: PublicRows, path: str | os.PathLike[str]) -> None:
 
 
 def _open_npz(path: Path, kind: str, fmt: str) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise InputError(f"{kind} file {path} " + ("is a directory, not a file" if path.is_dir() else "does not exist"))
+    require_file(path, f"{kind} file")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
