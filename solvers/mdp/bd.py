@@ -252,7 +252,6 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     """
     if not (gap > 0):
         raise InputError(f"the relative gap must be > 0, got {gap}")
-    require_lp_factors(problem)
     if decomposition not in ("records", "columns"):
         raise InputError(f"unknown decomposition {decomposition!r}: use records or columns")
     if decomposition == "columns":
@@ -267,6 +266,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         return dataclasses.replace(r, partition=part)
     if int(max_iterations) < 1:
         raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")
+    require_lp_factors(problem)  # (solve_colgen checks its own)
     t0 = time.perf_counter()
     n, K = problem.n, problem.K
     if partition is None:
