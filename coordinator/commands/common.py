@@ -17,6 +17,17 @@ STATUS_EXIT = {
 }
 
 
+#: the grid options of ``mdp`` and ``ldp`` (argparse defaults None, so that another dataset or
+#: domain can tell them given) and the values a grid takes when they are not
+GRID_DEFAULTS = {"rows": 10, "cols": 10, "cell_km": 1.0}
+
+
+def grid_size(args: argparse.Namespace) -> tuple[int, int, float]:
+    """``--rows``, ``--cols`` and ``--cell-km`` as given, else :data:`GRID_DEFAULTS`."""
+    rows, cols, cell_km = (GRID_DEFAULTS[k] if getattr(args, k) is None else getattr(args, k) for k in GRID_DEFAULTS)
+    return int(rows), int(cols), float(cell_km)
+
+
 def refuse_inapplicable(args: argparse.Namespace, option: str, choice: str,
                         applies: dict[str, tuple[str, tuple[str, ...]]]) -> None:
     """Refuse options given on the command line that the chosen ``option`` value ``choice`` does

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from coordinator.commands.common import refuse_inapplicable
+from coordinator.commands.common import grid_size, refuse_inapplicable
 from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 
@@ -54,9 +54,7 @@ def _domain(args: argparse.Namespace):
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
         "records": ("--records", ("text", "road"))})
     if args.domain == "grid":
-        args.rows = 10 if args.rows is None else args.rows
-        args.cols = 10 if args.cols is None else args.cols
-        args.cell_km = 1.0 if args.cell_km is None else args.cell_km
+        args.rows, args.cols, args.cell_km = grid_size(args)  # the report shows them
         if args.rows < 1 or args.cols < 1:
             raise InputError(f"--rows and --cols must be >= 1, got {args.rows} x {args.cols}")
         if args.rows * args.cols < 2:

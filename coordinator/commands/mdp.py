@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.common import refuse_inapplicable
+from coordinator.commands.common import grid_size, refuse_inapplicable
 from coordinator.reporting import (
     atomic_write_bytes,
     check_writable,
@@ -104,8 +104,8 @@ def _load(args: argparse.Namespace):
         "metric": ("--metric", ("points",))})
     params: dict[str, Any] = {"prior": args.prior}
     if name == "grid":
-        params.update(rows=10 if args.rows is None else args.rows, cols=10 if args.cols is None else args.cols,
-                      cell_km=1.0 if args.cell_km is None else args.cell_km)
+        rows, cols, cell_km = grid_size(args)
+        params.update(rows=rows, cols=cols, cell_km=cell_km)
     elif name == "points":
         if not args.points:
             raise InputError("--dataset points needs --points FILE")
