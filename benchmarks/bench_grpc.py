@@ -57,15 +57,14 @@ def run(sizes: list[int], repeat: int) -> list[dict]:
             block = _block(m, m, r)
             t, payload = _one_mask(InProcessLink(PartySession(block)), m, m)
             times["inprocess"].append(t)
-            with tempfile.TemporaryDirectory() as tmp:
-                with local_grpc_links([PartySession(block)], Path(tmp), deadline_s=300) as (link,):
-                    t, _ = _one_mask(link, m, m)
-                    times["grpc_thread"].append(t)
-            with tempfile.TemporaryDirectory() as tmp:
-                with LocalParties([block], Path(tmp)) as cluster:
-                    (link,) = cluster.links(deadline_s=300)
-                    t, _ = _one_mask(link, m, m)
-                    times["grpc_process"].append(t)
+            with tempfile.TemporaryDirectory() as tmp, \
+                    local_grpc_links([PartySession(block)], Path(tmp), deadline_s=300) as (link,):
+                t, _ = _one_mask(link, m, m)
+                times["grpc_thread"].append(t)
+            with tempfile.TemporaryDirectory() as tmp, LocalParties([block], Path(tmp)) as cluster:
+                (link,) = cluster.links(deadline_s=300)
+                t, _ = _one_mask(link, m, m)
+                times["grpc_process"].append(t)
         med = {k: statistics.median(v) for k, v in times.items()}
         row = {"m": m, "k": m, "payload_bytes": payload, **{f"{k}_s": v for k, v in med.items()},
                **{f"{k}_MBps": payload / v / 1e6 for k, v in med.items()}}

@@ -26,9 +26,9 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -91,7 +91,7 @@ class ChannelTls:
     certificate_chain: bytes
 
     @classmethod
-    def from_dir(cls, certs_dir: str | Path, name: str = COORDINATOR_ID) -> "ChannelTls":
+    def from_dir(cls, certs_dir: str | Path, name: str = COORDINATOR_ID) -> ChannelTls:
         ident = load_identity(certs_dir, name)
         return cls(ident.ca_certificate, ident.private_key, ident.certificate)
 

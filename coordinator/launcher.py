@@ -31,9 +31,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
 
 from coordinator.certs import validate_party_ids, write_session_certs
 from solvers.errors import TransportError
@@ -107,7 +107,7 @@ class LocalParties:
         self._links: list[object] = []
 
     # -- start ------------------------------------------------------------------------
-    def __enter__(self) -> "LocalParties":
+    def __enter__(self) -> LocalParties:  # noqa: PYI034 - typing.Self needs Python 3.11
         try:
             self._start()
         except BaseException:
@@ -193,7 +193,7 @@ class LocalParties:
         return {pid: proc.pid for pid, proc in self._procs.items()}
 
     def links(self, deadline_s: float = 120.0, *, wait_ready: bool = True,
-              ready_timeout: float | None = None) -> list["object"]:
+              ready_timeout: float | None = None) -> list[object]:
         """One ``GrpcPartyLink`` per party (mTLS unless insecure); closed on exit.
 
         With ``wait_ready`` (default), each link first checks the party's health service,
@@ -244,8 +244,8 @@ class LocalParties:
             for link in self._links:
                 try:
                     link.shutdown()  # type: ignore[attr-defined]
-                except Exception:  # noqa: BLE001 - cleanup must go on
-                    pass
+                except Exception as exc:  # noqa: BLE001 - cleanup must go on
+                    log.debug("shutting down a link failed: %s", exc.__class__.__name__)
             self._links.clear()
             if not error:  # after Close the parties exit on their own; give them a moment
                 self.wait(1.0)

@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -183,7 +184,7 @@ def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str,
     for fut in futures:
         try:
             results.append(fut.result())
-        except BaseException as exc:  # collect, raise the first after all finished
+        except BaseException as exc:  # noqa: BLE001 - collect, raise the first after all finished
             errors.append(exc)
     if errors:
         raise errors[0]
@@ -197,7 +198,7 @@ def _close_all(links: Sequence[PartyLink], session_id: str, reason: str,
     def close(link: PartyLink) -> None:
         try:
             link.close(pb.CloseRequest(session_id=session_id, reason=reason))
-        except Exception as exc:  # best effort: a dead party cannot be told
+        except Exception as exc:  # noqa: BLE001 - best effort: a dead party cannot be told
             log.info("could not close party %s: %s", link.party_id, exc)
 
     if pool is None or len(links) == 1:
@@ -349,7 +350,6 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         t_mask = time.perf_counter()
         entries = [_parse_block(l, b, h, m, k, mode) for l, b, h in zip(links, blocks, hellos)]
         lp, slices = transformed_lp(public, entries, k)
-        t_build = time.perf_counter()
         result = HighsBackend(time_limit=config.time_limit_s).solve(lp)
         t_solve = time.perf_counter()
         log.info("transformed LP %d x %d solved: %s in %.3f s", lp.n_rows, lp.n_cols, result.status.value,

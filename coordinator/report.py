@@ -7,7 +7,8 @@ or a party's solution (only per-party summaries of x_j when it was revealed).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from coordinator.leakage import leakage_statement
 from coordinator.protocol import SessionOutcome
@@ -66,8 +67,8 @@ def _fmt(value: float | None, spec: str = ".10g") -> str:
 
 def format_report(outcome: SessionOutcome, title: str = "secure LP session") -> str:
     """A readable summary (no private data)."""
-    lines = [f"{title}: {outcome.n_rows} rows x {outcome.n_cols} columns, {len(outcome.parties)} parties, "
-             f"transport {outcome.transport}, bounds mode {outcome.bounds_mode}, k = {outcome.k}"]
+    lines = [(f"{title}: {outcome.n_rows} rows x {outcome.n_cols} columns, {len(outcome.parties)} parties, "
+              f"transport {outcome.transport}, bounds mode {outcome.bounds_mode}, k = {outcome.k}")]
     if outcome.reproducible:
         lines.append("  WARNING: reproducible-simulation mode: masks were drawn from a seed, not fresh entropy")
     lines.append(f"  status             {outcome.status.value} ({outcome.backend_status})")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from coordinator.leakage import audit_entry, check_against_truth
 from coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp
@@ -42,9 +43,9 @@ def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int 
         raise ConfigError(f"transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
     from coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
 
-    with tempfile.TemporaryDirectory(prefix="securelp-sim-") as tmp:
-        with local_grpc_links(sessions, Path(tmp), deadline_s=deadline_s, insecure=insecure) as links:
-            yield links
+    with tempfile.TemporaryDirectory(prefix="securelp-sim-") as tmp, \
+            local_grpc_links(sessions, Path(tmp), deadline_s=deadline_s, insecure=insecure) as links:
+        yield links
 
 
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",

@@ -57,7 +57,7 @@ def _roundtrip(message, cls):  # type: ignore[no-untyped-def]
 class InProcessLink(PartyLink):
     """A party simulated in this process (every message still goes through protobuf)."""
 
-    def __init__(self, session: "object") -> None:
+    def __init__(self, session: object) -> None:
         super().__init__(session.party_id)  # type: ignore[attr-defined]
         self._session = session
 

@@ -31,9 +31,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -102,7 +103,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     check_peer : require the client identity ``coordinator`` (True under mTLS).
     """
 
-    def __init__(self, session: "object", *, check_peer: bool = True) -> None:
+    def __init__(self, session: object, *, check_peer: bool = True) -> None:
         self.session = session
         self.party_id: str = session.party_id  # type: ignore[attr-defined]
         self.check_peer = check_peer
@@ -120,7 +121,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             log.warning("party %s: refused a request: %s", self.party_id, exc)
             context.set_trailing_metadata(((ERROR_CLASS_METADATA, type(exc).__name__),))
             context.abort(code, str(exc))
-        except Exception as exc:  # noqa: BLE001 - never leak internals (or data) to the peer
+        except Exception as exc:  # never leak internals (or data) to the peer
             log.error("party %s: internal error (%s)", self.party_id, exc.__class__.__name__)
             log.debug("party %s: internal error", self.party_id, exc_info=True)
             context.abort(grpc.StatusCode.INTERNAL,
@@ -180,7 +181,7 @@ class PartyServer:
     health: health.HealthServicer
 
 
-def create_server(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
+def create_server(address: str, session: object, *, tls: ServerTls | None, insecure: bool = False,
                   max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> tuple[grpc.Server, int]:
     """Build and start a party server on ``address``; returns (server, bound port).
 
@@ -190,7 +191,7 @@ def create_server(address: str, session: "object", *, tls: ServerTls | None, ins
     return started.server, started.port
 
 
-def start_party_server(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
+def start_party_server(address: str, session: object, *, tls: ServerTls | None, insecure: bool = False,
                        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, max_workers: int = 4) -> PartyServer:
     """Build and start a party server on ``address`` (``host:0`` picks a free port).
 
@@ -296,7 +297,7 @@ class ServeResult:
     detail: str
 
 
-def serve(address: str, session: "object", *, tls: ServerTls | None, insecure: bool = False,
+def serve(address: str, session: object, *, tls: ServerTls | None, insecure: bool = False,
           idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, grace_s: float = DEFAULT_GRACE_S,
           on_listening: Callable[[str, int], None] | None = None,
           max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,

@@ -9,7 +9,7 @@ payload-bearing message is serialized, split into chunks of at most
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp

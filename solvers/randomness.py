@@ -100,7 +100,7 @@ class SecureRandom:
             if r < n:
                 return r
 
-    def spawn(self, label: str) -> "SecureRandom":
+    def spawn(self, label: str) -> SecureRandom:
         """An independent child source (derived key), e.g. one per party or round."""
         self._children += 1
         child = SecureRandom.__new__(SecureRandom)

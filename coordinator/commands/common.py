@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from solvers.errors import ExitCode, InputError
 from solvers.lp import SolveStatus
@@ -61,7 +62,7 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
+    if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return value
 

@@ -49,11 +49,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         from coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
-        with tempfile.TemporaryDirectory(prefix="securelp-demo-") as tmp:
-            with LocalParties(blocks, Path(tmp)) as cluster:
-                startup = time.perf_counter() - start
-                links = cluster.links(deadline_s=args.deadline)
-                outcome = run_secure_lp(public, links, config, central=lp)
+        with tempfile.TemporaryDirectory(prefix="securelp-demo-") as tmp, LocalParties(blocks, Path(tmp)) as cluster:
+            startup = time.perf_counter() - start
+            links = cluster.links(deadline_s=args.deadline)
+            outcome = run_secure_lp(public, links, config, central=lp)
         by_id = {b.party_id: b for b in blocks}
         audits = {e.party_id: check_against_truth(audit_entry(e), by_id[e.party_id], config.bounds_mode)
                   for e in outcome.transcript}

@@ -19,12 +19,11 @@ keeping the sums, so both steps are solved exactly in closed form.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from solvers.hierarchy.cumulative import consistency_rows, from_cumulative, model3_relaxation
 from solvers.hierarchy.model import Hierarchy
 from solvers.hierarchy.qp import solve_highs
-
-import scipy.sparse as sp
 
 
 def model1_relaxation(hier: Hierarchy, y: np.ndarray, total: int) -> tuple[np.ndarray, float]:

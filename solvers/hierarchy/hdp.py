@@ -134,7 +134,7 @@ class _Windows:
         self.lo = self.lo_own.copy()  # effective lower ends (filled bottom-up)
         self.slopes: dict[int, np.ndarray] = {}
 
-    def subset(self, keep: np.ndarray) -> "_Windows":
+    def subset(self, keep: np.ndarray) -> _Windows:
         """The same tables restricted to the batch columns ``keep`` (a boolean mask)."""
         out = _Windows.__new__(_Windows)
         out.hier = self.hier
@@ -179,7 +179,6 @@ class _Windows:
             d[v + 1 > self.total] = np.inf
             self.slopes[r] = d
             # children slopes no longer needed once merged, except for the top-down split
-        return None
 
     def top_down(self, root_value: np.ndarray) -> np.ndarray:
         hier = self.hier

@@ -65,7 +65,7 @@ def bernoulli_exp_le1(rng: SecureRandom, num: np.ndarray, den: np.ndarray) -> np
     return (k % 2) == 1
 
 
-def scale_fraction(scale: Fraction | int | float) -> Fraction:
+def scale_fraction(scale: Fraction | float) -> Fraction:
     """The noise scale b as an exact fraction (InputError unless b > 0)."""
     b = scale if isinstance(scale, Fraction) else Fraction(str(scale))
     if b <= 0:
@@ -73,7 +73,7 @@ def scale_fraction(scale: Fraction | int | float) -> Fraction:
     return b
 
 
-def discrete_laplace(rng: SecureRandom, scale: Fraction | int | float, size: int) -> np.ndarray:
+def discrete_laplace(rng: SecureRandom, scale: Fraction | float, size: int) -> np.ndarray:
     """``size`` exact samples of the discrete Laplace (two-sided geometric) with scale b.
 
     Parameters
@@ -135,7 +135,7 @@ def discrete_laplace_tail(k: int, scale: Fraction | float) -> float:
 
 
 def add_geometric_noise(
-    rng: SecureRandom, values: np.ndarray, scale: Fraction | int | float
+    rng: SecureRandom, values: np.ndarray, scale: Fraction | float
 ) -> np.ndarray:
     """``values`` (int64) plus independent exact discrete Laplace noise of scale b."""
     flat = discrete_laplace(rng, scale, int(values.size))

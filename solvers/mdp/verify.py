@@ -42,7 +42,7 @@ import numpy as np
 
 from solvers.errors import InputError, VerificationError
 
-__all__ = ["VerificationReport", "verify_mechanism", "neighbour_pairs", "exp_lower_bound"]
+__all__ = ["VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_mechanism"]
 
 logger = logging.getLogger(__name__)
 

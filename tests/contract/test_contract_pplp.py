@@ -106,9 +106,8 @@ def test_row_count_mismatch_names_the_party_and_closes_everyone(transport, tmp_p
     public, blocks = split_columns(lp, [3, 3], ids=["alpha", "beta"])
     bad = ColumnBlock("beta", blocks[1].A[:5, :], blocks[1].c, blocks[1].col_lower, blocks[1].col_upper)
     sessions = [PartySession(blocks[0]), PartySession(bad)]
-    with links_for(transport, sessions, tmp_path) as links:
-        with pytest.raises(ProtocolError, match="beta"):
-            run_secure_lp(public, links, SessionConfig())
+    with links_for(transport, sessions, tmp_path) as links, pytest.raises(ProtocolError, match="beta"):
+        run_secure_lp(public, links, SessionConfig())
     assert all(s.closed.is_set() for s in sessions)  # the abort reached both parties
 
 

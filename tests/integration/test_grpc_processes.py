@@ -45,7 +45,7 @@ def alive(pid: int) -> bool:
 
 def party_children() -> list[str]:
     """``coordinator.cli party`` processes that are children of this test process."""
-    out = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "coordinator.cli party"], capture_output=True,
+    out = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "coordinator.cli party"], check=False, capture_output=True,
                          text=True)
     return out.stdout.split()
 
@@ -212,7 +212,7 @@ def lone_party_command(tmp_path: Path, party_id: str) -> list[str]:
 def test_party_exits_after_idle_timeout_and_on_sigterm(tmp_path):
     base = lone_party_command(tmp_path, "lonely")
     start = time.monotonic()
-    idle = subprocess.run(base + ["--idle-timeout", "1"], capture_output=True, text=True, timeout=60)
+    idle = subprocess.run(base + ["--idle-timeout", "1"], check=False, capture_output=True, text=True, timeout=60)
     assert idle.returncode == ExitCode.TRANSPORT
     assert idle.stdout.startswith("LISTENING 127.0.0.1:")
     assert "no call from the coordinator for 1 s" in idle.stderr
@@ -237,7 +237,7 @@ def test_party_refuses_a_block_of_another_party(tmp_path):
     save_block(blocks[1], tmp_path / "p2.npz")
     write_session_certs(tmp_path / "c", ["p1", "p2"])
     res = subprocess.run(PY + ["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "p2.npz"), "--id", "p1",
-                               "--certs", str(tmp_path / "c")], capture_output=True, text=True, timeout=60)
+                               "--certs", str(tmp_path / "c")], check=False, capture_output=True, text=True, timeout=60)
     assert res.returncode == ExitCode.INPUT
     assert "belongs to 'p2', not 'p1'" in res.stderr and "Traceback" not in res.stderr
 
@@ -308,7 +308,7 @@ def test_ctrl_c_during_demo_leaves_no_party(tmp_path):
         end = time.monotonic() + 60
         children: list[str] = []
         while time.monotonic() < end and len(children) < 3:
-            children = subprocess.run(["pgrep", "-P", str(demo.pid)], capture_output=True, text=True).stdout.split()
+            children = subprocess.run(["pgrep", "-P", str(demo.pid)], check=False, capture_output=True, text=True).stdout.split()
             time.sleep(0.05)
         assert len(children) == 3, "the demo did not start its three parties"
         demo.send_signal(signal.SIGINT)
@@ -328,7 +328,7 @@ def test_ctrl_c_during_demo_leaves_no_party(tmp_path):
 
 def _cli_session(tmp_path, mps, ids=("a1", "a2", "a3")):
     """split + certs + one `securelp party` process per id + `securelp coordinator`, all via the CLI."""
-    run = lambda *a: subprocess.run(PY + list(a), capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    run = lambda *a: subprocess.run(PY + list(a), check=False, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
     res = run("split", str(mps), "--parties", str(len(ids)), "--ids", ",".join(ids), "--out", "blocks")
     assert res.returncode == 0, res.stderr
     assert run("certs", "--out", "certs", "--parties", ",".join(ids)).returncode == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -66,14 +68,14 @@ def test_engine_matches_direct_lp(seed: int) -> None:
     assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
     assert res.lower_bound <= ref.fun + 1e-7
     lowers = [h.lower for h in res.history]
-    assert all(b >= a - 1e-12 for a, b in zip(lowers, lowers[1:]))  # the master bound never decreases
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(lowers))  # the master bound never decreases
 
 
 def test_feasibility_cuts_are_used_when_blocks_start_infeasible() -> None:
     # linked rows y_j <= g x_v with x starting at the cheapest vertex leave some block infeasible
     for seed in range(40):
         master, blocks, ref = _instance(seed, n_x=4, n_blocks=3, n_y=2)
-        res = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys: (float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None)).run(gap=1e-9)
+        res = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys, master=master, blocks=blocks: (float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None)).run(gap=1e-9)
         if any(h.n_feasibility_cuts for h in res.history):
             assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
             return
@@ -290,7 +292,7 @@ def test_the_master_bound_comes_from_duals_and_holds_for_any_duals(seed: int) ->
     # value below it, and a theta's cut duals that overshoot are scaled, not a bound of -inf
     from solvers.benders import engine
 
-    master, blocks, _ = _instance(seed, n_x=4, n_blocks=3, n_y=3)
+    master, _blocks, _ = _instance(seed, n_x=4, n_blocks=3, n_y=3)
     rng = np.random.default_rng(seed)
     comp = engine._MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
                                    [0.0, 0.0, 0.0])
@@ -299,7 +301,7 @@ def test_the_master_bound_comes_from_duals_and_holds_for_any_duals(seed: int) ->
             v = rng.choice(master.n, 2, replace=False)
             comp.add_cut(b, float(rng.uniform(0.1, 1.0)), v, rng.uniform(-1.0, 1.0, 2))
     comp.add_cut(None, -0.9, np.array([0, 1]), np.array([1.0, 1.0]))  # x_0 + x_1 <= 0.9
-    bound, x, thetas = comp.solve()
+    bound, _x, _thetas = comp.solve()
     optimum = float(comp.h.getInfo().objective_function_value)
     assert bound == pytest.approx(optimum, rel=1e-9, abs=1e-12)
     pi = np.asarray(comp.h.getSolution().row_dual)

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from coordinator.cli import main
-from solvers.hierarchy.cumulative import to_cumulative
-from solvers.hierarchy.hdp import solve_model1
 from solvers.hierarchy.cumulative import solve_model3
+from solvers.hierarchy.hdp import solve_model1
 from solvers.hierarchy.model import read_noisy_csv
 
 NOISY = """level,region_id,parent_id,size,noisy_count

@@ -82,7 +82,7 @@ def test_tree_relaxation_equals_highs_qp() -> None:
         data = small_data(k, n_sizes=4)
         y = data.counts + rng.normal(0, 5, size=data.counts.shape)
         a = model1_relaxation_tree(data.hierarchy, y, data.total)
-        b, fb = model1_relaxation(data.hierarchy, y, data.total)
+        _b, fb = model1_relaxation(data.hierarchy, y, data.total)
         assert float(((a - y) ** 2).sum()) == pytest.approx(fb, rel=1e-7, abs=1e-6)
         assert a.min() >= -1e-9 and a[0].sum() == pytest.approx(data.total)
 

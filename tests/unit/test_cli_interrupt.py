@@ -30,7 +30,7 @@ def test_a_run_stuck_in_a_c_call_exits_130_soon_after_the_signal(sig: int) -> No
     # SIGINT at its default in the child: a shell's background job, or a test process that ignores
     # SIGINT, would hand it down ignored (and an ignored SIGINT is rightly left ignored)
     p = subprocess.Popen([sys.executable, "-c", _SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509 - no threads yet
     try:
         assert p.stdout.readline().strip() == "ready"
         t = time.perf_counter()

@@ -18,7 +18,7 @@ REPORT_KEYS = {"status", "objective", "central_objective", "objective_rel_diff",
 
 
 def securelp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coordinator.cli", *args], cwd=cwd or REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "coordinator.cli", *args], cwd=cwd or REPO, check=False, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -15,7 +15,7 @@ from coordinator.grpc_link import GrpcPartyLink
 from party.server import SERVICE_NAME, create_server, serve
 from party.session import PartySession
 from protos import securelp_pb2 as pb
-from solvers.errors import ConfigError
+from solvers.errors import ConfigError, ProtocolError
 from solvers.lp.partition import ColumnBlock
 
 
@@ -63,7 +63,7 @@ def test_serving_until_close_then_stopped():
 
 def test_idle_timeout_ends_serving():
     start = time.monotonic()
-    t, port, result = _serve_in_thread(_session(), idle_timeout_s=0.6)
+    t, _port, result = _serve_in_thread(_session(), idle_timeout_s=0.6)
     t.join(15)
     assert not t.is_alive() and result[0].reason == "idle"
     assert 0.5 < time.monotonic() - start < 10
@@ -75,7 +75,7 @@ def test_calls_reset_the_idle_clock():
     start = time.monotonic()
     link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2))
     time.sleep(1.0)
-    with pytest.raises(Exception):  # a refused call still counts as contact
+    with pytest.raises(ProtocolError, match="hello"):  # a refused call still counts as contact
         link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=2))
     t.join(15)
     assert result[0].reason == "idle" and time.monotonic() - start > 2.0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import grpc
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

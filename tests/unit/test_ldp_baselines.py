@@ -98,7 +98,7 @@ def test_planar_laplace_masses_match_numerical_integration() -> None:
     from scipy import integrate
 
     eps = 0.8
-    f = lambda y, x: eps * eps / (2 * np.pi) * np.exp(-eps * np.hypot(x, y))  # noqa: E731
+    f = lambda y, x: eps * eps / (2 * np.pi) * np.exp(-eps * np.hypot(x, y))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for rect in [(-0.5, 0.5, -0.5, 0.5), (0.5, 1.5, -0.5, 0.5), (2.5, 3.5, -1.5, -0.5)]:

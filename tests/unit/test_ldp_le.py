@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import solvers.mdp.le as le
 from solvers.errors import InputError, VerificationError
+from solvers.mdp import le
 from solvers.mdp.datasets import euclidean_distance
 from solvers.mdp.ldp import simulate
 from solvers.mdp.le import DenseDomain, GridDomain, exponential_mechanism, linear_equations_mechanism

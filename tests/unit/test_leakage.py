@@ -52,7 +52,7 @@ def test_monomial_mode_reveals_columns_up_to_scaling_only():
 
 def test_dense_mask_unmasking_fails():
     lp = _lp(free_fraction=1.0)
-    outcome, audits, blocks = _session(lp, "monomial")
+    _outcome, audits, blocks = _session(lp, "monomial")
     for block in blocks:
         a = audits[block.party_id]
         assert a["dense_unmasking_rel_error"] > 0.3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,7 @@ def test_repair_makes_a_slightly_infeasible_solution_exact() -> None:
     Z = solve_direct(p).mechanism.copy()
     rng = np.random.default_rng(0)
     Z += rng.uniform(-1e-8, 1e-8, Z.shape)  # what a solver tolerance may leave
-    with pytest.raises(Exception):
+    with pytest.raises(VerificationError):
         verify_mechanism(Z, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
     X, info = repair_mechanism(Z, p)
     verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
@@ -215,8 +216,8 @@ def test_bd_history_and_iteration_cap() -> None:
     r = solve_bd(p, partitioner="kmdv", n_subsets=2, gap=1e-9)
     lowers = [h.lower for h in r.history]
     uppers = [h.upper for h in r.history]
-    assert all(b >= a - 1e-12 for a, b in zip(lowers, lowers[1:]))
-    assert all(b <= a for a, b in zip(uppers, uppers[1:]))
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(lowers))
+    assert all(b <= a for a, b in itertools.pairwise(uppers))
     assert r.history[-1].upper == pytest.approx(r.upper_bound, rel=1e-12)
 
 
@@ -242,8 +243,8 @@ def test_partition_boundary_definition() -> None:
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [(dict(eps=0.0), "eps"), (dict(eps=-1.0), "eps"), (dict(eta=0.0), "eta"), (dict(n_outputs=0), "K"),
-     (dict(n_outputs=99), "exceeds"), (dict(loss="nope"), "loss")],
+    [({"eps": 0.0}, "eps"), ({"eps": -1.0}, "eps"), ({"eta": 0.0}, "eta"), ({"n_outputs": 0}, "K"),
+     ({"n_outputs": 99}, "exceeds"), ({"loss": "nope"}, "loss")],
 )
 def test_bad_pmo_parameters(kwargs: dict, match: str) -> None:
     g = load_dataset("grid", rows=3, cols=3)
@@ -297,7 +298,7 @@ def test_bd_and_colgen_equal_direct_on_the_ldp_helpers_datasets(name: str) -> No
 
     eta = float(np.quantile(ds.distance[ds.distance > 0], 0.3))  # a sparse, non-trivial mDP graph
     p = build_pmo(ds, 1.0 / eta, eta)
-    direct, bd = _check_equal(p, partitioner="kmdv", M=2)
+    direct, _bd = _check_equal(p, partitioner="kmdv", M=2)
     cg = solve_colgen(p, gap=1e-8)
     assert cg.objective == pytest.approx(direct.objective, rel=1e-6)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator.examples import mangasarian_example
 from coordinator.protocol import SessionConfig, run_secure_lp, transformed_lp
@@ -91,7 +92,7 @@ def test_free_lp_statuses_through_dense_masks():
     from solvers.lp import LinearProgram
     lp = LinearProgram(c=[1.0, 1.0], A=A, row_lower=[1.0, -np.inf], row_upper=[np.inf, 0.0],
                        col_lower=[-np.inf] * 2, col_upper=[np.inf] * 2)
-    outcome, sessions = _run(lp, parties=2)
+    outcome, _sessions = _run(lp, parties=2)
     assert outcome.status is SolveStatus.INFEASIBLE
     lp2 = LinearProgram(c=[1.0, 0.0], A=np.array([[0.0, 1.0]]), row_lower=[0.0], row_upper=[1.0],
                         col_lower=[-np.inf] * 2, col_upper=[np.inf] * 2)
@@ -100,13 +101,13 @@ def test_free_lp_statuses_through_dense_masks():
 
 
 def test_k_smaller_than_n_is_refused():
-    lp, split, _ = mangasarian_example(2)
+    lp, _split, _ = mangasarian_example(2)
     with pytest.raises(ConfigError, match="k = 50 is smaller than n = 100"):
         _run(lp, k=50)
 
 
 def test_larger_k_is_exact_and_reported():
-    lp, _, known = mangasarian_example(2)
+    lp, _, _known = mangasarian_example(2)
     outcome, _ = _run(lp, k=130)
     assert outcome.k == 130
     assert outcome.objective_rel_diff <= 1e-9
