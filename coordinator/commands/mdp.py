@@ -275,6 +275,7 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     """Why exit code 8, and what to change (one line on stderr; the report is written all the same)."""
     what = {"time_limit": "at the time limit", "iteration_limit": "at the iteration cap",
             "stalled": "with no violated cut left (stalled)",
+            "no_progress": "because its bounds had stopped moving (no_progress)",
             "numerical_trouble": "after HiGHS failed"}.get(status, f"with status {status}")
     if args.method == "direct":
         text = (f"direct: HiGHS called the LP optimal, but its duals certify a gap of only {rel_gap:.3g} "

@@ -1,6 +1,7 @@
 """Generic Benders decomposition for block-ladder LPs (see :mod:`solvers.benders.engine`)."""
 
 from solvers.benders.engine import (
+    PACE_WINDOW,
     BendersEngine,
     BendersIteration,
     BendersResult,
@@ -10,4 +11,4 @@ from solvers.benders.engine import (
     SubproblemSpec,
 )
 
-__all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
+__all__ = ["PACE_WINDOW", "BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]

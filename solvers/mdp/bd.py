@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from solvers.benders import (
+    PACE_WINDOW,
     BendersEngine,
     BendersIteration,
     LinkedRows,
@@ -229,7 +230,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
              dual_ascent: float | None = None, first_order: str = "auto",
              progress: Callable[[IterationRecord], None] | None = None,
-             status: Callable[[str], None] | None = None) -> MechanismResult:
+             status: Callable[[str], None] | None = None, pace_window: int = PACE_WINDOW) -> MechanismResult:
     """Solve the PMO by Benders decomposition; returns a verified mechanism.
 
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
@@ -239,7 +240,10 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
     first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
     (``"auto"``, ``"pdlp"``, ``"smoothed"``, ``"screened"`` or ``"ipm"``) and ``status`` (notes on
-    the slow phases before the first iteration) are passed on.
+    the slow phases before the first iteration) are passed on. The record BD stops
+    ``no_progress`` when the last ``pace_window`` iterations closed too little of the gap to reach
+    ``gap`` within the iterations and time left at that pace (``0``: never; see
+    :func:`solvers.benders.engine.too_slow`).
 
     Raises
     ------
@@ -325,7 +329,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
                            workers=workers)
     # the time limit counts from the call: the partition and the model building are part of it
     res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit - (time.perf_counter() - t0),
-                     progress=on_iteration)
+                     progress=on_iteration, pace_window=pace_window)
     if res.best_payload is None:
         why = f" ({res.details['error']})" if res.details.get("error") else ""
         raise SolverError(

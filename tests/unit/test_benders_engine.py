@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from solvers.benders import BendersEngine, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
+from solvers.benders import BendersEngine, BendersIteration, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
+from solvers.benders.engine import PACE_WINDOW, gap_closed, too_slow
 
 
 def _rb(A: np.ndarray, lo: np.ndarray, up: np.ndarray) -> RowBlock:
@@ -312,3 +313,44 @@ def test_the_master_bound_comes_from_duals_and_holds_for_any_duals(seed: int) ->
             b = comp.certified_bound(noisy)
             assert b <= optimum + 1e-12
             assert np.isfinite(b)
+
+
+def _history(lowers: list[float], uppers: list[float], seconds: float = 1.0) -> list[BendersIteration]:
+    return [BendersIteration(i + 1, lo, up, seconds * (i + 1), 1, 0) for i, (lo, up) in enumerate(zip(lowers, uppers))]
+
+
+def test_the_pace_rule_stops_bounds_that_have_stopped_moving() -> None:
+    flat = _history([1.0] * 21, [2.0] * 21)
+    assert too_slow(flat, 20, 1e-4, 500, float("inf"))
+    assert not too_slow(flat[:20], 20, 1e-4, 500, float("inf"))  # not yet a whole window
+    assert not too_slow(flat, 0, 1e-4, 500, float("inf"))  # switched off
+    # the lower bound climbs by 0.01 an iteration: the 480 iterations left close the gap of 1 at that pace
+    climbing = _history([1.0 + 0.01 * i for i in range(21)], [2.2] * 21)
+    assert gap_closed(climbing, 20) == pytest.approx(0.2)
+    assert not too_slow(climbing, 20, 1e-4, 500, float("inf"))
+    # ... but not the 50 left under a cap of 50 iterations, nor the 30 s left of a 51 s time limit
+    assert too_slow(climbing, 20, 1e-4, 71, float("inf"))
+    assert too_slow(climbing, 20, 1e-4, 500, 51.0)
+    # no upper bound yet, or none a window ago: no pace to judge
+    assert not too_slow(_history([1.0] * 21, [float("inf")] * 21), 20, 1e-4, 500, float("inf"))
+    assert not too_slow(_history([1.0] * 21, [float("inf")] + [2.0] * 20), 20, 1e-4, 500, float("inf"))
+    # the gap already within the target: nothing to judge
+    assert not too_slow(_history([1.0] * 21, [1.00001] * 21), 20, 1e-4, 500, float("inf"))
+
+
+def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds() -> None:
+    # the 5x5 grid at eps 10/km (the strict-xfail test's instance): without the rule the record BD
+    # runs 44 iterations to "stalled"; with it, it stops after 21 with the bounds it would have had
+    from solvers.mdp.bd import solve_bd
+    from solvers.mdp.datasets import load_dataset
+    from solvers.mdp.pmo import build_pmo
+
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
+    paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500)
+    unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, pace_window=0)
+    assert paced.status == "no_progress" and paced.iterations == PACE_WINDOW + 1
+    assert unpaced.status == "stalled" and unpaced.iterations > paced.iterations
+    # its 23 more iterations raise the lower bound by 1.6e-6 of itself (the gap is 0.25) and leave
+    # the upper one where it was
+    assert paced.lower_bound == pytest.approx(unpaced.lower_bound, rel=1e-5)
+    assert paced.upper_bound == pytest.approx(unpaced.upper_bound, rel=1e-9)
