@@ -189,7 +189,8 @@ def _pass_model(h: Any, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, 
 
 def gap_closed(history: Sequence[BendersIteration], window: int) -> float:
     """How much of the absolute gap the last ``window`` iterations closed (lower bound raised plus
-    upper bound lowered; 0 where either bound was still infinite ``window`` iterations ago)."""
+    upper bound lowered); infinite, no pace to judge, where either bound was still infinite
+    ``window`` iterations ago."""
     then, now = history[-1 - window], history[-1]
     if not (np.isfinite(then.lower) and np.isfinite(then.upper)):
         return INF
@@ -202,9 +203,10 @@ def too_slow(history: Sequence[BendersIteration], window: int, gap: float, max_i
     time), the iterations and seconds left could not close the gap down to ``gap``.
 
     The extrapolation is linear, which overstates what a tailing run will still do, so a run whose
-    bounds keep moving is not stopped early by it; one whose bounds have not moved at all (Qiu's
-    record BD on Rome or a 20x25 grid at eps 10/km: both bounds fixed from iteration 2 to 24) is
-    stopped after ``window`` iterations instead of running to the iteration cap (hours there)."""
+    bounds keep moving is not stopped early by it; one whose bounds have stopped moving (Qiu's
+    record BD at eps 10/km: both bounds fixed from iteration 2 on on the 20x25 grid, from
+    iteration 8 on Rome) is stopped about ``window`` iterations later instead of running to the
+    iteration cap (hours there)."""
     if window <= 0 or len(history) <= window:
         return False
     now = history[-1]
