@@ -56,7 +56,8 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
     ax.plot(it, np.where(np.isfinite(up), up, np.nan), "r.-", label="upper bound (verified)")
     ax.set_xlabel("iteration")
     ax.set_ylabel(f"expected loss ({problem.dataset.unit or 'units'})")
-    ax.set_title(f"{result.method} on {problem.dataset.name}: n={problem.n}, K={problem.K}, gap {result.rel_gap:.1e}")
+    ax.set_title(f"{result.method} on {problem.dataset.name}: n={problem.n}, K={problem.K}, {result.status}, "
+                 f"gap {result.rel_gap:.1e}")
     ax.legend()
     ax.grid(alpha=0.3)
     if with_map:
