@@ -73,7 +73,8 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
             if boundary is not None:
                 b = np.asarray(boundary, dtype=bool)
                 ax.scatter(x[b], y[b], facecolors="none", edgecolors="k", s=40, linewidths=0.6, label="boundary")
-                ax.legend(loc="upper right")
+                # below the map: inside it the legend hides records (a grid's corner cell)
+                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False)
             ax.set_title(f"partition {part.get('method')} (M={len(part.get('sizes', []))}, {part.get('n_boundary')} boundary)")
         else:
             ax.scatter(x, y, s=10, c="gray")
