@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solvers.errors import ConfigError, InputError
-from solvers.files import write_atomically
+from solvers.files import refuse_directories, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +173,7 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
         raise InputError(f"{out} is not empty; choose an empty directory or pass --force to overwrite "
                          "the certificates in it")
     names = [CA_FILE] + [f"{n}.{ext}" for n in (COORDINATOR_ID, *ids) for ext in ("pem", "key")]
-    if folders := [n for n in names if (out / n).is_dir()]:  # refused before any file is written
-        raise InputError(f"cannot write into {out}: {', '.join(folders)} is a directory")
+    refuse_directories(out, names)
     if not out.exists():
         if not out.parent.is_dir():
             raise InputError(f"cannot create {out}: directory {out.parent} does not exist")

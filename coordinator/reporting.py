@@ -12,7 +12,7 @@ import numpy as np
 
 from solvers.files import check_writable, write_atomically
 
-__all__ = ["atomic_write_bytes", "check_writable", "human_stream", "quiet_output", "write_json_report"]
+__all__ = ["check_writable", "human_stream", "quiet_output", "write_json_report"]
 
 
 def _clean(obj: Any) -> Any:
@@ -45,11 +45,6 @@ def write_json_report(path: str | os.PathLike[str], report: dict[str, Any]) -> N
         sys.stdout.flush()
         return
     write_atomically(path, text, what="report ")
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write bytes atomically (temporary file + rename; see :func:`solvers.files.write_atomically`)."""
-    write_atomically(path, data)
 
 
 def quiet_output(json_path: str | None) -> bool:

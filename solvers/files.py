@@ -11,13 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from solvers.errors import InputError, ResourceError
 
-__all__ = ["check_writable", "require_file", "write_atomically"]
+__all__ = ["check_writable", "refuse_directories", "require_file", "write_atomically"]
 
 
 def require_file(path: str | os.PathLike[str], what: str) -> Path:
@@ -54,6 +54,19 @@ def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
         raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {option} {target}: directory {directory} is not writable")
+
+
+def refuse_directories(directory: str | os.PathLike[str], names: Sequence[str]) -> None:
+    """Refuse, before a command writes any of its files ``names`` into ``directory``, those that
+    are directories there (a write would fail on them after the others had been written).
+
+    Raises
+    ------
+    InputError
+        Naming the directory and each such file name.
+    """
+    if folders := [n for n in names if (Path(directory) / n).is_dir()]:
+        raise InputError(f"cannot write into {directory}: {', '.join(folders)} is a directory")
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[[BinaryIO], None], *,

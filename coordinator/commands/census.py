@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.reporting import atomic_write_bytes, check_writable, quiet_output, write_json_report
+from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
+from solvers.files import write_atomically
 from solvers.hierarchy import mechanisms as mech
 from solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
 from solvers.randomness import SecureRandom
@@ -200,7 +201,7 @@ def run_release(args: argparse.Namespace) -> int:
     }
     write_json_report(args.json, report)
     if args.out:
-        atomic_write_bytes(args.out, counts_csv_text(hier, last.counts).encode())
+        write_atomically(args.out, counts_csv_text(hier, last.counts))
     return 0
 
 
@@ -240,6 +241,6 @@ def run_postprocess(args: argparse.Namespace) -> int:
     report["counts"] = {hier.ids[r]: pp.counts[r].tolist() for r in range(hier.size)} if pp.counts.size <= 10_000 else None
     write_json_report(args.json, report)
     if args.out:
-        atomic_write_bytes(args.out, counts_csv_text(hier, pp.counts).encode())
+        write_atomically(args.out, counts_csv_text(hier, pp.counts))
     _progress(args, f"census postprocess {args.mechanism}: objective {pp.objective:g} in {elapsed:.2f}s")
     return 0

@@ -18,13 +18,9 @@ from typing import Any
 import numpy as np
 
 from coordinator.commands.common import grid_size, refuse_inapplicable
-from coordinator.reporting import (
-    atomic_write_bytes,
-    check_writable,
-    quiet_output,
-    write_json_report,
-)
+from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import ExitCode, InputError
+from solvers.files import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -248,11 +244,7 @@ def run(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
     report = report_dict(result, problem)
     if args.save_mechanism:
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, result.mechanism)
-        atomic_write_bytes(args.save_mechanism, buf.getvalue())
+        write_atomically(args.save_mechanism, lambda handle: np.save(handle, result.mechanism))
     if args.plot:
         from solvers.mdp.plotting import plot_result
 

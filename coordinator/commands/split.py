@@ -13,6 +13,7 @@ from pathlib import Path
 from coordinator.certs import validate_party_ids
 from coordinator.commands.common import positive_int
 from solvers.errors import InputError
+from solvers.files import refuse_directories
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
@@ -46,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a directory")
     targets = [out / PUBLIC_FILE] + [out / f"{b.party_id}.npz" for b in blocks]
-    if folders := [t.name for t in targets if t.is_dir()]:  # refused before any file is written
-        raise InputError(f"cannot write into {out}: {', '.join(folders)} is a directory")
+    refuse_directories(out, [t.name for t in targets])
     existing = [t.name for t in targets if t.exists()]
     if existing and not args.force:
         raise InputError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")

@@ -13,7 +13,7 @@ import pytest
 
 from coordinator.cli import main
 from coordinator.commands import mdp as mdp_command
-from coordinator.reporting import atomic_write_bytes, write_json_report
+from coordinator.reporting import write_json_report
 from solvers import files
 from solvers.errors import ExitCode, InputError, ResourceError
 from solvers.files import check_writable, write_atomically
@@ -40,7 +40,7 @@ def _leftovers(d: Path) -> list[str]:
 def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "adir").mkdir()
     with pytest.raises(InputError, match="it is a directory"):
-        atomic_write_bytes(tmp_path / "adir", b"x")
+        write_atomically(tmp_path / "adir", b"x")
     with pytest.raises(InputError, match="report .*it is a directory"):
         write_json_report(tmp_path / "adir", {"a": 1})
     assert _leftovers(tmp_path) == ["adir"]
@@ -55,7 +55,7 @@ def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path, monkeypatch) -
         write_json_report(tmp_path / "r.json", {"a": 1})
     monkeypatch.setattr(files.os, "replace", refuse(errno.EACCES))
     with pytest.raises(InputError, match="Permission denied"):
-        atomic_write_bytes(tmp_path / "z.npy", b"x")
+        write_atomically(tmp_path / "z.npy", b"x")
     assert _leftovers(tmp_path) == ["adir"]  # no file, no temporary
     monkeypatch.undo()
     write_json_report(tmp_path / "r.json", {"a": 1})
