@@ -30,6 +30,8 @@ INSTANCES = {
     "grid20x25_eps1": ("grid", {"rows": 20, "cols": 25}, 1.0, 2.0),
     "grid20x25_eps10": ("grid", {"rows": 20, "cols": 25}, 10.0, 2.0),
     "rome": ("rome", {}, 10.0, 2.0),
+    "gaussian300": ("gaussian", {"n_records": 300, "seed": 0}, 1.0, 0.5),
+    "gaussian500": ("gaussian", {"n_records": 500, "seed": 0}, 1.0, 0.5),
     "gaussian1000": ("gaussian", {"n_records": 1000, "seed": 0}, 1.0, 0.5),
     "gaussian2000": ("gaussian", {"n_records": 2000, "seed": 0}, 1.0, 0.5),
 }

@@ -63,6 +63,7 @@ dual of the RMP, and its solution is the RMP's row duals. So it is offered as ``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import threading
@@ -298,6 +299,15 @@ IPM_GAP_SHARE = 0.25
 #: iteration on two cores where the cube predicts 22 s), which errs towards the other starts
 IPM_EXPECTED_ITERATIONS = 100
 IPM_SECONDS_PER_CUBE = 2.9e-11
+#: ``auto`` on a component that gets no start (at most :data:`DUAL_ASCENT_MIN_SIZE` records x kept
+#: outputs): when the column generation has not closed the gap after this many iterations, the
+#: ``ipm`` start runs after all and the column generation goes on from it. Where the start columns
+#: are nearly optimal (large ``eps d``) it closes in a few (Rome 3, the 20x25 grid at eps 1/km 6);
+#: on gaussian 500 (409 records, 187 kept outputs) its master was still 5 % above the optimum
+#: after 20 iterations and took more than 20 minutes to close, the ``ipm`` start about a minute
+IPM_SWITCH_ITERATIONS = 25
+#: ... on components of at least this many records (a smaller one's column generation is cheap)
+IPM_SWITCH_MIN_RECORDS = 100
 
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
 #: HiGHS's copy of the model and PDLP's own copies (measured 2026-11-24 with ru_maxrss: 194 on
@@ -1436,8 +1446,15 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     ascent.append(entry)
                     logger.info("component of %d records: %s start, %d iterations, bound %.10g", idx.size, method,
                                 its, bound)
-            rows, lo, up, st, its = cg.run(deadline, int(max_iterations), lambda lo_, up_, ci=ci: record(ci, lo_, up_),
+            on_iter = functools.partial(record, ci)
+            switch = (first_order == "auto" and dual_ascent is None and budget == 0
+                      and idx.size >= IPM_SWITCH_MIN_RECORDS and int(max_iterations) > IPM_SWITCH_ITERATIONS
+                      and _ipm_outputs(idx.size, kept.size) > 0)
+            rows, lo, up, st, its = cg.run(deadline, IPM_SWITCH_ITERATIONS if switch else int(max_iterations), on_iter,
                                            centre=centre, trust_centre=method == "ipm")
+            if switch and st == "iteration_limit" and time.perf_counter() < deadline:
+                rows, lo, up, st, its = _switch_to_ipm(cg, rows, lo, up, its, deadline, time_limit, gap,
+                                                       int(max_iterations), on_iter, ascent)
         finally:
             cg.close()
         lp_solves += cg.lp_solves
@@ -1713,6 +1730,40 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     info.update(restricted_bound=rounds[-1]["restricted_bound"], restricted_primal=rounds[-1]["restricted_primal"],
                 lower_bound=best[0])
     return FirstOrderStart(Q=np.ascontiguousarray(cg.Q.T), mu=best[1], Z=Z, iterations=its + total, status=status), info
+
+
+def _switch_to_ipm(cg: _ComponentCG, rows: np.ndarray, lo: float, up: float, its: int, deadline: float,
+                   time_limit: float, gap: float, max_iterations: int, on_iter: Callable[[float, float], None],
+                   ascent: list[dict[str, Any]]) -> tuple[np.ndarray, float, float, str, int]:
+    """The ``ipm`` start on a component whose column generation has run :data:`IPM_SWITCH_ITERATIONS`
+    iterations without closing the gap (``rows``, ``lo``, ``up``: what they gave), then the column
+    generation again from its columns and duals, the columns found so far kept. Returns what
+    :meth:`_ComponentCG.run` does, with the better bounds and rows of the two runs and the
+    iterations of both."""
+    ta = time.perf_counter()
+    unlimited = not math.isfinite(time_limit)
+    budget = 300.0 if unlimited else SCREEN_BUDGET_SHARE * (deadline - ta)
+    cg.say(f"component of {cg.m} records: the column generation has not closed the gap after {its} iterations: "
+           "IPM start")
+    logger.info("component of %d records: gap %.3g after %d column-generation iterations: IPM start", cg.m,
+                (up - lo) / max(abs(up), 1e-300), its)
+    start, info = _ipm_start(cg, ta, budget, deadline, gap, unlimited)
+    entry: dict[str, Any] = {"records": int(cg.m), "method": "ipm", "after_iterations": int(its), "ipm": info}
+    centre = None
+    if start.status != "skipped":
+        entry["columns"] = cg.add_primal_columns(start.Z)
+        centre = start.mu
+    bound = float(start.Q.min(axis=1).sum())
+    entry.update(iterations=start.iterations, seconds=time.perf_counter() - ta, bound=bound)
+    ascent.append(entry)
+    logger.info("component of %d records: ipm start, %d iterations, bound %.10g", cg.m, start.iterations, bound)
+    rows2, lo2, up2, st, its2 = cg.run(deadline, max_iterations - its, on_iter, centre=centre, trust_centre=True)
+    if up2 <= up:
+        rows, up = rows2, up2
+    lo = max(lo, lo2)
+    if (up - lo) / max(abs(up), 1e-300) <= gap:
+        st = "optimal"
+    return rows, min(lo, up), up, st, its + its2
 
 
 def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, dual_ascent: float | None

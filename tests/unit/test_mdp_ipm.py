@@ -315,3 +315,40 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
     assert r.details["dual_ascent"]
     for s in r.details["dual_ascent"]:
         assert s["ipm"]["iterations"] == 0 and "columns" not in s
+
+
+def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance, monkeypatch) -> None:
+    """``auto`` gives a component of at most ``DUAL_ASCENT_MIN_SIZE`` records x outputs no start; when
+    its column generation has not closed the gap after ``IPM_SWITCH_ITERATIONS`` iterations, the IPM
+    start runs after all and the column generation finishes from it (its columns so far kept): the
+    optimum, certified, and the iterations of both runs counted."""
+    p, direct, idx, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_SWITCH_ITERATIONS", 2)
+    monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", idx.size)
+    notes: list[str] = []
+    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)
+    r = solve_colgen(p, dominance=False, gap=1e-6, status=notes.append)
+    assert_certified_optimum(p, direct, r)
+    (entry,) = r.details["dual_ascent"]  # only the giant component is large enough
+    assert entry["records"] == idx.size and entry["method"] == "ipm" and entry["after_iterations"] == 2
+    assert entry["columns"] > 0 and entry["ipm"]["iterations"] > 0
+    assert any("has not closed the gap after 2 iterations" in t for t in notes)
+
+    # the switch is auto's: not with an explicit start or without starts (dual_ascent=0), and not
+    # when the iteration cap would leave nothing after it
+    for kwargs in ({"first_order": "pdlp"}, {"dual_ascent": 0.0}, {"max_iterations": 2}):
+        r = solve_colgen(p, dominance=False, gap=1e-6, **kwargs)
+        assert not any(s.get("after_iterations") for s in r.details["dual_ascent"]), kwargs
+
+
+def test_auto_keeps_the_column_generation_that_closes_quickly(monkeypatch) -> None:
+    """A component whose start columns are nearly optimal (a grid at eps 10/km) closes within
+    ``IPM_SWITCH_ITERATIONS``: no IPM start."""
+    from solvers.mdp.datasets import load_dataset
+    from solvers.mdp.pmo import build_pmo, solve_direct
+
+    monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", 2)
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
+    r = solve_colgen(p, gap=1e-6)
+    assert r.status == "optimal" and not r.details["dual_ascent"]
+    assert r.objective == pytest.approx(solve_direct(p).objective, rel=1e-6)
