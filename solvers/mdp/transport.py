@@ -12,7 +12,10 @@ record with slack (``b_j < 0``, capacity ``-b_j``) at the price ``exp(eps D(i, j
 :meth:`TransportCertifier.certify` serves the deficits greedily, the largest first, each from the
 cheapest slack, and returns the ``y`` of that plan (the flows on the shortest paths), or ``None``
 when a deficit cannot be served. ``None`` does not prove the output violated (the greedy plan
-is not the best one); the caller then solves the pricing LP. A returned ``y`` is only a
+is not the best one); the caller then solves the pricing LP. With ``partial`` it returns the plan
+all the same: an unserved deficit of ``r`` lowers the output's share of the bound by ``r``, which
+the pricing accepts down to its LP tolerance (an output the master uses is tight at its duals, so
+a complete plan would need every last bit of slack). A returned ``y`` is only a
 multiplier vector ``>= 0``: the caller computes ``q = g_k + A'y`` and the bound from it, as for a
 pricing LP's certificate, so nothing rests on this module's arithmetic.
 
@@ -65,9 +68,10 @@ class TransportCertifier:
         self._key_order = np.argsort(key, kind="stable")
         self._keys = key[self._key_order]  # sorted: the row of the pair (s, t) by a binary search
 
-    def certify(self, b: np.ndarray) -> np.ndarray | None:
+    def certify(self, b: np.ndarray, partial: bool = False) -> np.ndarray | None:
         """A ``y >= 0`` (one entry per mDP row) with ``(A'y)_i >= b_i`` up to rounding, or ``None``
-        when the greedy plan leaves a deficit unserved."""
+        when the greedy plan leaves a deficit unserved; with ``partial``, the plan's ``y`` all the
+        same (the deficits it could not serve stay, partly or wholly)."""
         cap = np.maximum(-b, 0.0) * (1.0 - 1e-12)  # the slack, less a hair for the rounding of the prices
         need = np.flatnonzero(b > 0)
         to: list[np.ndarray] = []  # the plan: deliveries (to, from, amount), routed once it is complete
@@ -78,13 +82,18 @@ class TransportCertifier:
             order = self.order[i]
             sup = order[cap[order] > 0]  # records with slack, cheapest first
             if sup.size == 0:
+                if partial:
+                    continue
                 return None
             price = self.price[i, sup]
             can = cap[sup] / price  # what each can deliver to i
             reach = np.cumsum(can)
             last = int(np.searchsorted(reach, want))
             if last >= sup.size:
-                return None
+                if not partial:
+                    return None
+                last = sup.size - 1  # all they can give
+                want = float(reach[last])
             give = can[:last + 1].copy()
             give[last] = want - (float(reach[last - 1]) if last else 0.0)
             used = sup[:last + 1]

@@ -41,6 +41,39 @@ def test_a_chain_routes_the_flow_along_the_path_at_the_product_of_the_prices() -
     assert tc.certify(np.array([1.0, 0.0, 0.0])) is None  # no slack at all
     y = tc.certify(np.array([-1.0, -1.0, -1.0]))  # nothing to serve: y = 0
     assert y is not None and not y.any()
+    # partial: the plan serves what the slack can pay for and leaves the rest of the deficit
+    y = tc.certify(np.array([1.0, 0.0, -3.0]), partial=True)
+    assert y is not None and np.all(y >= 0)
+    assert A.T @ y == pytest.approx([0.75, 0.0, -3.0])  # 3 units of slack buy 3/4 of a unit at 0
+    y = tc.certify(np.array([1.0, 0.0, 0.0]), partial=True)  # no slack: nothing served
+    assert y is not None and not y.any()
+
+
+def test_partial_plans_certify_the_outputs_the_master_uses(monkeypatch) -> None:
+    """At the master's duals an output in use is tight (reduced cost 0): a complete plan needs every
+    last bit of slack and the greedy one falls short by a hair, while a partial plan's unserved
+    remainder is within the pricing's tolerance. On a grid at eps 10/km (the start columns are
+    nearly optimal, every output is in use) partial plans certify most pricings; complete plans
+    (the negative control) almost none. Either way the optimum is certified."""
+    from solvers.mdp.colgen import solve_colgen
+    from solvers.mdp.pmo import solve_direct
+
+    p = build_pmo(load_dataset("grid", rows=6, cols=6), 10.0, 2.0)
+    opt = solve_direct(p).objective
+    counts = []
+    original = TransportCertifier.certify
+    for partial in (True, False):
+
+        def certify(self, b, partial=False, _p=partial):  # the pricing asks for partial plans: give _p
+            return original(self, b, partial=_p)
+
+        monkeypatch.setattr(TransportCertifier, "certify", certify)
+        r = solve_colgen(p, gap=1e-6)
+        assert r.status == "optimal" and r.objective == pytest.approx(opt, rel=1e-6)
+        assert r.lower_bound <= opt * (1 + 1e-9)
+        counts.append((r.details["transport_certified"], r.details["pricing_lp_solves"]))
+    (t_partial, lp_partial), (t_whole, lp_whole) = counts
+    assert t_partial > 2 * t_whole and lp_partial < lp_whole, counts
 
 
 def test_certificates_are_valid_and_never_claim_a_violated_output() -> None:
