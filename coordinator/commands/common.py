@@ -72,7 +72,8 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial",
                    help="how column bounds are protected (default: monomial; rows reveals the masks)")
     p.add_argument("--k", type=positive_int, default=None,
-                   help="dimension of the dense mask (default: the number of dense-masked columns n plus 10, which keeps the stacked masks well conditioned; must be >= n)")
+                   help="dimension of the dense mask (default: the number of dense-masked columns n plus 10, "
+                        "which keeps the stacked masks well conditioned; must be >= n)")
     p.add_argument("--no-reveal", dest="reveal", action="store_false",
                    help="parties keep their decoded x_j (no assembled solution, no feasibility check)")
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S",

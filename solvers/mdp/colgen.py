@@ -1437,11 +1437,9 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                 elif method == "screened":
                     q, its, entry["screened"] = _screened_start(cg, ta, budget, deadline, max(gap, 1e-7))
                 elif method == "ipm":
-                    start, entry["ipm"] = _ipm_start(cg, ta, budget, deadline, gap, not math.isfinite(time_limit))
+                    start, centre = _ipm_start_columns(cg, entry, ta, budget, deadline, gap,
+                                                       not math.isfinite(time_limit))
                     q, its = start.Q, start.iterations
-                    if start.status != "skipped":
-                        entry["columns"] = cg.add_primal_columns(start.Z)
-                        centre = start.mu
                 else:
                     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ta + budget), threads=len(cg.pricers))
                 if q is not None:
@@ -1737,6 +1735,18 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     return FirstOrderStart(Q=np.ascontiguousarray(cg.Q.T), mu=best[1], Z=Z, iterations=its + total, status=status), info
 
 
+def _ipm_start_columns(cg: _ComponentCG, entry: dict[str, Any], ta: float, budget: float, deadline: float,
+                       gap: float, unlimited: bool) -> tuple[FirstOrderStart, np.ndarray | None]:
+    """:func:`_ipm_start`, its report in ``entry["ipm"]`` and its last primal iterate's columns in the
+    master (``entry["columns"]``); returns the start and the stability centre it gives (its best
+    bound's ``mu``; None when it was skipped)."""
+    start, entry["ipm"] = _ipm_start(cg, ta, budget, deadline, gap, unlimited)
+    if start.status == "skipped":
+        return start, None
+    entry["columns"] = cg.add_primal_columns(start.Z)
+    return start, start.mu
+
+
 def _switch_to_ipm(cg: _ComponentCG, rows: np.ndarray, lo: float, up: float, its: int, deadline: float,
                    time_limit: float, gap: float, max_iterations: int, on_iter: Callable[[float, float], None],
                    ascent: list[dict[str, Any]]) -> tuple[np.ndarray, float, float, str, int]:
@@ -1752,12 +1762,8 @@ def _switch_to_ipm(cg: _ComponentCG, rows: np.ndarray, lo: float, up: float, its
            "IPM start")
     logger.info("component of %d records: gap %.3g after %d column-generation iterations: IPM start", cg.m,
                 (up - lo) / max(abs(up), 1e-300), its)
-    start, info = _ipm_start(cg, ta, budget, deadline, gap, unlimited)
-    entry: dict[str, Any] = {"records": int(cg.m), "method": "ipm", "after_iterations": int(its), "ipm": info}
-    centre = None
-    if start.status != "skipped":
-        entry["columns"] = cg.add_primal_columns(start.Z)
-        centre = start.mu
+    entry: dict[str, Any] = {"records": int(cg.m), "method": "ipm", "after_iterations": int(its)}
+    start, centre = _ipm_start_columns(cg, entry, ta, budget, deadline, gap, unlimited)
     bound = float(start.Q.min(axis=1).sum())
     entry.update(iterations=start.iterations, seconds=time.perf_counter() - ta, bound=bound)
     ascent.append(entry)
