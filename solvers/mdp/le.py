@@ -415,9 +415,11 @@ def sampled_ratio_violation(
     k = rng.integers(0, m, n)
     pj = entry(j, k)
     pl = entry(l, k)
-    bound = np.exp(eps * distance(j, l)) * pl
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.where(pj > 0, (pj - bound) / pj, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = np.where(pl > 0, np.exp(eps * distance(j, l)) * pl, 0.0)  # no inf * 0 = NaN
+        v = np.where(pj > 0, (pj - bound) / np.where(pj > 0, pj, 1.0), 0.0)
+    if np.any(np.isnan(v)):  # a NaN entry: nothing is certified (max() would have dropped it)
+        return math.inf
     return float(max(0.0, np.max(v)))
 
 

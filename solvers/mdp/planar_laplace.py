@@ -35,9 +35,12 @@ import math
 
 import numpy as np
 
-from solvers.errors import InputError, ResourceError
+from solvers.errors import InputError, ResourceError, VerificationError
 
 logger = logging.getLogger(__name__)
+
+#: ``eps * d`` beyond which ``exp(-eps d)`` heads for subnormals (as :data:`solvers.mdp.le.MAX_EXPONENT`)
+MAX_EXPONENT = 650.0
 
 _N_FINITE = 24
 _N_INF = 64
@@ -212,6 +215,13 @@ def planar_laplace_matrix(rows: int, cols: int, cell: float, eps: float, max_cel
     if not (math.isfinite(eps) and eps > 0):
         raise InputError(f"eps must be finite and > 0, got {eps}")
     e = float(eps) * float(cell)  # per cell unit
+    if e * math.hypot(rows, cols) > MAX_EXPONENT:
+        # the far cells' masses, about exp(-e * distance), would round to 0 (or to subnormals)
+        # while their neighbours' do not: an unbounded ratio, which the verifier would reject
+        raise VerificationError(
+            f"planar Laplace: exp(-eps * d) underflows on this grid (eps * diameter = {e * math.hypot(rows, cols):.0f} "
+            f"> {MAX_EXPONENT:.0f}): the far cells' probabilities would round to 0 and break the ratio bound; lower "
+            f"eps or use a smaller grid")
     xid, xlo, xhi = _intervals(cols)
     yid, ylo, yhi = _intervals(rows)
     XI, YI = np.meshgrid(np.arange(xlo.size), np.arange(ylo.size), indexing="ij")

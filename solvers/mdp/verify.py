@@ -47,7 +47,7 @@ __all__ = ["VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_m
 logger = logging.getLogger(__name__)
 
 #: bytes of float64 scratch space one vectorised chunk of the ratio check may use
-_CHUNK_BYTES = 64 * 1024 * 1024
+_CHUNK_BYTES = 24 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -227,15 +227,25 @@ def verify_mechanism(
         for start in range(0, n_pairs, chunk):
             r = rows[start : start + chunk]
             c = cols[start : start + chunk]
-            bound = np.exp(eps * distance[r, c])[:, None] * P[c]
-            Pi = P[r]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = np.where(Pi > 0, (Pi - bound) / np.where(Pi > 0, Pi, 1.0), 0.0)
-            idx = int(np.argmax(rel))
-            value = float(rel.flat[idx])
+            with np.errstate(over="ignore"):
+                factor = np.exp(eps * distance[r, c])
+            bound = P[c]
+            if np.all(np.isfinite(factor)):
+                bound *= factor[:, None]
+            else:  # exp(eps d) overflowed: the bound is inf where P[j, k] > 0 and 0 where it is 0
+                with np.errstate(invalid="ignore"):
+                    bound = np.where(bound > 0, bound * factor[:, None], 0.0)
+            excess = P[r]
+            excess -= bound  # P[i, k] - exp(eps d_ij) P[j, k]: only a positive one is a violation
+            hit = np.flatnonzero(excess > 0)
+            if hit.size == 0:
+                continue
+            rel = excess.flat[hit] / P[r].flat[hit]  # P[i, k] > 0 wherever the excess is positive
+            at = int(np.argmax(rel))
+            value = float(rel[at])
             if value > max_viol:
                 max_viol = value
-                e, k = divmod(idx, K)
+                e, k = divmod(int(hit[at]), K)
                 worst = (int(r[e]), int(c[e]), int(k))
     if max_viol > tol:
         assert worst is not None
@@ -243,7 +253,7 @@ def verify_mechanism(
         raise VerificationError(
             f"mDP violated for records {i} and {j} (d = {distance[i, j]:.6g}) on output {k}: "
             f"P[{i},{k}] = {P[i, k]:.6e} exceeds exp(eps*d) * P[{j},{k}] = "
-            f"{math.exp(eps * distance[i, j]) * P[j, k]:.6e} (relative excess {max_viol:.3e} > tol {tol:g})"
+            f"{_scaled(eps * distance[i, j], P[j, k]):.6e} (relative excess {max_viol:.3e} > tol {tol:g})"
         )
     if exact:
         _verify_exact(P, distance, eps, rows, cols, tol)
@@ -260,6 +270,16 @@ def verify_mechanism(
         eps=eps,
         eta=None if eta is None else float(eta),
     )
+
+
+def _scaled(x: float, p: float) -> float:
+    """``exp(x) * p`` for a message: ``inf`` where ``exp`` overflows and ``p > 0``, 0 where ``p`` is 0."""
+    if p == 0:
+        return 0.0
+    try:
+        return math.exp(x) * p
+    except OverflowError:
+        return math.inf
 
 
 def _verify_exact(P: np.ndarray, distance: np.ndarray, eps: float, rows: np.ndarray, cols: np.ndarray, tol: float) -> None:

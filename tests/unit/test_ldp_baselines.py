@@ -120,6 +120,22 @@ def test_planar_laplace_matrix_rows_and_verification(eps: float) -> None:
         verify_mechanism(P, GridDomain(7, 6).distance_matrix(), eps * 0.9)
 
 
+def test_planar_laplace_refuses_an_eps_whose_far_cells_underflow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """eps * diameter = 707 on a 10 x 10 grid: a clear error before anything is built. Without the
+    guard, at eps 100, the matrix has far cells at 0 beside positive ones, which the verifier
+    rejects (until stop 34 it let them pass: exp(eps d) overflowed and its NaN hid them)."""
+    with pytest.raises(VerificationError, match="underflows on this grid"):
+        planar_laplace_matrix(10, 10, 1.0, 50.0)
+    import solvers.mdp.planar_laplace as pl_module
+
+    monkeypatch.setattr(pl_module, "MAX_EXPONENT", np.inf)
+    with np.errstate(all="ignore"):
+        P, _ = planar_laplace_matrix(10, 10, 1.0, 100.0)
+    assert P.min() == 0.0
+    with pytest.raises(VerificationError, match=r"exp\(eps\*d\) \* P\[\d+,\d+\] = 0\.0"):
+        verify_mechanism(P, GridDomain(10, 10).distance_matrix(), 100.0)
+
+
 def test_planar_laplace_row_sampling_chi_square() -> None:
     dom = GridDomain(6, 6)
     pl = planar_laplace_mechanism(dom, 1.0)

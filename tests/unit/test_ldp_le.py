@@ -135,3 +135,20 @@ def test_property_le_on_random_points(n: int, eps: float, seed: int) -> None:
     assert np.all(P >= 0)
     assert np.allclose(P.sum(axis=1), 1.0, atol=1e-9)
     verify_mechanism(P, d, eps)
+
+
+def test_sampled_ratio_check_sees_unbounded_ratios_where_exp_overflows() -> None:
+    """``exp(eps d)`` = inf at eps d = 800 and inf * 0 = NaN, which ``max`` silently dropped: a
+    mechanism with every ratio unbounded measured a violation of 0 before stop 34."""
+    P = np.eye(2)
+
+    def entry(j: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return P[j, k]
+
+    def dist(j: np.ndarray, l: np.ndarray) -> np.ndarray:
+        return (j != l).astype(float)
+
+    viol = le.sampled_ratio_violation(entry, dist, 2, 800.0, SecureRandom(0), n=1000)
+    assert viol == 1.0  # P[j, k] = 1 against exp(800) * 0
+    fine = le.sampled_ratio_violation(lambda j, k: np.full(j.shape, 0.5), dist, 2, 800.0, SecureRandom(0), n=1000)
+    assert fine == 0.0

@@ -77,6 +77,21 @@ def test_zero_against_positive_is_an_unbounded_ratio() -> None:
     verify_mechanism(P, d, 5.0, eta=0.5)
 
 
+def test_an_unbounded_ratio_fails_where_exp_eps_d_overflows() -> None:
+    """At eps * d > 709 ``exp(eps d)`` is inf, and inf * 0 is NaN: the verifier once let that NaN
+    hide every violation of its chunk (this matrix passed with a reported violation of 0)."""
+    d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+    P = np.array([[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]])  # P[0, 1], P[1, 1] > 0 = P[2, 1]
+    with pytest.raises(VerificationError, match=r"relative excess 1\.000e\+00"):
+        verify_mechanism(P, d, 400.0, eta=2.0)  # eps d = 800 on the pair (0, 2), 400 on (1, 2)
+    far = np.array([[0.0, 1.0], [1.0, 0.0]])
+    Q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(VerificationError, match="mDP violated"):
+        verify_mechanism(Q, far, 800.0)  # every ratio unbounded, every factor inf
+    rep = verify_mechanism(np.full((3, 2), 0.5), d, 400.0, eta=2.0)  # a constant mechanism is fine
+    assert rep.max_mdp_violation == 0.0
+
+
 def test_bad_arguments_are_input_errors() -> None:
     d = _grid(2, 2)
     P = np.full((4, 4), 0.25)
