@@ -24,6 +24,10 @@ from solvers.mdp.verify import neighbour_pairs
 
 __all__ = ["NeighbourGraph", "build_graph", "essential_edges"]
 
+#: :func:`essential_edges` keeps the adjacency as a dense boolean matrix up to this many records
+#: (16 MB); above, it takes each source's block from the sparse one
+DENSE_ADJACENCY_MAX = 4096
+
 
 @dataclass(frozen=True)
 class NeighbourGraph:
@@ -84,23 +88,28 @@ def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *,
     e^{eps (d_il + d_lj)} z_j``. The relative slack ``rel_tol`` only admits float rounding
     (a relative ratio error of about ``eps * d * rel_tol``, far below the verifier's 1e-9,
     and removed by the exact repair anyway).
+
+    One source ``i`` at a time, all its pairs at once (``deg(i)^2`` sums over its neighbours ``l``
+    and targets ``j``); the text dataset's complete graph (249,500 pairs) took 7.1 s pair by pair.
     """
     d = np.asarray(distance, dtype=float)
     n = d.shape[0]
     keep = np.ones(rows.size, dtype=bool)
     if rows.size == 0:
         return keep
-    nbrs: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
-    order = np.argsort(rows, kind="stable")
-    r_sorted, c_sorted = rows[order], cols[order]
-    bounds = np.searchsorted(r_sorted, np.arange(n + 1))
+    order = np.lexsort((cols, rows))
+    bounds = np.searchsorted(rows[order], np.arange(n + 1))
+    adj = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(n, n))
+    dense = adj.toarray() if n <= DENSE_ADJACENCY_MAX else None
     for i in range(n):
-        nbrs[i] = c_sorted[bounds[i] : bounds[i + 1]]
-    for e in range(rows.size):
-        i, j = int(rows[e]), int(cols[e])
-        common = np.intersect1d(nbrs[i], nbrs[j], assume_unique=True)
-        if common.size and np.any(d[i, common] + d[common, j] <= d[i, j] * (1 + rel_tol)):
-            keep[e] = False
+        es = order[bounds[i] : bounds[i + 1]]
+        if es.size < 2:
+            continue
+        J = cols[es]  # the targets of i's pairs = i's neighbours, the candidates l
+        link = dense[np.ix_(J, J)] if dense is not None else adj[J][:, J].toarray()  # [j, l]: l is j's neighbour
+        via = d[i, J][None, :] + d[np.ix_(J, J)].T  # [j, l] = d(i, l) + d(l, j)
+        implied = np.any(link & (via <= (d[i, J] * (1 + rel_tol))[:, None]), axis=1)
+        keep[es[implied]] = False
     return keep
 
 
