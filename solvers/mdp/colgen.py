@@ -288,6 +288,14 @@ IPM_PROBE_GAP = 1e-3
 IPM_PRUNE_BELOW = 1e-2
 #: the ``ipm`` start may plan on at most this share of the memory available
 IPM_MEMORY_SHARE = 0.6
+#: bytes of :func:`smoothed_dual_ascent` per mDP row and output (its float32 iterates, momentum,
+#: trial point, gradient and scratch; tracemalloc's peak on the text dataset's 300 records and on
+#: gaussian 500: 28.7 and 33.2, stop 34). Every start but ``pdlp`` begins with the ascent over all
+#: kept outputs; on the text dataset's complete mDP graph at 1,000 records that is 999,000 rows x
+#: 1,000 outputs, 32 GB, and the ``ipm`` start was killed for memory before stop 34
+ASCENT_BYTES_PER_ROW_OUTPUT = 36
+#: the ascent may plan on at most this share of the memory available
+ASCENT_MEMORY_SHARE = 0.6
 #: the ``ipm`` start stops when its restricted LP's relative gap is this share of the target gap
 IPM_GAP_SHARE = 0.25
 #: ``auto``'s estimate of the IPM's time: iterations that must fit (gaussian 1,000's first round
@@ -1452,7 +1460,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             on_iter = functools.partial(record, ci)
             switch = (first_order == "auto" and dual_ascent is None and budget == 0
                       and idx.size >= IPM_SWITCH_MIN_RECORDS and int(max_iterations) > IPM_SWITCH_ITERATIONS
-                      and _ipm_outputs(idx.size, kept.size) > 0)
+                      and _ipm_outputs(idx.size, cg.E, kept.size) > 0)
             rows, lo, up, st, its = cg.run(deadline, IPM_SWITCH_ITERATIONS if switch else int(max_iterations), on_iter,
                                            centre=centre, trust_centre=method == "ipm")
             if switch and st == "iteration_limit" and time.perf_counter() < deadline:
@@ -1574,19 +1582,33 @@ def _screened_primal(cg: _ComponentCG, Q: np.ndarray, deadline: float, tolerance
     return out
 
 
-def _ipm_outputs(m: int, Kc: int, cap: int | None = None) -> int:
-    """How many outputs an IPM round may hold on a component of ``m`` records and ``Kc`` kept
-    outputs: ``cap`` (:data:`IPM_MAX_OUTPUTS` by default; at most ``Kc``), halved until their
-    inverses fit in :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one does."""
+def _ipm_outputs(m: int, E: int, Kc: int, cap: int | None = None) -> int:
+    """How many outputs an IPM round may hold on a component of ``m`` records, ``E`` mDP rows and
+    ``Kc`` kept outputs: ``cap`` (:data:`IPM_MAX_OUTPUTS` by default; at most ``Kc``), halved until
+    the IPM fits in :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one output
+    does, or when the ascent that screens them (over all ``Kc``) does not fit (:func:`_ascent_too_large`)."""
     from solvers.mdp.ipm import memory_needed
 
+    if _ascent_too_large(E, Kc):
+        return 0
     n = min(IPM_MAX_OUTPUTS if cap is None else cap, Kc)
     avail = available_memory()
     if avail is None:
         return n
-    while n > 1 and memory_needed(m, n) > IPM_MEMORY_SHARE * avail:
+    while n > 1 and memory_needed(m, n, E) > IPM_MEMORY_SHARE * avail:
         n //= 2
-    return n if memory_needed(m, n) <= IPM_MEMORY_SHARE * avail else 0
+    return n if memory_needed(m, n, E) <= IPM_MEMORY_SHARE * avail else 0
+
+
+def _ascent_too_large(E: int, Kc: int) -> str:
+    """Why :func:`smoothed_dual_ascent` over ``E`` mDP rows and ``Kc`` outputs must not run ('' when
+    it may): its iterates would not fit in :data:`ASCENT_MEMORY_SHARE` of the memory available."""
+    need = ASCENT_BYTES_PER_ROW_OUTPUT * E * Kc
+    free = available_memory()
+    if free is not None and need > ASCENT_MEMORY_SHARE * free:
+        return (f"its {E:,} mDP rows x {Kc:,} outputs need about {need / 2**30:.1f} GiB, more than "
+                f"{ASCENT_MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GiB available")
+    return ""
 
 
 def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool
@@ -1625,13 +1647,13 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
                             "ascent_bound": float(q.min(axis=1).sum())}
     # without the IPM: the ascent's certificate, the trivial centre, no columns
     ascent_only = FirstOrderStart(Q=q, mu=cg.G.min(axis=1), Z=np.zeros_like(cg.G), iterations=its, status="skipped")
-    n = _ipm_outputs(cg.m, cg.Kc)
+    n = _ipm_outputs(cg.m, cg.E, cg.Kc)
     cg.say(f"component of {cg.m} records: IPM start, screening ascent done ({its} iterations)")
     if n == 0:
         logger.info("component of %d records: no IPM start (not even one output fits in memory)", cg.m)
         info.update(outputs=0, iterations=0, status="skipped", rounds=[])
         return ascent_only, info
-    cap = max(n, _ipm_outputs(cg.m, cg.Kc, IPM_MAX_GROWN_OUTPUTS))
+    cap = max(n, _ipm_outputs(cg.m, cg.E, cg.Kc, IPM_MAX_GROWN_OUTPUTS))
     S = screen_outputs(q, n)
     end = deadline if unlimited else min(deadline, ta + budget)
     cg.warm_start(q)
@@ -1794,7 +1816,7 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
     size = m * Kc
     per_output = m + 2 * E  # nonzeros of the component LP per output (unit rows, mDP rows)
     method = first_order
-    if method == "auto" and size > DUAL_ASCENT_MIN_SIZE and _ipm_fits(m, Kc, time_limit, dual_ascent):
+    if method == "auto" and size > DUAL_ASCENT_MIN_SIZE and _ipm_fits(m, E, Kc, time_limit, dual_ascent):
         return "ipm", _start_budget("ipm", size, time_limit, dual_ascent)
     if method == "auto":
         method = "pdlp"
@@ -1820,15 +1842,22 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
             budget = _start_budget(method, size, time_limit, dual_ascent)
     if method in ("pdlp", "screened", "ipm") and size < PDLP_MIN_SIZE:
         budget = 0.0
+    if budget > 0 and method != "pdlp" and (why := _ascent_too_large(E, Kc)):
+        # every start but pdlp begins with the ascent over all kept outputs; without it the column
+        # generation starts cold, as below DUAL_ASCENT_MIN_SIZE (an explicit pdlp or ipm start that
+        # does not fit is likewise scaled down, not refused)
+        log = logger.info if first_order == "auto" else logger.warning
+        log("component of %d records: no %s start: its dual ascent %s; plain column generation", m, method, why)
+        budget = 0.0
     return method, budget
 
 
-def _ipm_fits(m: int, Kc: int, time_limit: float, dual_ascent: float | None) -> bool:
-    """Whether ``auto`` takes the ``ipm`` start on a component of ``m`` records and ``Kc`` kept
-    outputs: its inverses fit in memory and, under a time limit, :data:`IPM_EXPECTED_ITERATIONS`
-    iterations fit in the start's budget after the screening ascent."""
+def _ipm_fits(m: int, E: int, Kc: int, time_limit: float, dual_ascent: float | None) -> bool:
+    """Whether ``auto`` takes the ``ipm`` start on a component of ``m`` records, ``E`` mDP rows and
+    ``Kc`` kept outputs: it and its ascent fit in memory and, under a time limit,
+    :data:`IPM_EXPECTED_ITERATIONS` iterations fit in the start's budget after the screening ascent."""
     n = min(IPM_MAX_OUTPUTS, Kc)
-    if _ipm_outputs(m, Kc) < n:
+    if _ipm_outputs(m, E, Kc) < n:
         return False
     if not math.isfinite(time_limit):
         return True

@@ -281,9 +281,39 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, 
 def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
     p, direct, _, _, _, _ = instance
     monkeypatch.setattr(colgen, "available_memory", lambda: 1000)
+    monkeypatch.setattr(colgen, "_ascent_too_large", lambda E, Kc: "")  # the ascent fits, the IPM does not
     r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=1.0, first_order="ipm")
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
     assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
+
+
+def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, caplog) -> None:
+    """Every start but pdlp begins with the ascent over all kept outputs (text 1,000: 999,000 mDP rows
+    x 1,000 outputs, 32 GB; killed for memory before stop 34). When it does not fit, the component
+    starts cold, with a warning when the start was asked for, and is still certified."""
+    import logging
+
+    p, direct, _, _, _, _ = instance
+    monkeypatch.setattr(colgen, "available_memory", lambda: 100_000)  # the ascent needs about 0.5 MB
+    for method in ("ipm", "smoothed", "screened", "pdlp", "auto"):
+        if method == "auto":  # auto would give this component a start
+            monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 10)
+            monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 10)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="solvers.mdp.colgen"):
+            r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=None if method == "auto" else 1.0,
+                             first_order=method)
+        assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
+        assert not any(s["records"] == 51 for s in r.details["dual_ascent"])  # no start on the large component
+        said = [rec for rec in caplog.records if "its dual ascent" in rec.getMessage()]
+        assert said and said[0].levelno == (logging.INFO if method == "auto" else logging.WARNING)
+        assert "262 mDP rows x 60 outputs need" in said[0].getMessage()
+    monkeypatch.setattr(colgen, "available_memory", lambda: None)  # memory unknown: the start runs
+    r = solve_colgen(p, dominance=False, gap=1e-7)
+    assert r.status == "optimal" and any(s["records"] == 51 for s in r.details["dual_ascent"])
+    assert colgen._ipm_outputs(51, 262, 60) > 0
+    monkeypatch.setattr(colgen, "available_memory", lambda: 100_000)
+    assert colgen._ipm_outputs(51, 262, 60) == 0  # nor is the switch to the IPM taken
 
 
 def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
