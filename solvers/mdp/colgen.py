@@ -708,8 +708,9 @@ def screen_outputs(Q: np.ndarray, n: int) -> np.ndarray:
     2,000 after 300 s of ascent: 556 distinct ones), so "near some minimum" alone does not rank."""
     rmin = Q.min(axis=1, keepdims=True)
     scale = np.abs(rmin) + 1e-12 * max(float(np.abs(rmin).mean()), 1e-300)
-    rel = (Q - rmin) / scale
-    w = np.exp(-rel / SCREEN_TEMPERATURE)
+    with np.errstate(over="ignore"):  # a row minimum near 0: rel overflows to inf, its weight to 0
+        rel = (Q - rmin) / scale
+        w = np.exp(-rel / SCREEN_TEMPERATURE)
     mass = (w / w.sum(axis=1, keepdims=True)).sum(axis=0)
     order = np.lexsort((rel.min(axis=0), -mass))
     return np.sort(order[:max(1, min(int(n), Q.shape[1]))])

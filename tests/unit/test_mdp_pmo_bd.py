@@ -104,6 +104,23 @@ def test_repair_makes_a_slightly_infeasible_solution_exact() -> None:
     assert info["max_abs_change"] < 1e-6
 
 
+def test_repair_of_a_mechanism_off_by_rounding_takes_one_closure_and_no_mix() -> None:
+    """Rows off by 1e-14 (what a master's combination of exact columns leaves): one closure, whose
+    row sums are then within 5e-14 of 1, so neither a second closure nor the mix runs, and every
+    ratio holds to 1e-13. Rows off by 1e-6 take more rounds."""
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
+    X = solve_direct(p).mechanism
+    rng = np.random.default_rng(2)
+    near = X * (1.0 + 1e-14 * rng.uniform(-1, 1, (p.n, 1)))
+    Y, info = repair_mechanism(near, p)
+    assert info["mix_lambda"] == 0.0 and info["closure_rounds"] == 1
+    assert verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta, tol=1e-13).max_mdp_violation <= 1e-13
+    far = X * (1.0 + 1e-6 * rng.uniform(-1, 1, (p.n, 1)))
+    Y, info = repair_mechanism(far, p)
+    assert info["closure_rounds"] > 1
+    verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
+
+
 def test_upward_closure_equals_plain_sweeps() -> None:
     """The closure that sweeps only the pairs and outputs that just grew gives exactly what full
     sweeps until nothing changes give, on random matrices far outside the cone."""
