@@ -103,6 +103,9 @@ logger = logging.getLogger(__name__)
 
 _RETRY_LOCK = threading.Lock()
 
+#: :func:`undominated_outputs` screens the candidate dominators of an output on this many rows first
+DOMINANCE_PROBE_ROWS = 16
+
 #: components with more than this many records x kept outputs get a first-order start by default
 DUAL_ASCENT_MIN_SIZE = 300_000
 
@@ -358,31 +361,44 @@ def component_rows(problem: PMOProblem, idx: np.ndarray, rows: sp.csr_matrix | N
     return rows[np.flatnonzero(pos[er] >= 0)][:, idx].tocsr()
 
 
-def undominated_outputs(G: np.ndarray) -> np.ndarray:
+def undominated_outputs(G: np.ndarray, deadline: float = math.inf) -> np.ndarray:
     """Indices of the columns of ``G`` (records x outputs) not dominated by another column.
 
     Column ``k`` is dominated when some ``k'`` has ``G[:, k'] <= G[:, k]`` entrywise and is either
     smaller somewhere or equal with ``k' < k`` (so of equal columns the first is kept). A column
-    that is the strict minimum of some row is never dominated (checked first, cheaply).
+    that is the strict minimum of some row is never dominated (checked first, cheaply). Rows equal
+    in every column (records of prior 0) decide nothing and are left out; a few spread rows screen
+    the candidates before whole columns are compared (the 100 x 100 grid with the Gowalla prior,
+    10,000 outputs of which 8,133 records have prior 0: over an hour comparing whole columns).
+    Past ``deadline`` (``time.perf_counter()`` seconds) the outputs not yet examined are kept: a
+    kept output is never wrong, only more work.
     """
     m, K = G.shape
     if K <= 1:
         return np.arange(K)
+    G = G[G.max(axis=1) > G.min(axis=1)]  # rows that tell the columns apart
+    m = G.shape[0]
+    if m == 0:  # all columns equal: the first is kept
+        return np.zeros(1, dtype=np.int64)
     keep = np.ones(K, dtype=bool)
     order = np.argsort(G, axis=1, kind="stable")
     best, second = order[:, 0], order[:, 1]
     strict = G[np.arange(m), best] < G[np.arange(m), second]
     sure = np.zeros(K, dtype=bool)
     sure[best[strict]] = True
-    GT = G.T
-    for k in np.flatnonzero(~sure):
-        le = np.all(GT <= GT[k], axis=1)
-        le[k] = False
-        if not np.any(le):
+    GT = np.ascontiguousarray(G.T)
+    probe = GT[:, np.unique(np.linspace(0, m - 1, min(m, DOMINANCE_PROBE_ROWS)).astype(np.int64))]
+    for n_done, k in enumerate(np.flatnonzero(~sure)):
+        if n_done % 64 == 0 and time.perf_counter() > deadline:
+            break
+        cand = np.flatnonzero(np.all(probe <= probe[k], axis=1))
+        cand = cand[cand != k]
+        if cand.size == 0:
             continue
-        lt = np.any(GT[le] < GT[k], axis=1)
-        cand = np.flatnonzero(le)
-        if np.any(lt) or np.any(cand < k):
+        cand = cand[np.all(GT[cand] <= GT[k], axis=1)]
+        if cand.size == 0:
+            continue
+        if np.any(cand < k) or np.any(GT[cand] < GT[k]):
             keep[k] = False
     return np.flatnonzero(keep)
 
@@ -1394,7 +1410,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
             lowers[ci] = uppers[ci] = float(G[i, k])
             kept_sizes.append(1)
             continue
-        kept = undominated_outputs(G[idx])
+        kept = undominated_outputs(G[idx], min(deadline, time.perf_counter() + DOMINANCE_SHARE * time_limit))
         A_c = component_rows(problem, idx, all_rows)
         say = status if status is not None and idx.size >= STATUS_MIN_RECORDS else _say_nothing
         certifier = None
@@ -1607,7 +1623,7 @@ def _ascent_too_large(E: int, Kc: int) -> str:
     need = ASCENT_BYTES_PER_ROW_OUTPUT * E * Kc
     free = available_memory()
     if free is not None and need > ASCENT_MEMORY_SHARE * free:
-        return (f"its {E:,} mDP rows x {Kc:,} outputs need about {need / 2**30:.1f} GiB, more than "
+        return (f"{E:,} mDP rows x {Kc:,} outputs need about {need / 2**30:.1f} GiB, more than "
                 f"{ASCENT_MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GiB available")
     return ""
 
@@ -1848,7 +1864,8 @@ def _choose_start(first_order: str, m: int, E: int, Kc: int, time_limit: float, 
         # generation starts cold, as below DUAL_ASCENT_MIN_SIZE (an explicit pdlp or ipm start that
         # does not fit is likewise scaled down, not refused)
         log = logger.info if first_order == "auto" else logger.warning
-        log("component of %d records: no %s start: its dual ascent %s; plain column generation", m, method, why)
+        log("component of %d records: no %s start: its dual ascent's arrays over %s; plain column generation", m,
+            method, why)
         budget = 0.0
     return method, budget
 

@@ -76,6 +76,38 @@ def test_undominated_outputs_drops_only_dominated_columns() -> None:
     assert 3 in undominated_outputs(G)
 
 
+def _undominated_by_definition(G: np.ndarray) -> np.ndarray:
+    K = G.shape[1]
+    return np.array([k for k in range(K) if not any(
+        np.all(G[:, j] <= G[:, k]) and (np.any(G[:, j] < G[:, k]) or j < k) for j in range(K) if j != k)], dtype=int)
+
+
+def test_undominated_outputs_equal_the_definition_with_ties_and_prior_zero_rows() -> None:
+    """The screened search (constant rows left out, a few rows first) keeps exactly what the
+    definition keeps, on small integer matrices full of ties, equal columns and all-zero rows."""
+    rng = np.random.default_rng(0)
+    dropped = 0
+    for _ in range(300):
+        m, K = int(rng.integers(1, 25)), int(rng.integers(1, 30))
+        G = rng.integers(0, int(rng.integers(2, 6)), (m, K)).astype(float)
+        if rng.random() < 0.3:
+            G[rng.random(m) < 0.5] = 0.0  # records of prior 0
+        if rng.random() < 0.2:
+            G[:, int(rng.integers(0, K))] = G[:, 0]
+        want = _undominated_by_definition(G)
+        assert np.array_equal(undominated_outputs(G), want)
+        dropped += K - want.size
+    assert dropped > 500
+    assert np.array_equal(undominated_outputs(np.zeros((4, 3))), [0])  # all equal: the first
+
+
+def test_undominated_outputs_keep_what_they_had_no_time_to_examine() -> None:
+    G = np.add.outer(np.zeros(3), np.arange(50.0))  # column k dominated by every column before it
+    G[0] = np.arange(50.0)[::-1] * 0  # a constant row, left out
+    assert np.array_equal(undominated_outputs(G), [0])
+    assert np.array_equal(undominated_outputs(G, deadline=0.0), np.arange(50))  # past the deadline: all kept
+
+
 def test_bad_decomposition_and_smoothing() -> None:
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
     with pytest.raises(InputError, match="decomposition"):

@@ -305,7 +305,7 @@ def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, ca
                              first_order=method)
         assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
         assert not any(s["records"] == 51 for s in r.details["dual_ascent"])  # no start on the large component
-        said = [rec for rec in caplog.records if "its dual ascent" in rec.getMessage()]
+        said = [rec for rec in caplog.records if "its dual ascent's arrays over" in rec.getMessage()]
         assert said and said[0].levelno == (logging.INFO if method == "auto" else logging.WARNING)
         assert "262 mDP rows x 60 outputs need" in said[0].getMessage()
     monkeypatch.setattr(colgen, "available_memory", lambda: None)  # memory unknown: the start runs
