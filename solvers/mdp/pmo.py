@@ -40,11 +40,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError, SolverError
+from solvers.errors import InputError, ResourceError, SolverError
 from solvers.lp.highs import dual_bound, new_highs
 from solvers.mdp.datasets import SecretDataset
 from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
 from solvers.mdp.verify import VerificationReport, verify_mechanism
+from solvers.resources import available_memory
 
 __all__ = [
     "IterationRecord",
@@ -61,6 +62,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: :func:`solve_direct` refuses an LP whose nonzeros times this exceed the memory available: a floor
+#: (max RSS per nonzero of the whole run, HiGHS's "choose": Rome 4.70 GB / 5.7 M = 820 B, stop 31;
+#: gaussian 1,000 13.5 GB / 23.3 M = 580 B at its 1,800 s limit, stop 27), so that only LPs that
+#: cannot fit are refused
+DIRECT_BYTES_PER_NONZERO = 500
 #: the repair's rounding allowance: a ratio broken by at most this much (relative) is left as it is
 #: (the verifier allows 1e-9)
 _RATIO_SLACK = 1e-13
@@ -455,6 +461,21 @@ def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = Fals
     return X, report, info
 
 
+def direct_memory_check(E: int, n: int, K: int) -> None:
+    """Refuse (:class:`ResourceError`) a whole PMO LP of ``E`` mDP pairs, ``n`` records and ``K``
+    outputs that HiGHS could not hold in the memory available: at least
+    :data:`DIRECT_BYTES_PER_NONZERO` per nonzero. Gaussian 2,000 (178 M nonzeros) was killed by
+    the kernel after 3 minutes at 24 GB before this check (2026-11-27)."""
+    nnz = 2 * E * K + n * K
+    need = DIRECT_BYTES_PER_NONZERO * nnz
+    free = available_memory()
+    if free is not None and need > free:
+        raise ResourceError(
+            f"direct: the whole PMO LP has {E * K + n:,} rows and {nnz:,} nonzeros; HiGHS needs at least about "
+            f"{need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB available; use --method bd "
+            f"--decomposition columns")
+
+
 def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, exact_check: bool = False,
                  solver: str = "choose", time_limit: float | None = None) -> MechanismResult:
     """Solve the whole PMO with HiGHS (``direct``); returns a verified mechanism.
@@ -467,6 +488,7 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     t0 = time.perf_counter()
     n, K = problem.n, problem.K
     rows, cols = problem.lp_edges
+    direct_memory_check(rows.size, n, K)
     w = np.exp(problem.eps * np.asarray(problem.dataset.distance)[rows, cols])
     arrays = build_block_lp(problem.cost, rows, cols, w)
     logger.info("direct PMO: %d records x %d outputs, %d rows", n, K, arrays[3].size)

@@ -401,3 +401,26 @@ def test_bd_returns_a_verified_mechanism_when_a_block_always_fails(monkeypatch: 
     assert r.objective == pytest.approx(p.objective_of(r.mechanism), rel=1e-12)
     assert r.lower_bound <= direct.objective * (1 + 1e-9) and direct.objective <= r.upper_bound * (1 + 1e-9)
     assert np.isfinite(r.history[0].upper)  # the repaired assembly bounds from the first iteration on
+
+
+def test_direct_refuses_an_lp_that_cannot_fit_in_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Gaussian 2,000's whole PMO (178 M nonzeros) was killed by the kernel at 24 GB: refused before
+    anything is built, with a clear error naming the way out; a fitting LP still runs."""
+    from coordinator.cli import main
+    from solvers.errors import ExitCode, ResourceError
+    from solvers.mdp import pmo
+
+    p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
+    nnz = 2 * p.lp_edges[0].size * p.K + p.n * p.K
+    monkeypatch.setattr(pmo, "available_memory", lambda: pmo.DIRECT_BYTES_PER_NONZERO * nnz - 1)
+    with pytest.raises(ResourceError, match=r"direct: the whole PMO LP has [\d,]+ rows and [\d,]+ nonzeros.*"
+                                             r"--method bd --decomposition columns"):
+        solve_direct(p)
+    out = tmp_path / "r.json"
+    code = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--eta", "1.5",
+                 "--method", "direct", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.RESOURCE and not out.exists() and "Traceback" not in err and "GiB available" in err
+    monkeypatch.setattr(pmo, "available_memory", lambda: pmo.DIRECT_BYTES_PER_NONZERO * nnz)
+    assert solve_direct(p).status == "optimal"
