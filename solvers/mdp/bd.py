@@ -46,7 +46,7 @@ from solvers.benders import (
     RowBlock,
     SubproblemSpec,
 )
-from solvers.errors import InputError, SolverError
+from solvers.errors import InputError, ResourceError, SolverError
 from solvers.mdp.partition import Partition, partition_records
 from solvers.mdp.pmo import (
     IterationRecord,
@@ -55,6 +55,7 @@ from solvers.mdp.pmo import (
     finalize_mechanism,
     require_lp_factors,
 )
+from solvers.resources import available_memory
 
 __all__ = ["build_bd_model", "solve_bd"]
 
@@ -70,6 +71,24 @@ def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
     A.sort_indices()
     return RowBlock(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(float),
                     np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
+
+
+def master_memory_check(E: int, n_boundary: int, K: int) -> None:
+    """Refuse (:class:`ResourceError`) a record-BD master whose boundary-boundary mDP rows alone
+    (``E`` pairs x ``K`` outputs) HiGHS could not hold, by the floor of
+    :data:`solvers.mdp.pmo.DIRECT_BYTES_PER_NONZERO`: on a complete mDP graph every record is a
+    boundary record and the master is the whole PMO (the text dataset's 500 records: 250 M
+    nonzeros; the run sat in the master's set-up for minutes past a 60 s limit at 7 GB, stop 34)."""
+    from solvers.mdp.pmo import DIRECT_BYTES_PER_NONZERO
+
+    nnz = 2 * E * K + n_boundary * K
+    need = DIRECT_BYTES_PER_NONZERO * nnz
+    free = available_memory()
+    if free is not None and need > free:
+        raise ResourceError(
+            f"bd: Qiu's master over {n_boundary:,} boundary records has {E * K:,} mDP rows and {nnz:,} nonzeros; "
+            f"HiGHS needs at least about {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB available "
+            f"(a dense mDP graph makes nearly every record a boundary record); use --decomposition columns")
 
 
 def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: bool = True
@@ -95,6 +114,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
     bb = bmask[er] & bmask[ec]
     ebr, ebc, ebw = posB[er[bb]], posB[ec[bb]], w[bb]
     E = ebr.size
+    master_memory_check(E, B.size, K)
     if E:
         row_id = (np.arange(E)[:, None] * K + kk[None, :]).ravel()
         mr_rows += [row_id, row_id]

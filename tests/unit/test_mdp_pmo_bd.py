@@ -424,3 +424,59 @@ def test_direct_refuses_an_lp_that_cannot_fit_in_memory(monkeypatch: pytest.Monk
     assert code == ExitCode.RESOURCE and not out.exists() and "Traceback" not in err and "GiB available" in err
     monkeypatch.setattr(pmo, "available_memory", lambda: pmo.DIRECT_BYTES_PER_NONZERO * nnz)
     assert solve_direct(p).status == "optimal"
+
+
+def test_record_bd_refuses_a_master_that_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a dense mDP graph every record is a boundary record and Qiu's master is the whole PMO
+    (text 500: 250 M nonzeros); refused before the master is built, naming the way out."""
+    from solvers.errors import ResourceError
+    from solvers.mdp import bd
+
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
+    monkeypatch.setattr(bd, "available_memory", lambda: 1000)
+    with pytest.raises(ResourceError, match=r"bd: Qiu's master over \d+ boundary records .* use --decomposition columns"):
+        solve_bd(p, n_subsets=4)
+    monkeypatch.setattr(bd, "available_memory", lambda: None)
+    assert solve_bd(p, n_subsets=4, gap=1e-6).status == "optimal"
+
+
+def _union_find_roots(n: int, groups: list[np.ndarray]) -> np.ndarray:
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for g in groups:
+        for v in g[1:]:
+            ra, rb = find(int(g[0])), find(int(v))
+            if ra != rb:
+                parent[rb] = ra
+    return np.array([find(v) for v in range(n)])
+
+
+def test_master_components_equal_a_union_find() -> None:
+    """The master's components from one sparse graph equal a plain union-find over its rows and
+    its blocks' linked variables (Rome, 25 subsets: 5.0 s row by row, 0.13 s now)."""
+    from solvers.benders.engine import BendersEngine
+    from solvers.mdp.bd import build_bd_model
+
+    for name, kw, eps, eta, M in (("grid", {"rows": 8, "cols": 9}, 1.0, 2.0, 6), ("road", {"n_records": 300}, None, None, 25)):
+        ds = load_dataset(name, **kw)
+        p = build_pmo(ds, eps or ds.default_eps, eta or ds.default_eta)
+        part = partition_records("kmadj", p.dataset.distance, p.graph.rows, p.graph.cols, M, coords=p.dataset.coords,
+                                 eps=p.eps, seed=0)
+        master, blocks, _, _, _ = build_bd_model(p, part)
+        groups = [master.rows.index[master.rows.starts[r]:master.rows.starts[r + 1]] for r in range(master.rows.n_rows)]
+        groups += [np.unique(b.linked.var) for b in blocks]
+        roots = _union_find_roots(master.n, groups)
+        got = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys: (0.0, None))._components()
+        assert sorted(len(c[0]) for c in got) == sorted(np.unique(roots, return_counts=True)[1].tolist())
+        for members, rows, bl in got:
+            assert np.unique(roots[members]).size == 1 and members.tolist() == sorted(members.tolist())
+            r0 = roots[members[0]]
+            assert all(roots[master.rows.index[master.rows.starts[r]]] == r0 for r in rows.tolist())
+            assert all(roots[blocks[b].linked.var[0]] == r0 for b in bl)
+        assert sum(len(c[1]) for c in got) == sum(1 for g in groups[:master.rows.n_rows] if len(g))
+        assert len(got) > 1 or name == "grid"
