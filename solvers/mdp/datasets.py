@@ -180,6 +180,11 @@ def load_prior(source: str | Path | np.ndarray, n: int) -> np.ndarray:
     return values
 
 
+#: records of a grid or points dataset at most: every dataset keeps its n x n distances (3.2 GB at
+#: 20,000; a 100,000-point file would have needed 80 GB before the limit covered points files)
+MAX_DENSE_RECORDS = 20_000
+
+
 def validate_dataset(ds: SecretDataset) -> SecretDataset:
     """Check the invariants of a :class:`SecretDataset`; returns it unchanged.
 
@@ -238,8 +243,9 @@ def grid_dataset(rows: int = 10, cols: int = 10, cell_km: float = 1.0, prior: st
         raise InputError(f"grid needs rows >= 1 and cols >= 1, got {rows} x {cols}")
     if not (math.isfinite(cell_km) and cell_km > 0):
         raise InputError(f"cell size must be > 0 km, got {cell_km}")
-    if rows * cols > 20000:
-        raise InputError(f"grid of {rows * cols} cells is too large for the dense distance matrix (max 20,000)")
+    if rows * cols > MAX_DENSE_RECORDS:
+        raise InputError(f"grid of {rows * cols} cells is too large for the dense distance matrix "
+                         f"(max {MAX_DENSE_RECORDS:,})")
     yy, xx = np.divmod(np.arange(rows * cols), cols)
     coords = np.column_stack([(xx + 0.5) * cell_km, (yy + 0.5) * cell_km]).astype(float)
     labels = [f"r{r}c{c}" for r, c in zip(yy.tolist(), xx.tolist())]
@@ -350,6 +356,9 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
         labels.append(label)
         values.append(vals)
     coords = np.asarray(values, dtype=float)
+    if len(coords) > MAX_DENSE_RECORDS:
+        raise InputError(f"points file {path} has {len(coords):,} records, too many for the dense distance matrix "
+                         f"(max {MAX_DENSE_RECORDS:,})")
     if metric == "haversine":
         if coords.shape[1] != 2:
             raise InputError(f"{path}: haversine needs exactly two coordinates (lat, lon) per record, got {coords.shape[1]}")

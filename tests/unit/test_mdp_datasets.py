@@ -110,3 +110,17 @@ def test_unknown_dataset_and_missing_lazy_module(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(dsmod.importlib, "import_module", fake)
     with pytest.raises(InputError, match="not available"):
         load_dataset("road", n_records=10)
+
+
+def test_too_many_records_for_the_dense_distances_is_an_input_error(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid had a cap; a points file had none (100,000 points: 80 GB of distances)."""
+    monkeypatch.setattr(dsmod, "MAX_DENSE_RECORDS", 5)
+    f = tmp_path / "six.csv"
+    f.write_text("".join(f"{i},{i * i}\n" for i in range(6)))
+    with pytest.raises(InputError, match=r"six\.csv has 6 records, too many for the dense distance matrix \(max 5\)"):
+        load_dataset("points", path=str(f))
+    with pytest.raises(InputError, match=r"grid of 6 cells is too large"):
+        load_dataset("grid", rows=2, cols=3)
+    f.write_text("".join(f"{i},{i * i}\n" for i in range(5)))
+    assert load_dataset("points", path=str(f)).n == 5
