@@ -46,16 +46,16 @@ from solvers.benders import (
     RowBlock,
     SubproblemSpec,
 )
-from solvers.errors import InputError, ResourceError, SolverError
+from solvers.errors import InputError, SolverError
 from solvers.mdp.partition import Partition, partition_records
 from solvers.mdp.pmo import (
     IterationRecord,
     MechanismResult,
     PMOProblem,
     finalize_mechanism,
+    refuse_lp_too_large,
     require_lp_factors,
 )
-from solvers.resources import available_memory
 
 __all__ = ["build_bd_model", "solve_bd"]
 
@@ -75,20 +75,13 @@ def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
 
 def master_memory_check(E: int, n_boundary: int, K: int) -> None:
     """Refuse (:class:`ResourceError`) a record-BD master whose boundary-boundary mDP rows alone
-    (``E`` pairs x ``K`` outputs) HiGHS could not hold, by the floor of
-    :data:`solvers.mdp.pmo.DIRECT_BYTES_PER_NONZERO`: on a complete mDP graph every record is a
-    boundary record and the master is the whole PMO (the text dataset's 500 records: 250 M
-    nonzeros; the run sat in the master's set-up for minutes past a 60 s limit at 7 GB, stop 34)."""
-    from solvers.mdp.pmo import DIRECT_BYTES_PER_NONZERO
-
-    nnz = 2 * E * K + n_boundary * K
-    need = DIRECT_BYTES_PER_NONZERO * nnz
-    free = available_memory()
-    if free is not None and need > free:
-        raise ResourceError(
-            f"bd: Qiu's master over {n_boundary:,} boundary records has {E * K:,} mDP rows and {nnz:,} nonzeros; "
-            f"HiGHS needs at least about {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB available "
-            f"(a dense mDP graph makes nearly every record a boundary record); use --decomposition columns")
+    (``E`` pairs x ``K`` outputs) HiGHS could not hold (:func:`solvers.mdp.pmo.refuse_lp_too_large`):
+    on a complete mDP graph every record is a boundary record and the master is the whole PMO (the
+    text dataset's 500 records: 250 M nonzeros; the run sat in the master's set-up for minutes past
+    a 60 s limit at 7 GB, stop 34)."""
+    refuse_lp_too_large(2 * E * K + n_boundary * K,
+                        f"bd: Qiu's master over {n_boundary:,} boundary records has {E * K:,} mDP rows",
+                        " (a dense mDP graph makes nearly every record a boundary record); use --decomposition columns")
 
 
 def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: bool = True

@@ -461,19 +461,24 @@ def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = Fals
     return X, report, info
 
 
+def refuse_lp_too_large(nnz: int, what: str, advice: str) -> None:
+    """Raise :class:`ResourceError` when an LP of ``nnz`` nonzeros needs more than the memory
+    available by :data:`DIRECT_BYTES_PER_NONZERO`; ``what`` describes the LP ("... has N rows"),
+    ``advice`` ends the message."""
+    need = DIRECT_BYTES_PER_NONZERO * nnz
+    free = available_memory()
+    if free is not None and need > free:
+        raise ResourceError(f"{what} and {nnz:,} nonzeros; HiGHS needs at least about {need / 2**30:.1f} GiB, more "
+                            f"than the {free / 2**30:.1f} GiB available{advice}")
+
+
 def direct_memory_check(E: int, n: int, K: int) -> None:
     """Refuse (:class:`ResourceError`) a whole PMO LP of ``E`` mDP pairs, ``n`` records and ``K``
     outputs that HiGHS could not hold in the memory available: at least
     :data:`DIRECT_BYTES_PER_NONZERO` per nonzero. Gaussian 2,000 (178 M nonzeros) was killed by
     the kernel after 3 minutes at 24 GB before this check (2026-11-27)."""
-    nnz = 2 * E * K + n * K
-    need = DIRECT_BYTES_PER_NONZERO * nnz
-    free = available_memory()
-    if free is not None and need > free:
-        raise ResourceError(
-            f"direct: the whole PMO LP has {E * K + n:,} rows and {nnz:,} nonzeros; HiGHS needs at least about "
-            f"{need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB available; use --method bd "
-            f"--decomposition columns")
+    refuse_lp_too_large(2 * E * K + n * K, f"direct: the whole PMO LP has {E * K + n:,} rows",
+                        "; use --method bd --decomposition columns")
 
 
 def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, exact_check: bool = False,

@@ -430,13 +430,13 @@ def test_record_bd_refuses_a_master_that_cannot_fit(monkeypatch: pytest.MonkeyPa
     """On a dense mDP graph every record is a boundary record and Qiu's master is the whole PMO
     (text 500: 250 M nonzeros); refused before the master is built, naming the way out."""
     from solvers.errors import ResourceError
-    from solvers.mdp import bd
+    from solvers.mdp import pmo
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
-    monkeypatch.setattr(bd, "available_memory", lambda: 1000)
+    monkeypatch.setattr(pmo, "available_memory", lambda: 1000)
     with pytest.raises(ResourceError, match=r"bd: Qiu's master over \d+ boundary records .* use --decomposition columns"):
         solve_bd(p, n_subsets=4)
-    monkeypatch.setattr(bd, "available_memory", lambda: None)
+    monkeypatch.setattr(pmo, "available_memory", lambda: None)
     assert solve_bd(p, n_subsets=4, gap=1e-6).status == "optimal"
 
 
