@@ -4,7 +4,7 @@ than failing inside numpy or being killed."""
 
 from __future__ import annotations
 
-__all__ = ["available_memory"]
+__all__ = ["available_memory", "memory_shortfall"]
 
 
 def available_memory() -> int | None:
@@ -28,3 +28,13 @@ def available_memory() -> int | None:
     except (OSError, ValueError):
         pass
     return min(found) if found else None
+
+
+def memory_shortfall(need: float, free: int | None, share: float = 1.0) -> str:
+    """'' when ``need`` bytes fit in ``share`` of ``free`` (or ``free`` is unknown), else the end of
+    an error message: ``"12.3 GiB, more than 60% of the 22.9 GiB available"`` (``"more than the
+    ..."`` for a share of 1)."""
+    if free is None or need <= share * free:
+        return ""
+    of = "the" if share >= 1.0 else f"{share:.0%} of the"
+    return f"{need / 2**30:.1f} GiB, more than {of} {free / 2**30:.1f} GiB available"

@@ -95,7 +95,7 @@ from solvers.mdp.transport import (
     cone_dominated,
 )
 from solvers.mdp.verify import verify_mechanism
-from solvers.resources import available_memory
+from solvers.resources import available_memory, memory_shortfall
 
 __all__ = ["FIRST_ORDER_METHODS", "available_memory", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
 
@@ -607,12 +607,8 @@ def _pdlp_too_large(nnz: int) -> str:
     """Why a PDLP start on a component LP of ``nnz`` nonzeros must not run ('' when it may)."""
     if nnz > PDLP_MAX_NONZEROS:
         return f"{nnz:,} nonzeros > {PDLP_MAX_NONZEROS:,}"
-    need = nnz * PDLP_BYTES_PER_NONZERO
-    free = available_memory()
-    if free is not None and need > PDLP_MEMORY_SHARE * free:
-        return (f"{nnz:,} nonzeros need about {need / 2**30:.1f} GiB, "
-                f"more than {PDLP_MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GiB available")
-    return ""
+    short = memory_shortfall(nnz * PDLP_BYTES_PER_NONZERO, available_memory(), PDLP_MEMORY_SHARE)
+    return f"{nnz:,} nonzeros need about {short}" if short else ""
 
 
 def component_lp_colwise(G: np.ndarray, A: sp.csr_matrix) -> sp.csc_matrix:
@@ -1620,12 +1616,8 @@ def _ipm_outputs(m: int, E: int, Kc: int, cap: int | None = None) -> int:
 def _ascent_too_large(E: int, Kc: int) -> str:
     """Why :func:`smoothed_dual_ascent` over ``E`` mDP rows and ``Kc`` outputs must not run ('' when
     it may): its iterates would not fit in :data:`ASCENT_MEMORY_SHARE` of the memory available."""
-    need = ASCENT_BYTES_PER_ROW_OUTPUT * E * Kc
-    free = available_memory()
-    if free is not None and need > ASCENT_MEMORY_SHARE * free:
-        return (f"{E:,} mDP rows x {Kc:,} outputs need about {need / 2**30:.1f} GiB, more than "
-                f"{ASCENT_MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GiB available")
-    return ""
+    short = memory_shortfall(ASCENT_BYTES_PER_ROW_OUTPUT * E * Kc, available_memory(), ASCENT_MEMORY_SHARE)
+    return f"{E:,} mDP rows x {Kc:,} outputs need about {short}" if short else ""
 
 
 def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool

@@ -36,11 +36,10 @@ import math
 import numpy as np
 
 from solvers.errors import InputError, ResourceError, VerificationError
+from solvers.mdp.le import MAX_EXPONENT  # exp(-eps d) beyond it heads for subnormals
 
 logger = logging.getLogger(__name__)
 
-#: ``eps * d`` beyond which ``exp(-eps d)`` heads for subnormals (as :data:`solvers.mdp.le.MAX_EXPONENT`)
-MAX_EXPONENT = 650.0
 
 _N_FINITE = 24
 _N_INF = 64

@@ -45,7 +45,7 @@ from solvers.lp.highs import dual_bound, new_highs
 from solvers.mdp.datasets import SecretDataset
 from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
 from solvers.mdp.verify import VerificationReport, verify_mechanism
-from solvers.resources import available_memory
+from solvers.resources import available_memory, memory_shortfall
 
 __all__ = [
     "IterationRecord",
@@ -465,11 +465,8 @@ def refuse_lp_too_large(nnz: int, what: str, advice: str) -> None:
     """Raise :class:`ResourceError` when an LP of ``nnz`` nonzeros needs more than the memory
     available by :data:`DIRECT_BYTES_PER_NONZERO`; ``what`` describes the LP ("... has N rows"),
     ``advice`` ends the message."""
-    need = DIRECT_BYTES_PER_NONZERO * nnz
-    free = available_memory()
-    if free is not None and need > free:
-        raise ResourceError(f"{what} and {nnz:,} nonzeros; HiGHS needs at least about {need / 2**30:.1f} GiB, more "
-                            f"than the {free / 2**30:.1f} GiB available{advice}")
+    if short := memory_shortfall(DIRECT_BYTES_PER_NONZERO * nnz, available_memory()):
+        raise ResourceError(f"{what} and {nnz:,} nonzeros; HiGHS needs at least about {short}{advice}")
 
 
 def direct_memory_check(E: int, n: int, K: int) -> None:

@@ -235,12 +235,12 @@ def verify_mechanism(
             else:  # exp(eps d) overflowed: the bound is inf where P[j, k] > 0 and 0 where it is 0
                 with np.errstate(invalid="ignore"):
                     bound = np.where(bound > 0, bound * factor[:, None], 0.0)
-            excess = P[r]
-            excess -= bound  # P[i, k] - exp(eps d_ij) P[j, k]: only a positive one is a violation
+            Pi = P[r]
+            excess = Pi - bound  # P[i, k] - exp(eps d_ij) P[j, k]: only a positive one is a violation
             hit = np.flatnonzero(excess > 0)
             if hit.size == 0:
                 continue
-            rel = excess.flat[hit] / P[r].flat[hit]  # P[i, k] > 0 wherever the excess is positive
+            rel = excess.flat[hit] / Pi.flat[hit]  # P[i, k] > 0 wherever the excess is positive
             at = int(np.argmax(rel))
             value = float(rel[at])
             if value > max_viol:
