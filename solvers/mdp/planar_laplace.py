@@ -80,6 +80,14 @@ def _graded(a: np.ndarray, b: np.ndarray, toward_b: bool, levels: int = 48, n: i
     return a[:, None] + width * nodes01.ravel()[None, :], width * w01.ravel()[None, :]
 
 
+def _graded_both(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_graded` on each half of [a, b], refined towards a and towards b."""
+    mid = 0.5 * (a + b)
+    t1, w1 = _graded(a, mid, toward_b=False)
+    t2, w2 = _graded(mid, b, toward_b=True)
+    return np.concatenate([t1, t2], axis=1), np.concatenate([w1, w2], axis=1)
+
+
 def _masked_sum(w: np.ndarray, f: np.ndarray) -> np.ndarray:
     return np.sum(np.where(w > 0, w * np.nan_to_num(f, nan=0.0, posinf=0.0), 0.0), axis=1)
 
@@ -110,11 +118,13 @@ def _polar_quadrant(eps: float, x0: np.ndarray, y0: np.ndarray) -> np.ndarray:
     """Mass of [x0, inf) x [y0, inf) with x0, y0 >= 0 (not both 0)."""
     theta_star = np.arctan2(y0, x0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # theta < theta*: the ray enters through y = y0 (R = y0 / sin, large near 0)
-        th, w = _graded(np.zeros(x0.shape), theta_star, toward_b=False)
+        # theta < theta*: the ray enters through y = y0 (R = y0 / sin, steep near 0). The
+        # integrand peaks at theta*, where R is smallest, with a width of about 1 / (eps R):
+        # grade towards both ends (towards 0 alone lost 0.3 % at eps R ~ 300, stop 35)
+        th, w = _graded_both(np.zeros(x0.shape), theta_star)
         R = y0[:, None] / np.sin(th)
         total = _masked_sum(w, (1 + eps * R) * np.exp(-eps * R))
-        th, w = _graded(theta_star, np.full(x0.shape, np.pi / 2), toward_b=True)
+        th, w = _graded_both(theta_star, np.full(x0.shape, np.pi / 2))
         R = x0[:, None] / np.cos(th)
         total += _masked_sum(w, (1 + eps * R) * np.exp(-eps * R))
     return total / (2 * np.pi)

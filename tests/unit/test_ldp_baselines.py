@@ -111,6 +111,30 @@ def test_planar_laplace_masses_match_numerical_integration() -> None:
     assert total == pytest.approx(1.0, abs=1e-13)
 
 
+def test_planar_laplace_far_quadrants_are_accurate_at_large_eps() -> None:
+    """A quadrant ``[x0, inf) x [y0, inf)`` far from the source at eps R ~ 100-400: its mass
+    peaks sharply at the corner's angle. Until stop 35 the polar rule was refined only
+    towards 0 and lost 0.3 % there, and the 10 x 10 grid at eps 30 failed its verification
+    (the ratio of cells on one diagonal came out above exp(eps d))."""
+    from scipy import integrate
+
+    for eps, x0, y0 in [(30.0, 6.5, 6.5), (30.0, 9.5, 9.5), (45.0, 2.5, 7.5), (8.0, 0.5, 30.0)]:
+        r_min = np.hypot(x0, y0)
+        theta_star = np.arctan2(y0, x0)
+
+        def scaled(theta: float) -> float:  # (1 + eps R) e^{-eps (R - r_min)}, R the entry radius
+            R = max(x0 / np.cos(theta), y0 / np.sin(theta))
+            return (1 + eps * R) * np.exp(-eps * (R - r_min))
+
+        ref = sum(integrate.quad(scaled, a, b, epsabs=0, epsrel=1e-13, limit=500)[0]
+                  for a, b in [(0.0, theta_star), (theta_star, np.pi / 2)]) / (2 * np.pi)
+        got = rectangle_masses(eps, np.array([x0]), np.array([np.inf]), np.array([y0]), np.array([np.inf]))[0]
+        assert got * np.exp(eps * r_min) == pytest.approx(ref, rel=1e-10)
+    P, quad_err = planar_laplace_matrix(10, 10, 1.0, 30.0)
+    assert quad_err < 1e-12
+    verify_mechanism(P, GridDomain(10, 10).distance_matrix(), 30.0)
+
+
 @pytest.mark.parametrize("eps", [0.05, 1.0, 6.0])
 def test_planar_laplace_matrix_rows_and_verification(eps: float) -> None:
     P, quad_err = planar_laplace_matrix(7, 6, 1.0, eps)
