@@ -122,8 +122,8 @@ def test_planar_laplace_far_quadrants_are_accurate_at_large_eps() -> None:
         r_min = np.hypot(x0, y0)
         theta_star = np.arctan2(y0, x0)
 
-        def scaled(theta: float) -> float:  # (1 + eps R) e^{-eps (R - r_min)}, R the entry radius
-            R = max(x0 / np.cos(theta), y0 / np.sin(theta))
+        def scaled(theta: float, eps=eps, x0=x0, y0=y0, r_min=r_min) -> float:
+            R = max(x0 / np.cos(theta), y0 / np.sin(theta))  # (1 + eps R) e^{-eps (R - r_min)}
             return (1 + eps * R) * np.exp(-eps * (R - r_min))
 
         ref = sum(integrate.quad(scaled, a, b, epsabs=0, epsrel=1e-13, limit=500)[0]
