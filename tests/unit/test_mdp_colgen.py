@@ -61,6 +61,38 @@ def test_time_limit_still_returns_verified_mechanism_and_valid_bound() -> None:
     assert r.status in ("time_limit", "optimal")
 
 
+@pytest.mark.parametrize("reserve", [colgen.FINISH_RESERVE, 0.0])
+def test_time_limit_leaves_room_for_the_last_verification(reserve: float, monkeypatch) -> None:
+    """The iterations stop early enough for the last verified rows and the final verification to
+    end by the time limit. Slow verifications (0.4 s) and pricing LPs (20 ms) stand in for a
+    10,000-record grid, whose 28 s repairs and verifications ran 34 s past a 120 s limit until
+    stop 35; with the reserve switched off the run overruns here too."""
+    import time as _time
+
+    monkeypatch.setattr(colgen, "FINISH_RESERVE", reserve)
+    real_verify, real_price = colgen.verify_mechanism, colgen._ComponentCG._price_one
+
+    def slow_verify(*args, **kwargs):
+        _time.sleep(0.4)
+        return real_verify(*args, **kwargs)
+
+    def slow_price(self, *args, **kwargs):
+        _time.sleep(0.02)
+        return real_price(self, *args, **kwargs)
+
+    monkeypatch.setattr(colgen, "verify_mechanism", slow_verify)
+    monkeypatch.setattr(colgen._ComponentCG, "_price_one", slow_price)
+    p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 1.5)  # one component
+    limit = 3.0
+    r = solve_colgen(p, gap=1e-12, time_limit=limit, first_order="smoothed", dual_ascent=0.0)
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.status == "time_limit"
+    if reserve:  # measured 2.62 s: the iterations stop at 3.0 - 2 x 0.4 s
+        assert r.time_s <= limit + 0.1
+    else:  # measured 3.42 s: the last verified rows start once the limit has passed
+        assert r.time_s >= limit + 0.3
+
+
 def test_undominated_outputs_drops_only_dominated_columns() -> None:
     rng = np.random.default_rng(0)
     G = rng.uniform(1, 2, size=(6, 5))
