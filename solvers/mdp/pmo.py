@@ -478,6 +478,13 @@ def direct_memory_check(E: int, n: int, K: int) -> None:
                         "; use --method bd --decomposition columns")
 
 
+def _constant_mechanism(problem: PMOProblem, exact: bool) -> tuple[np.ndarray, VerificationReport, dict[str, float]]:
+    """Every record to the output of least total loss: private at any eps; verified."""
+    Z = np.zeros((problem.n, problem.K))
+    Z[:, int(np.argmin(problem.cost.sum(axis=0)))] = 1.0
+    return finalize_mechanism(Z, problem, exact=exact)
+
+
 def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, exact_check: bool = False,
                  solver: str = "choose", time_limit: float | None = None) -> MechanismResult:
     """Solve the whole PMO with HiGHS (``direct``); returns a verified mechanism.
@@ -485,8 +492,17 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     The lower bound is weak duality on HiGHS's row duals; the upper bound and the objective are
     the loss of the repaired, verified mechanism. The status is ``optimal`` when their relative
     gap is at most ``gap``, else ``numerical_trouble`` (HiGHS's duals do not certify its solution).
+
+    ``time_limit`` (seconds, counted from the call) is HiGHS's time limit on the rest after the LP
+    is built. When it stops HiGHS first, the status is ``time_limit``: the mechanism is the better
+    of HiGHS's last iterate (when it has one), repaired exactly, and the best constant mechanism
+    (every record to the output of least total loss, private at any eps), both verified; the lower
+    bound is weak duality on HiGHS's last duals when they are valid, and at least the trivial bound
+    (every record on its cheapest output). The repair and verification run after the limit.
     """
     require_lp_factors(problem)
+    if time_limit is not None and not (time_limit > 0):
+        raise InputError(f"the time limit must be a positive number of seconds, got {time_limit}")
     t0 = time.perf_counter()
     n, K = problem.n, problem.K
     rows, cols = problem.lp_edges
@@ -494,21 +510,39 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     w = np.exp(problem.eps * np.asarray(problem.dataset.distance)[rows, cols])
     arrays = build_block_lp(problem.cost, rows, cols, w)
     logger.info("direct PMO: %d records x %d outputs, %d rows", n, K, arrays[3].size)
-    status, x, duals, obj, _ = highs_solve_lp(*arrays, solver=solver, threads=threads, time_limit=time_limit)
-    if status != "Optimal":
-        raise SolverError(f"HiGHS did not solve the PMO LP to optimality (model status: {status})")
-    Z = x.reshape(n, K)
-    X, report, info = finalize_mechanism(Z, problem, exact=exact_check)
-    upper = problem.objective_of(X)
-    # the lower bound is weak duality on HiGHS's duals: its objective overstates the optimum on
-    # badly scaled instances (Rome at eps 10/km: "optimal" 0.0135915, a verified mechanism 0.0135488)
+    left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t0))
+    status, x, duals, obj, h = highs_solve_lp(*arrays, solver=solver, threads=threads, time_limit=left, keep=True)
     c, lo, up, rlo, rup, starts, index, value = arrays
     AT = sp.csr_matrix((value, index, starts), shape=(rlo.size, c.size)).T
-    lower = min(dual_bound(AT, c, lo, up, rlo, rup, duals), upper)
+    trivial = float(problem.cost.min(axis=1).sum())
+    if status == "Time limit reached":
+        sol = h.getSolution()
+        X, report, info = _constant_mechanism(problem, exact_check)
+        upper = problem.objective_of(X)
+        if sol.value_valid and np.all(np.clip(x, 0.0, None).reshape(n, K).sum(axis=1) > 0):
+            X2, report2, info2 = finalize_mechanism(x.reshape(n, K), problem, exact=exact_check)
+            if problem.objective_of(X2) < upper:
+                X, report, info, upper = X2, report2, info2, problem.objective_of(X2)
+        lower = trivial
+        if sol.dual_valid:
+            lower = max(lower, dual_bound(AT, c, lo, up, rlo, rup, duals))
+        lower = min(lower, upper)
+        status = "time_limit"
+        logger.info("direct: HiGHS stopped at the time limit (%.0f s for the LP)", left)
+    elif status != "Optimal":
+        raise SolverError(f"HiGHS did not solve the PMO LP to optimality (model status: {status})")
+    else:
+        Z = x.reshape(n, K)
+        X, report, info = finalize_mechanism(Z, problem, exact=exact_check)
+        upper = problem.objective_of(X)
+        # the lower bound is weak duality on HiGHS's duals: its objective overstates the optimum on
+        # badly scaled instances (Rome at eps 10/km: "optimal" 0.0135915, a verified mechanism 0.0135488)
+        lower = min(max(dual_bound(AT, c, lo, up, rlo, rup, duals), trivial), upper)
     rel_gap = (upper - lower) / max(abs(upper), 1e-300)
-    status = "optimal" if rel_gap <= gap else "numerical_trouble"
-    if status != "optimal":
-        logger.info("direct: HiGHS reported the PMO optimal, but its duals certify a gap of only %.3g", rel_gap)
+    if status != "time_limit":
+        status = "optimal" if rel_gap <= gap else "numerical_trouble"
+        if status != "optimal":
+            logger.info("direct: HiGHS reported the PMO optimal, but its duals certify a gap of only %.3g", rel_gap)
     elapsed = time.perf_counter() - t0
     return MechanismResult(
         method="direct", status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -480,3 +481,30 @@ def test_master_components_equal_a_union_find() -> None:
             assert all(roots[blocks[b].linked.var[0]] == r0 for b in bl)
         assert sum(len(c[1]) for c in got) == sum(1 for g in groups[:master.rows.n_rows] if len(g))
         assert len(got) > 1 or name == "grid"
+
+
+def test_direct_holds_its_time_limit_with_a_verified_mechanism_and_valid_bounds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Until stop 35 `securelp mdp --method direct` ignored --time-limit (Rome with the travel loss and
+    `--time-limit 5` ran 173 s). At the limit HiGHS's last iterate (repaired) or the best constant
+    mechanism is returned, verified, with the trivial or weak-duality bound: status time_limit,
+    exit code 8."""
+    from coordinator.cli import main
+    from solvers.errors import ExitCode, InputError
+
+    p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
+    opt = solve_direct(p).objective
+    r = solve_direct(p, time_limit=0.01)
+    assert r.status == "time_limit"
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(p.objective_of(r.mechanism), rel=1e-12)
+    assert r.lower_bound <= opt * (1 + 1e-9) <= r.upper_bound * (1 + 1e-9)
+    assert r.lower_bound >= p.cost.min(axis=1).sum() * (1 - 1e-12)
+    with pytest.raises(InputError, match="time limit"):
+        solve_direct(p, time_limit=0.0)
+    out = tmp_path / "r.json"
+    code = main(["mdp", "--dataset", "grid", "--rows", "8", "--cols", "8", "--eps", "1", "--eta", "2",
+                 "--method", "direct", "--time-limit", "0.01", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.SOLVER and "at the time limit" in err and "Traceback" not in err
+    assert json.loads(out.read_text())["status"] == "time_limit"
