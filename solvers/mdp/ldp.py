@@ -51,6 +51,7 @@ import scipy.linalg as sla
 from solvers.errors import InputError, ResourceError, VerificationError
 from solvers.mdp.le import (
     FULL_VERIFY_MAX,
+    MAX_EXPONENT,
     Domain,
     GridDomain,
     KernelOperator,
@@ -68,6 +69,17 @@ logger = logging.getLogger(__name__)
 MECHANISMS = ("le", "grr", "oue", "em", "pl")
 #: planar Laplace is an explicit matrix verified on every (pair, output): O(m^3), ~6 s at 900 cells
 PL_MAX_CELLS = 900
+
+
+def check_ratio_eps(name: str, eps: float) -> float:
+    """A valid eps (:func:`check_eps`) of at most :data:`~solvers.mdp.le.MAX_EXPONENT` for the
+    mechanisms whose privacy ratio is ``e^eps`` itself (GRR, OUE): above it GRR's float weight
+    ``e^eps`` overflows and the exact arithmetic of both does too (stop 35: ``--eps 1e6`` and
+    ``1e300`` ended in tracebacks)."""
+    eps = check_eps(eps)
+    if eps > MAX_EXPONENT:
+        raise InputError(f"{name} supports eps up to {MAX_EXPONENT:.0f} (e^eps must fit a double), got {eps:g}")
+    return eps
 
 
 def exp_decimal(eps: float, digits: int = 50) -> Decimal:
@@ -93,7 +105,7 @@ class GeneralizedRandomizedResponse:
     name = "grr"
 
     def __init__(self, m: int, eps: float, domain: Domain | None = None, tol: float = 1e-9) -> None:
-        self.eps = check_eps(eps)
+        self.eps = check_ratio_eps("GRR", eps)
         if m < 2:
             raise InputError(f"GRR needs at least 2 values, got {m}")
         self.m = int(m)
@@ -156,7 +168,7 @@ class OptimizedUnaryEncoding:
     name = "oue"
 
     def __init__(self, m: int, eps: float, tol: float = 1e-9) -> None:
-        self.eps = check_eps(eps)
+        self.eps = check_ratio_eps("OUE", eps)
         if m < 2:
             raise InputError(f"OUE needs at least 2 values, got {m}")
         self.m = int(m)

@@ -233,3 +233,23 @@ def test_oue_distinguishing_audit_with_known_bad_control() -> None:
         _, hi = clopper_pearson(sl, n, 1e-6)
         eps_lower = math.log(lo / hi)
         assert (eps_lower > 1.0) is must_violate, (mech.eps, eps_lower)
+
+
+@pytest.mark.parametrize("eps", [700.0, 1e6, 1e300])
+def test_grr_and_oue_refuse_an_eps_whose_exponential_overflows(eps: float, tmp_path, capsys) -> None:
+    """Until stop 35 GRR at eps 1e6 failed inside the sampler (its weight e^eps was inf) and both
+    failed in the exact Decimal arithmetic at 1e300, with tracebacks. Now a one-line input error;
+    650 itself still works."""
+    from coordinator.cli import main
+    from solvers.errors import ExitCode
+    from solvers.mdp.ldp import GeneralizedRandomizedResponse, OptimizedUnaryEncoding
+
+    for cls in (GeneralizedRandomizedResponse, OptimizedUnaryEncoding):
+        with pytest.raises(InputError, match="supports eps up to 650"):
+            cls(25, eps)
+        assert cls(25, 650.0).verification.max_mdp_violation == 0.0
+    out = tmp_path / "r.json"
+    code = main(["ldp", "--domain", "grid", "--rows", "5", "--cols", "5", "--eps", repr(eps), "--mechanism", "grr",
+                 "--users", "10", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.INPUT and "supports eps up to 650" in err and "Traceback" not in err and not out.exists()
