@@ -192,8 +192,10 @@ def run(args: argparse.Namespace) -> int:
 
     exit_promptly_on_interrupt()
 
-    if args.method in ("direct", "bd", "colgen") and not (args.gap > 0):
-        raise InputError(f"--gap must be > 0, got {args.gap}")
+    if args.method in ("direct", "bd", "colgen") and not (0 < args.gap < 1):
+        # the relative gap (U - L) / U of a non-negative loss is at most 1: a gap >= 1 would call
+        # any mechanism optimal
+        raise InputError(f"--gap must be in (0, 1), got {args.gap}")
     if args.method in ("bd", "colgen"):
         if args.subsets < 1:
             raise InputError(f"--subsets must be >= 1, got {args.subsets}")

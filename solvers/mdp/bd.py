@@ -261,14 +261,14 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     Raises
     ------
     InputError
-        ``gap <= 0``, ``n_subsets < 1``, unknown partitioner, ``max_iterations < 1``.
+        ``gap`` outside ``(0, 1)``, ``n_subsets < 1``, unknown partitioner, ``max_iterations < 1``.
     SolverError
         No feasible mechanism was found within the iteration cap, or HiGHS failed.
     VerificationError
         The assembled mechanism failed verification.
     """
-    if not (gap > 0):
-        raise InputError(f"the relative gap must be > 0, got {gap}")
+    if not (0 < gap < 1):
+        raise InputError(f"the relative gap must be in (0, 1), got {gap}")
     if decomposition not in ("records", "columns"):
         raise InputError(f"unknown decomposition {decomposition!r}: use records or columns")
     if decomposition == "columns":

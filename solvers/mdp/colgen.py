@@ -1373,12 +1373,12 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     Raises
     ------
     InputError
-        ``gap <= 0``, ``max_iterations < 1`` or ``smoothing`` outside ``[0, 1)``.
+        ``gap`` outside ``(0, 1)``, ``max_iterations < 1`` or ``smoothing`` outside ``[0, 1)``.
     VerificationError
         The assembled mechanism failed verification.
     """
-    if not gap > 0:
-        raise InputError(f"the relative gap must be > 0, got {gap}")
+    if not 0 < gap < 1:
+        raise InputError(f"the relative gap must be in (0, 1), got {gap}")
     require_lp_factors(problem)
     if int(max_iterations) < 1:
         raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")

@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from solvers.errors import VerificationError
+from solvers.mdp.le import MAX_EXPONENT
 from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem
 from solvers.mdp.verify import verify_mechanism
 
@@ -31,6 +33,14 @@ def solve_expmech(problem: PMOProblem) -> MechanismResult:
     """The exponential mechanism on ``problem``'s records and outputs, verified; its loss is the objective."""
     t0 = time.perf_counter()
     D = np.asarray(problem.dataset.distance)[:, problem.outputs]
+    spread = float(np.max(D.max(axis=1) - D.min(axis=1))) if D.size else 0.0
+    if 0.5 * problem.eps * spread > MAX_EXPONENT:
+        # a row's far outputs would get exp(-eps d / 2) = 0 beside positive entries of a neighbour's
+        # row: an unbounded ratio, which the verifier rejects (as ldp's em refuses it up front)
+        raise VerificationError(
+            f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {0.5 * problem.eps * spread:.3g} "
+            f"> {MAX_EXPONENT:.0f} within a row): far outputs would get probability 0 and break the ratio bound; "
+            f"lower eps")
     X = exponential_mechanism(D, problem.eps)
     report = verify_mechanism(X, problem.dataset.distance, problem.eps, eta=problem.eta)
     obj = problem.objective_of(X)

@@ -501,6 +501,8 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     (every record on its cheapest output). The repair and verification run after the limit.
     """
     require_lp_factors(problem)
+    if not 0 < gap < 1:
+        raise InputError(f"the relative gap must be in (0, 1), got {gap}")
     if time_limit is not None and not (time_limit > 0):
         raise InputError(f"the time limit must be a positive number of seconds, got {time_limit}")
     t0 = time.perf_counter()

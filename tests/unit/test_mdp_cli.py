@@ -55,6 +55,7 @@ def test_points_file_via_cli(tmp_path: Path) -> None:
     "args, needle",
     [(["--eps", "0"], "eps"), (["--eta", "-1"], "eta"), (["--method", "bd", "--gap", "0"], "gap"),
      (["--method", "direct", "--gap", "0"], "gap"), (["--method", "direct", "--gap", "nan"], "gap"),
+     (["--method", "bd", "--gap", "1"], "gap"), (["--method", "colgen", "--gap", "2"], "gap"),
      (["--outputs", "0"], "K"),
      # eps d = 30 * 1.41 km on the grid's diagonals: a factor exp(eps d) of 2.6e18, no LP solver takes it
      (["--eps", "30", "--method", "direct"], "exp(eps d) exceeds 1e+15"),

@@ -508,3 +508,15 @@ def test_direct_holds_its_time_limit_with_a_verified_mechanism_and_valid_bounds(
     err = capsys.readouterr().err
     assert code == ExitCode.SOLVER and "at the time limit" in err and "Traceback" not in err
     assert json.loads(out.read_text())["status"] == "time_limit"
+
+
+def test_expmech_refuses_an_eps_whose_far_outputs_underflow() -> None:
+    """At eps * d / 2 > 650 within a row the far outputs' exp(-eps d / 2) rounds to 0 beside a
+    neighbour's positive entry. The verifier rejected that matrix (exit code 9) with a bare ratio
+    message until stop 35; now it is refused up front and says why; 600 still verifies."""
+    ds = load_dataset("grid", rows=3, cols=3)
+    diameter = float(np.max(ds.distance))
+    ok = build_pmo(ds, 2 * 600.0 / diameter, 1.0)
+    verify_mechanism(solve_expmech(ok).mechanism, ds.distance, ok.eps, eta=ok.eta)
+    with pytest.raises(VerificationError, match="underflows on this dataset"):
+        solve_expmech(build_pmo(ds, 2 * 700.0 / diameter, 1.0))
