@@ -660,10 +660,11 @@ class BendersEngine:
 
     def run(self, *, gap: float = 1e-4, max_iterations: int = 200, time_limit: float = float("inf"),
             progress: Callable[[BendersIteration], None] | None = None,
-            pace_window: int = PACE_WINDOW) -> BendersResult:
+            pace_window: int = PACE_WINDOW, incumbent: tuple[float, Any] | None = None) -> BendersResult:
         """Iterate until ``(UB - LB) / |UB| <= gap``, the iteration cap, the time limit, no new cut
         (``stalled``), or a pace too slow for the budget (``no_progress``, see :func:`too_slow`;
-        ``pace_window`` 0: never)."""
+        ``pace_window`` 0: never). ``incumbent``: ``(value, payload)`` of a solution known before the
+        first iteration (the caller's, already verified); it is the upper bound until a better one."""
         t0 = time.perf_counter()
         if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
             raise SolverError("the Benders engine needs master variables in [0, finite upper]")
@@ -697,6 +698,8 @@ class BendersEngine:
         history: list[BendersIteration] = []
         lower, upper = -INF, INF
         best_payload: Any = None
+        if incumbent is not None:
+            upper, best_payload = incumbent
         status = "iteration_limit"
         total_cuts = 0
         master_seconds = 0.0
