@@ -236,6 +236,7 @@ STATUS_MIN_RECORDS = 200
 def _say_nothing(_text: str) -> None:
     """The ``status`` of components too small to report."""
 
+
 #: a component's iterations stop this many times its longest repair and verification of the rows
 #: before the time limit: what runs after them (its last verified rows, then the whole matrix's repair
 #: and verification) used to run past it (10,000 records with a 120 s limit: 28 s each, the solve's

@@ -514,19 +514,21 @@ def solve_direct(problem: PMOProblem, *, gap: float = 1e-4, threads: int = 1, ex
     logger.info("direct PMO: %d records x %d outputs, %d rows", n, K, arrays[3].size)
     left = None if time_limit is None else max(0.01, time_limit - (time.perf_counter() - t0))
     status, x, duals, obj, h = highs_solve_lp(*arrays, solver=solver, threads=threads, time_limit=left, keep=True)
+    sol = h.getSolution()
+    has_x, has_duals = bool(sol.value_valid), bool(sol.dual_valid)
+    del h, sol  # HiGHS's copy of the LP is not needed for the repair and the bound
     c, lo, up, rlo, rup, starts, index, value = arrays
     AT = sp.csr_matrix((value, index, starts), shape=(rlo.size, c.size)).T
     trivial = float(problem.cost.min(axis=1).sum())
     if status == "Time limit reached":
-        sol = h.getSolution()
         X, report, info = _constant_mechanism(problem, exact_check)
         upper = problem.objective_of(X)
-        if sol.value_valid and np.all(np.clip(x, 0.0, None).reshape(n, K).sum(axis=1) > 0):
+        if has_x and np.all(np.clip(x, 0.0, None).reshape(n, K).sum(axis=1) > 0):
             X2, report2, info2 = finalize_mechanism(x.reshape(n, K), problem, exact=exact_check)
             if problem.objective_of(X2) < upper:
                 X, report, info, upper = X2, report2, info2, problem.objective_of(X2)
         lower = trivial
-        if sol.dual_valid:
+        if has_duals:
             lower = max(lower, dual_bound(AT, c, lo, up, rlo, rup, duals))
         lower = min(lower, upper)
         status = "time_limit"
