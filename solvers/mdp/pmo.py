@@ -432,11 +432,17 @@ def _mix_into_cone(X: np.ndarray, rows: np.ndarray, cols: np.ndarray, d: np.ndar
     return X, lam
 
 
-def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, dict[str, float]]:
+def repair_mechanism(Z: np.ndarray, problem: PMOProblem, deadline: float = math.inf
+                     ) -> tuple[np.ndarray, dict[str, float]]:
     """Make a solver's approximate PMO solution exactly feasible (see module docstring).
 
     Returns the repaired ``(n, K)`` matrix and figures on how much was changed
     (``max_abs_change``, ``mix_lambda``, ``closure_passes``, ``closure_rounds``).
+
+    ``deadline`` (``time.perf_counter()`` seconds): once it has passed, no further closure round
+    starts and the mix finishes the repair. The result is as private, its loss a little higher
+    (on the 50x50 grid's first master rows: 1.8e-5 of the loss after one round, against eight
+    rounds and 69 s; stop 35).
     """
     Z0 = np.asarray(Z, dtype=float)
     X = np.clip(Z0, 0.0, None)
@@ -457,6 +463,8 @@ def repair_mechanism(Z: np.ndarray, problem: PMOProblem) -> tuple[np.ndarray, di
         # dataset a second full one in most repairs) nor the mix's pass over every pair is needed
         if np.max(np.abs(s - 1.0)) <= 0.5 * _RATIO_SLACK:
             settled = True
+            break
+        if time.perf_counter() > deadline:
             break
     lam = 0.0
     if not settled:
