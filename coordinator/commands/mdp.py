@@ -154,12 +154,13 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
 
 
 def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable[[Any], None],
-           status: Callable[[str], None]) -> Any:
-    """The solve ``args.method`` names, reporting to the terminal's progress line."""
+           status: Callable[[str], None], time_limit: float | None = None) -> Any:
+    """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
+    the seconds left of ``--time-limit`` (``None``: none)."""
     if args.method == "direct":
         from solvers.mdp.pmo import solve_direct
 
-        return solve_direct(problem, gap=args.gap, exact_check=args.exact_check, time_limit=args.time_limit)
+        return solve_direct(problem, gap=args.gap, exact_check=args.exact_check, time_limit=time_limit)
     elif args.method == "bd":
         from solvers.mdp.bd import solve_bd
 
@@ -169,7 +170,7 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
             part_seed = abs(hash(seed)) % (2**31)
         return solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
                         decomposition=args.decomposition, max_iterations=args.max_iterations,
-                        time_limit=args.time_limit if args.time_limit is not None else float("inf"),
+                        time_limit=time_limit if time_limit is not None else float("inf"),
                         workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
                         exact_check=args.exact_check, dual_ascent=args.dual_ascent,
                         first_order=args.first_order, progress=progress, status=status)
@@ -177,7 +178,7 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
         from solvers.mdp.colgen import solve_colgen
 
         return solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
-                            time_limit=args.time_limit if args.time_limit is not None else float("inf"),
+                            time_limit=time_limit if time_limit is not None else float("inf"),
                             workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
                             progress=progress, status=status)
     else:
@@ -192,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from solvers.mdp.pmo import build_pmo
 
     exit_promptly_on_interrupt()
+    t_command = time.perf_counter()  # --time-limit counts from here: loading and the mDP graph included
 
     if args.method in ("direct", "bd", "colgen") and not (0 < args.gap < 1):
         # the relative gap (U - L) / U of a non-negative loss is at most 1: a gap >= 1 would call
@@ -206,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--workers must be >= 1, got {args.workers}")
         if args.dual_ascent is not None and not (math.isfinite(args.dual_ascent) and args.dual_ascent >= 0):
             raise InputError(f"--dual-ascent must be a number of seconds >= 0, got {args.dual_ascent}")
-        if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
-            raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.eps is not None and not args.eps > 0:
         raise InputError(f"--eps must be > 0, got {args.eps}")
     if args.eta is not None and not args.eta > 0:
@@ -244,8 +246,11 @@ def run(args: argparse.Namespace) -> int:
     def status(text: str) -> None:  # the slow phases of the column decomposition before its iterations
         show(f"{args.method}: {text}  {time.perf_counter() - t_start:7.1f}s")
 
+    # what is left of --time-limit after loading and building the mDP graph (a complete graph's
+    # essential-pair search: 40 s for 1,500 points, which a 60 s limit used to add to; stop 35)
+    limit = None if args.time_limit is None else max(1e-3, args.time_limit - (time.perf_counter() - t_command))
     try:
-        result = _solve(args, problem, seed, progress, status)
+        result = _solve(args, problem, seed, progress, status, limit)
     finally:
         if line_open:  # ended before anything else is written, an error message included
             print(file=sys.stderr)
