@@ -337,6 +337,24 @@ PDLP_BYTES_PER_NONZERO = 200
 PDLP_MEMORY_SHARE = 0.7
 
 
+#: :func:`open_shares` works on blocks of about this many certificate entries
+SHARES_CHUNK = 1 << 20
+
+
+def open_shares(Q: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``sum_i min(0, Q_ki - mu_i)`` for every output ``k`` (a row of ``Q``), a block of outputs at a
+    time: on 10,000 records x 9,847 outputs the whole-array form made two 790 MB temporaries a call,
+    0.9 s in the run (py-spy, stop 35); on random arrays of that size 0.164 s against 0.512 s, a
+    peak of 17 MB against 1.58 GB. Each row's sum is computed as in the whole-array form, bit for bit."""
+    out = np.empty(Q.shape[0])
+    step = max(1, SHARES_CHUNK // max(1, Q.shape[1]))
+    for a in range(0, Q.shape[0], step):
+        block = Q[a : a + step] - mu
+        np.minimum(block, 0.0, out=block)
+        out[a : a + step] = block.sum(axis=1)
+    return out
+
+
 def mdp_rows_matrix(problem: PMOProblem) -> sp.csr_matrix:
     """The mDP rows of one output column as ``A z <= 0``: row ``(i, j)`` is ``z_i - exp(eps d_ij) z_j``."""
     er, ec = problem.lp_edges
@@ -1050,7 +1068,7 @@ class _ComponentCG:
         """Per output, ``sum_i min(0, Q_ki - mu_i)``: its stored certificate's share of the Lagrangian
         bound at ``mu`` (0 where the certificate already certifies the output there); the bound is
         ``mu.sum()`` plus their sum."""
-        return np.minimum(0.0, self.Q - mu).sum(axis=1)
+        return open_shares(self.Q, mu)
 
     def tolerances(self, scale: float) -> tuple[float, float]:
         """``(tau, tol)`` at objective scale ``scale``: an output is worth pricing when its open share

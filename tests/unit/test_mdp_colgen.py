@@ -255,3 +255,12 @@ def test_a_tight_gap_is_certified_with_the_master_at_highs_floor(tmp_path: Path,
     monkeypatch.setattr(colgen, "STALL_TOLERANCE", 1e-9)
     r = solve_colgen(p, gap=1e-6)
     assert r.status == "stalled" and r.rel_gap > 1e-6
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 7, 1])
+def test_open_shares_in_blocks_equal_the_whole_array_form(chunk: int, monkeypatch) -> None:
+    monkeypatch.setattr(colgen, "SHARES_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    Q = rng.normal(size=(37, 23))
+    mu = rng.normal(size=23)
+    assert np.array_equal(colgen.open_shares(Q, mu), np.minimum(0.0, Q - mu).sum(axis=1))
