@@ -66,9 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="relative gap: bd and colgen stop there; direct is 'optimal' only within it (default 1e-4)")
     p.add_argument("--max-iterations", type=int, default=500, help="BD iteration cap (default 500)")
     p.add_argument("--time-limit", type=float, default=None,
-                   help="wall-clock limit in seconds on the solve (direct: HiGHS's limit; bd and colgen: held "
-                        "inside their iterations); at the limit the best verified mechanism is returned with "
-                        "its certified gap (exit code 8)")
+                   help="wall-clock limit in seconds, counted from the command's start (loading and the mDP "
+                        "graph included); direct: HiGHS's limit on what is left; bd and colgen: held inside "
+                        "their iterations. At the limit the best verified mechanism is returned with its "
+                        "certified gap (exit code 8)")
     p.add_argument("--workers", type=int, default=2,
                    help="threads for the BD blocks, the column generation's pricing and the IPM start (default 2)")
     p.add_argument("--dual-ascent", type=float, default=None, metavar="SECONDS",
