@@ -844,7 +844,6 @@ class _ComponentCG:
         self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
         self.start_rows: np.ndarray | None = None  # the repaired first-order start (m x Kc), a fallback
         self.rows_seconds = 0.0  # the longest repair and verification of the rows so far (:meth:`_verified`)
-        self.master_reserve = FINISH_RESERVE  # see _master_time_limit
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
         self._transport = transport  # built at the first pricing that asks for it, unless given
         self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
@@ -940,23 +939,22 @@ class _ComponentCG:
         self.master.changeColsCost(2 * m, idx, np.concatenate([center + width, -(center - width)]))
         self.master.changeColsBounds(2 * m, idx, np.zeros(2 * m), np.full(2 * m, np.inf))
 
-    def _master_time_limit(self) -> None:
-        """HiGHS's time limit on the master: what is left until :attr:`deadline` (none without one),
-        less :attr:`master_reserve` times the longest repair and verification so far (the time the
-        run's end needs, :meth:`finish_by`)."""
-        left = self.deadline - self.master_reserve * self.rows_seconds - time.perf_counter()
+    def _master_time_limit(self, reserve: float | None) -> None:
+        """HiGHS's time limit on the master: what is left until :meth:`finish_by` of :attr:`deadline`
+        with ``reserve`` (none without a deadline)."""
+        left = self.finish_by(self.deadline, reserve) - time.perf_counter()
         if left <= 0.0:
             raise _OutOfTime
         set_time_left(self.master, left)
 
-    def solve_master(self) -> tuple[np.ndarray, float, np.ndarray]:
+    def solve_master(self, reserve: float | None = None) -> tuple[np.ndarray, float, np.ndarray]:
         """Solve the RMP; its duals, objective and column weights. Raises :class:`_OutOfTime` when
         :attr:`deadline` passes first (on gaussian 1,000 one master solve with a PDLP start's
         columns took 145 s: without the limit a 300 s run took 430 s)."""
         import highspy
 
         h = self.master
-        self._master_time_limit()
+        self._master_time_limit(reserve)
         run_status = h.run()
         status = h.modelStatusToString(h.getModelStatus())
         if status == "Time limit reached":
@@ -976,7 +974,7 @@ class _ComponentCG:
                         h.setOptionValue(key, value)
                     h.clearSolver()
                     try:
-                        self._master_time_limit()
+                        self._master_time_limit(reserve)
                         h.run()
                     finally:
                         for key, value in saved.items():
@@ -1045,11 +1043,10 @@ class _ComponentCG:
             return self.verified_rows(lam)
         if center is not None:
             self.set_box(None, 0.0)
-        self.master_reserve = 1.0  # its rows come next and are verified here: only the end's remains
         try:
-            _, _, lam = self.solve_master()
+            # its rows come next and are verified here: only the end's verification remains
+            _, _, lam = self.solve_master(reserve=1.0)
         finally:
-            self.master_reserve = FINISH_RESERVE
             if center is not None:
                 self.set_box(center, width)
         return self.verified_rows(lam)
@@ -1213,11 +1210,12 @@ class _ComponentCG:
         self.rows_seconds = max(self.rows_seconds, time.perf_counter() - t)
         return X, float(np.sum(cost * X))
 
-    def finish_by(self, deadline: float) -> float:
+    def finish_by(self, deadline: float, reserve: float | None = None) -> float:
         """When the iterations must stop for the run to end by ``deadline``: what still runs after
         the last one (this component's verified rows, then the repair and verification of the whole
-        matrix) takes about :data:`FINISH_RESERVE` times the longest :meth:`_verified` so far."""
-        return deadline - FINISH_RESERVE * self.rows_seconds
+        matrix) takes about ``reserve`` (default :data:`FINISH_RESERVE`) times the longest
+        :meth:`_verified` so far."""
+        return deadline - (FINISH_RESERVE if reserve is None else reserve) * self.rows_seconds
 
     def run(self, deadline: float, max_iterations: int, on_iter: Callable[[float, float], None],
             centre: np.ndarray | None = None, trust_centre: bool = False) -> tuple[np.ndarray, float, float, str, int]:

@@ -19,7 +19,7 @@ constraints up to a relative 1e-13 (``_RATIO_SLACK``): (1) clip negatives to 0; 
 closure* ``z_jk <- max(z_jk, z_ik / exp(eps d_ij))`` over the neighbour graph until no entry
 changes (so every ratio holds); (3) divide each row by its sum, and repeat from (2) until no
 row sum was off by more than 5e-14 (then no ratio moved by more than 1e-13); (4) if that did
-not happen within 8 rounds, mix with a
+not happen within 8 rounds (or before the caller's deadline passed), mix with a
 record-independent distribution ``u`` over the outputs, ``(1 - lam) z + lam u``, with ``u``
 weighted by each output's largest ratio error from step (3) and the ``lam`` that absorbs
 every one of them (a constant mechanism meets the mDP row of output ``k`` with slack
