@@ -49,6 +49,7 @@ from solvers.benders import (
 from solvers.errors import InputError, SolverError, VerificationError
 from solvers.mdp.partition import Partition, partition_records
 from solvers.mdp.pmo import (
+    UNREPAIRED,
     IterationRecord,
     MechanismResult,
     PMOProblem,
@@ -96,8 +97,7 @@ def _expmech_incumbent(problem: PMOProblem) -> tuple[float, Any] | None:
     except VerificationError as exc:
         logger.info("BD: no exponential-mechanism incumbent (%s)", exc)
         return None
-    return r.objective, (r.mechanism, r.verification, {"max_abs_change": 0.0, "mix_lambda": 0.0,
-                                                       "closure_passes": 0.0, "closure_rounds": 0.0})
+    return r.objective, (r.mechanism, r.verification, dict(UNREPAIRED))
 
 
 def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: bool = True

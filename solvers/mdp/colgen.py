@@ -46,7 +46,7 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
   smoothing prices at ``mu_s = a mu_c + (1 - a) mu_RMP``; on a mis-price (nothing enters) the
   next round prices at the RMP's own duals.
 * Upper bound: the RMP's mechanism (solved without the box), repaired and verified on the component; the returned
-  full matrix is repaired and verified again as a whole (:func:`solvers.mdp.pmo.finalize_mechanism`).
+  full matrix is verified again as a whole, and repaired only if it fails (:func:`solvers.mdp.pmo.finalize_mechanism`).
 
 Start columns: ``1/|S|`` and ``exp(-eps delta(., a_k))``, each for the output where it costs least (``delta`` the shortest-path
 distance in the mDP graph, ``a_k`` the record of ``S`` with the smallest loss for output ``k``),
@@ -1532,7 +1532,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         lowers[ci], uppers[ci] = max(lo, trivial[ci]), up
         statuses.append(st)
         logger.info("component of %d records, %d kept outputs: %s after %d iterations", idx.size, kept.size, st, its)
-    X, report, info = finalize_mechanism(Z, problem, exact=exact_check)
+    # the components' rows were each repaired and verified: checked again as a whole, not repaired again
+    X, report, info = finalize_mechanism(Z, problem, exact=exact_check, verified_parts=True)
     upper = problem.objective_of(X)
     lower = min(float(lowers.sum()), upper)
     rel_gap = (upper - lower) / max(abs(upper), 1e-300)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError, ResourceError, SolverError
+from solvers.errors import InputError, ResourceError, SolverError, VerificationError
 from solvers.lp.highs import dual_bound, new_highs
 from solvers.mdp.datasets import SecretDataset
 from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
@@ -48,6 +48,7 @@ from solvers.mdp.verify import VerificationReport, verify_mechanism
 from solvers.resources import available_memory, memory_shortfall
 
 __all__ = [
+    "UNREPAIRED",
     "IterationRecord",
     "MechanismResult",
     "PMOProblem",
@@ -473,8 +474,26 @@ def repair_mechanism(Z: np.ndarray, problem: PMOProblem, deadline: float = math.
                "closure_rounds": float(_round + 1)}
 
 
-def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = False) -> tuple[np.ndarray, VerificationReport, dict[str, float]]:
-    """Repair then verify; a failed verification raises :class:`VerificationError`."""
+#: :func:`repair_mechanism`'s figures for a mechanism returned as it came (nothing changed)
+UNREPAIRED = {"max_abs_change": 0.0, "mix_lambda": 0.0, "closure_passes": 0.0, "closure_rounds": 0.0}
+
+
+def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = False, verified_parts: bool = False
+                       ) -> tuple[np.ndarray, VerificationReport, dict[str, float]]:
+    """Repair then verify; a failed verification raises :class:`VerificationError`.
+
+    ``verified_parts``: ``Z`` is assembled from rows that were repaired and verified already (the
+    column decomposition's components): it is verified as it is and returned unchanged when it
+    passes, else repaired and verified as any other. The repair of such a matrix changes entries
+    by rounding only, and costs two closure passes over every pair and output (text 1,000: 7.7 s,
+    against 3.5 s for the verification; stop 36).
+    """
+    if verified_parts:
+        try:
+            report = verify_mechanism(Z, problem.dataset.distance, problem.eps, eta=problem.eta, exact=exact)
+            return np.asarray(Z, dtype=float), report, dict(UNREPAIRED)
+        except VerificationError as exc:  # not expected: the parts passed the same check
+            logger.warning("the assembled mechanism failed its verification (%s); repairing it", exc)
     X, info = repair_mechanism(Z, problem)
     report = verify_mechanism(X, problem.dataset.distance, problem.eps, eta=problem.eta, exact=exact)
     return X, report, info

@@ -16,9 +16,11 @@ from solvers.mdp.expmech import solve_expmech
 from solvers.mdp.graph import build_graph, essential_edges
 from solvers.mdp.partition import PARTITIONERS, partition_records
 from solvers.mdp.pmo import (
+    UNREPAIRED,
     _mix_into_cone,
     _upward_closure,
     build_pmo,
+    finalize_mechanism,
     repair_mechanism,
     solve_direct,
 )
@@ -120,6 +122,21 @@ def test_repair_of_a_mechanism_off_by_rounding_takes_one_closure_and_no_mix() ->
     Y, info = repair_mechanism(far, p)
     assert info["closure_rounds"] > 1
     verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta, tol=1e-12)
+
+
+def test_finalize_returns_verified_parts_unchanged_and_repairs_them_if_they_fail() -> None:
+    """``verified_parts``: a private matrix is verified and returned bit for bit, unrepaired; one
+    that fails its check (here: rows off by 1e-6) is still repaired and verified, not returned."""
+    p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 2.0)
+    X = solve_direct(p).mechanism
+    Y, report, info = finalize_mechanism(X, p, verified_parts=True)
+    assert np.array_equal(Y, X) and info == UNREPAIRED and report.max_mdp_violation <= 1e-9
+    far = X * (1.0 + 1e-6 * np.random.default_rng(3).uniform(-1, 1, (p.n, 1)))
+    with pytest.raises(VerificationError):
+        verify_mechanism(far, p.dataset.distance, p.eps, eta=p.eta)
+    Y, report, info = finalize_mechanism(far, p, verified_parts=True)
+    assert info["closure_passes"] > 0 and not np.array_equal(Y, far)
+    verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta)
 
 
 def test_upward_closure_equals_plain_sweeps() -> None:
