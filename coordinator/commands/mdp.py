@@ -89,11 +89,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")
-    p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here (.npy)")
+    p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
+                   "its suffix: .npy (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z)")
     p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
                    "2-D data, the partition")
     p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
     p.set_defaults(func=run)
+
+
+#: ``--save-mechanism``'s formats by suffix: how each writes the matrix to a binary file
+MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
+    ".npy": lambda handle, Z: np.save(handle, Z),
+    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
+    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
+    ".mat": lambda handle, Z: _savemat(handle, Z),
+}
+
+
+def _savemat(handle: Any, Z: np.ndarray) -> None:
+    from scipy.io import savemat
+
+    savemat(handle, {"Z": Z})
+
+
+def mechanism_writer(path: str) -> Callable[[Any], None]:
+    """How ``--save-mechanism PATH`` is written, by its suffix (:data:`MECHANISM_FORMATS`);
+    another suffix is an :class:`InputError`, raised before the solve."""
+    from pathlib import Path
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in MECHANISM_FORMATS:
+        raise InputError(f"cannot write --save-mechanism {path}: its name must end in one of "
+                         f"{', '.join(MECHANISM_FORMATS)} (the format), not {suffix or 'no suffix'}")
+    return MECHANISM_FORMATS[suffix]
 
 
 def _load(args: argparse.Namespace):
@@ -219,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--outputs (K) must be >= 1, got {args.outputs}")
     # every output is checked before the solve, which can take an hour
     check_writable(args.save_mechanism, "--save-mechanism")
+    if args.save_mechanism:
+        save = mechanism_writer(args.save_mechanism)
     check_writable(args.plot, "--plot")
     check_writable(args.json_path, "--json")
     if args.plot:
@@ -257,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
     report = report_dict(result, problem)
     if args.save_mechanism:
-        write_atomically(args.save_mechanism, lambda handle: np.save(handle, result.mechanism))
+        write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism))
     if args.plot:
         from solvers.mdp.plotting import plot_result
 
