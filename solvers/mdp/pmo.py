@@ -338,7 +338,9 @@ def _upward_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np
     source grew during the pass, so the next pass takes only the pairs whose source grew, in the
     outputs where anything grew. The result is the least fixed point above ``Z`` of the rounded
     map, whatever the order of the sweeps (every value written is some ``Z[i] * inv_w`` on the way
-    to it), so it equals what full sweeps until nothing changes give, bit for bit.
+    to it), so it equals what full sweeps until nothing changes give, bit for bit. Of the pairs
+    whose source grew, those whose target's block came after the source's in the pass read its
+    final value then and are not swept again (stop 36: about half of them after a full pass).
 
     Measured (2026-11-27, the text dataset's 500 records, all 249,500 pairs, 500 outputs, two
     passes a call): 2.2-9.0 s a call with whole-pass gathers of ``pairs x outputs`` (1 GB each,
@@ -374,6 +376,9 @@ def _upward_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np
             # every other pass sweeps the blocks backwards (a symmetric Gauss-Seidel): growth then
             # travels both ways along the records' order in one pair of passes
             blocks.reverse()
+        when = np.full(Z.shape[0], -1, dtype=np.int64)  # the slot of each record's block in this pass
+        for slot, (t0, t1) in enumerate(blocks):
+            when[targets[t0:t1]] = slot
         for t0, t1 in blocks:
             a, b = int(bounds[t0]), int(bounds[t1])
             tg = targets[t0:t1]
@@ -395,7 +400,16 @@ def _upward_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np
         if not np.any(grown_rows):
             return passes
         ks = np.flatnonzero(grown_cols) if ks is None else ks[grown_cols]
-        sel = np.flatnonzero(np.isin(r, targets[grown_rows]))
+        # a pair swept in this pass whose source grew in a block before its target's block read the
+        # source's final value of this pass and holds: every other pair whose source grew is swept again
+        grown = np.zeros(Z.shape[0], dtype=bool)
+        grown[targets[grown_rows]] = True
+        again = grown[r]
+        if sel is None:
+            again &= when[r] >= when[c]
+        else:
+            again[sel] &= when[r[sel]] >= when[c[sel]]
+        sel = np.flatnonzero(again)
     raise SolverError(f"mechanism repair did not converge in {max_passes} passes")
 
 

@@ -161,6 +161,34 @@ def test_upward_closure_equals_plain_sweeps() -> None:
         assert float(np.max(got[rows] * inv_w[:, None] - got[cols])) <= 0.0
 
 
+def test_upward_closure_from_sparse_seeds_in_small_blocks_reaches_the_fixed_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few nonzero entries spread over many passes and blocks: the pairs left out of the next pass
+    (their source grew in a block before their target's) must all hold, including pairs that were
+    not swept in the pass where their source grew (stop 36: an early version skipped those and
+    stopped short of the fixed point)."""
+    from solvers.mdp import pmo
+
+    p = build_pmo(load_dataset("gaussian", n_records=150, seed=4))
+    rows, cols = p.graph.rows, p.graph.cols
+    inv_w = np.exp(-p.eps * np.asarray(p.dataset.distance)[rows, cols])
+    rng = np.random.default_rng(8)
+    for chunk in (1, 5 * p.K, 1 << 20):
+        monkeypatch.setattr(pmo, "_CLOSURE_CHUNK", chunk)
+        for _ in range(3):
+            Z = (rng.uniform(0, 1, (p.n, p.K)) > 0.995) * rng.uniform(0, 1, (p.n, p.K))
+            ref = Z.copy()
+            while True:
+                new = ref.copy()
+                np.maximum.at(new, cols, ref[rows] * inv_w[:, None])
+                if np.array_equal(new, ref):
+                    break
+                ref = new
+            got = Z.copy()
+            assert _upward_closure(got, rows, cols, inv_w) > 2
+            assert float(np.max(got[rows] * inv_w[:, None] - got[cols])) <= 0.0
+            assert np.array_equal(got, ref)
+
+
 def test_upward_closure_in_blocks_equals_whole_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of a few targets, each writing before the next reads, reach the same fixed point bit
     for bit as the plain sweeps (on a dense graph, where one pass is 125 M entries on the text
