@@ -221,11 +221,15 @@ def _essential_edges_by_pair(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, 
     return keep
 
 
-@pytest.mark.parametrize("dense", [True, False])
-def test_essential_edges_equal_the_pairwise_definition(dense: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("search", ["min-plus", "dense adjacency", "sparse adjacency"])
+def test_essential_edges_equal_the_pairwise_definition(search: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of the three searches (the blocked min-plus product of dense graphs, the per-source
+    search with a dense or a sparse adjacency) on every graph, dense or not."""
     from solvers.mdp import graph
 
-    if not dense:
+    monkeypatch.setattr(graph, "DENSE_PAIR_SHARE", 0.0 if search == "min-plus" else np.inf)
+    monkeypatch.setattr(graph, "_MINPLUS_BLOCK", 7)  # blocks that do not divide n
+    if search == "sparse adjacency":
         monkeypatch.setattr(graph, "DENSE_ADJACENCY_MAX", 0)
     rng = np.random.default_rng(5)
     cases = [np.asarray(load_dataset("grid", rows=6, cols=7).distance)]  # collinear: many implied
