@@ -13,6 +13,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -115,8 +116,6 @@ def _savemat(handle: Any, Z: np.ndarray) -> None:
 def mechanism_writer(path: str) -> Callable[[Any], None]:
     """How ``--save-mechanism PATH`` is written, by its suffix (:data:`MECHANISM_FORMATS`);
     another suffix is an :class:`InputError`, raised before the solve."""
-    from pathlib import Path
-
     suffix = Path(path).suffix.lower()
     if suffix not in MECHANISM_FORMATS:
         raise InputError(f"cannot write --save-mechanism {path}: its name must end in one of "

@@ -154,4 +154,3 @@ def _essential_dense(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol:
             part = wi[:, l0 : l0 + b, None] + w[None, l0 : l0 + b, :]  # [i, l, j] = w_il + w_lj
             np.minimum(mi, part.min(axis=1), out=mi)
     return ~(m[rows, cols] <= d[rows, cols] * (1 + rel_tol))
-
