@@ -7,6 +7,7 @@ or a party's solution (only per-party summaries of x_j when it was revealed).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,7 +63,8 @@ def build_report(outcome: SessionOutcome, audits: Mapping[str, dict[str, Any]] |
 
 
 def _fmt(value: float | None, spec: str = ".10g") -> str:
-    return "n/a" if value is None else format(value, spec)
+    # no value, or nan (an infeasible or unbounded LP has no objective): "n/a", as in the JSON's null
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
 
 
 def format_report(outcome: SessionOutcome, title: str = "secure LP session") -> str:

@@ -48,6 +48,9 @@ def test_infeasible_and_unbounded_exit_codes(tmp_path, text, code):
     r = securelp("solve", str(_write(tmp_path, text)), "--parties", "2", "--json", str(out))
     assert r.returncode == code
     assert json.loads(out.read_text())["status"] in ("infeasible", "unbounded")
+    # without --json to stdout the summary says there is no objective, as the JSON's null does (not "nan")
+    r = securelp("solve", str(_write(tmp_path, text)), "--parties", "2")
+    assert r.returncode == code and "objective (secure) n/a" in r.stdout and "nan" not in r.stdout
 
 
 @pytest.mark.parametrize("args, code, fragment", [
