@@ -135,14 +135,14 @@ def assemble(public: PublicRows, blocks: Sequence[ColumnBlock]) -> LinearProgram
     )
 
 
-def _atomic_savez(path: Path, **arrays: np.ndarray) -> None:
-    write_atomically(path, lambda handle: np.savez(handle, **arrays))
+def _atomic_savez(path: Path, mode: int | None = None, **arrays: np.ndarray) -> None:
+    write_atomically(path, lambda handle: np.savez(handle, **arrays), mode=mode)
 
 
 def save_block(block: ColumnBlock, path: str | os.PathLike[str]) -> None:
-    """Write a party's private block file (atomic)."""
+    """Write a party's private block file (atomic, mode ``0600``: readable by its owner only)."""
     A = block.A
-    _atomic_savez(Path(path), format=np.array(BLOCK_FORMAT), party_id=np.array(block.party_id),
+    _atomic_savez(Path(path), 0o600, format=np.array(BLOCK_FORMAT), party_id=np.array(block.party_id),
                   shape=np.array(A.shape, dtype=np.int64), data=A.data, indices=A.indices.astype(np.int64),
                   indptr=A.indptr.astype(np.int64), c=block.c, col_lower=block.col_lower, col_upper=block.col_upper)
 

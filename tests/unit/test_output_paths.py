@@ -122,6 +122,33 @@ def test_write_atomically_sets_the_mode_and_takes_a_writer(tmp_path: Path) -> No
     assert _leftovers(tmp_path) == ["b.bin", "k.key"]  # no half file, no temporary
 
 
+def test_outputs_get_the_umask_and_private_blocks_stay_owner_only(tmp_path: Path) -> None:
+    """A report, a mechanism or the public rows get what ``open()`` would give (``0666`` less the
+    umask; until stop 36 they were ``0600`` like keys); a party's block file holds private data and
+    stays ``0600`` whatever the umask."""
+    from solvers.lp.mps import read_mps
+    from solvers.lp.partition import save_block, save_public, split_columns
+    from tests.lp_fixtures import TINY_MPS
+
+    old = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "r.json", "{}")
+        assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o644
+        os.umask(0o027)
+        write_atomically(tmp_path / "z.npy", b"x")
+        assert stat.S_IMODE((tmp_path / "z.npy").stat().st_mode) == 0o640
+        os.umask(0o002)
+        mps = tmp_path / "lp.mps"
+        mps.write_text(TINY_MPS)
+        public, blocks = split_columns(read_mps(mps), [2, 1])
+        save_public(public, tmp_path / "public.npz")
+        save_block(blocks[0], tmp_path / "party1.npz")
+        assert stat.S_IMODE((tmp_path / "public.npz").stat().st_mode) == 0o664
+        assert stat.S_IMODE((tmp_path / "party1.npz").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
 def test_split_and_certs_refuse_a_directory_among_their_files_before_writing(tmp_path: Path, capsys) -> None:
     mps = Path(__file__).resolve().parents[2] / "deploy" / "afiro.mps"
     blocks, certs = tmp_path / "blocks", tmp_path / "certs"
