@@ -139,6 +139,17 @@ def test_finalize_returns_verified_parts_unchanged_and_repairs_them_if_they_fail
     verify_mechanism(Y, p.dataset.distance, p.eps, eta=p.eta)
 
 
+def _plain_closure(Z: np.ndarray, rows: np.ndarray, cols: np.ndarray, inv_w: np.ndarray) -> np.ndarray:
+    """The closure's definition: whole Jacobi sweeps over every pair until nothing changes."""
+    ref = Z.copy()
+    while True:
+        new = ref.copy()
+        np.maximum.at(new, cols, ref[rows] * inv_w[:, None])
+        if np.array_equal(new, ref):
+            return ref
+        ref = new
+
+
 def test_upward_closure_equals_plain_sweeps() -> None:
     """The closure that sweeps only the pairs and outputs that just grew gives exactly what full
     sweeps until nothing changes give, on random matrices far outside the cone."""
@@ -148,13 +159,7 @@ def test_upward_closure_equals_plain_sweeps() -> None:
     rng = np.random.default_rng(3)
     for _ in range(5):
         Z = rng.uniform(0, 1, (p.n, p.K)) ** 8
-        ref = Z.copy()
-        while True:
-            new = ref.copy()
-            np.maximum.at(new, cols, ref[rows] * inv_w[:, None])
-            if np.array_equal(new, ref):
-                break
-            ref = new
+        ref = _plain_closure(Z, rows, cols, inv_w)
         got = Z.copy()
         assert _upward_closure(got, rows, cols, inv_w) > 1
         assert np.array_equal(got, ref)
@@ -176,13 +181,7 @@ def test_upward_closure_from_sparse_seeds_in_small_blocks_reaches_the_fixed_poin
         monkeypatch.setattr(pmo, "_CLOSURE_CHUNK", chunk)
         for _ in range(3):
             Z = (rng.uniform(0, 1, (p.n, p.K)) > 0.995) * rng.uniform(0, 1, (p.n, p.K))
-            ref = Z.copy()
-            while True:
-                new = ref.copy()
-                np.maximum.at(new, cols, ref[rows] * inv_w[:, None])
-                if np.array_equal(new, ref):
-                    break
-                ref = new
+            ref = _plain_closure(Z, rows, cols, inv_w)
             got = Z.copy()
             assert _upward_closure(got, rows, cols, inv_w) > 2
             assert float(np.max(got[rows] * inv_w[:, None] - got[cols])) <= 0.0
