@@ -6,6 +6,7 @@ Usage:
                                                          # gaussian1000, gaussian2000, grid10x10_eps1
     python benchmarks/bench_mdp.py ipm N K [--tolerance T] [--seed S] [--threads W]
         # the structured IPM alone on K random undominated outputs of gaussian N's largest component
+    python benchmarks/bench_mdp.py graph      # essential pairs: per-source search vs min-plus, side by side
 Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
 """
 
@@ -123,6 +124,56 @@ def ipm(n_records: int, n_outputs: int, tolerance: float, seed: int, threads: in
                                      for i, h in enumerate(r.history) if i % 10 == 0]}), flush=True)
 
 
+#: the essential-pair benchmark's graphs: dataset, its parameters and eta (None: the dataset's default)
+GRAPHS = {
+    "text1000": ("text", {"n_records": 1000}, None),
+    "points1500_complete": ("points1500", {}, 1000.0),
+    "grid20x25_eta40": ("grid", {"rows": 20, "cols": 25}, 40.0),
+    "grid20x25": ("grid", {"rows": 20, "cols": 25}, 2.0),
+    "gaussian1000": ("gaussian", {"n_records": 1000, "seed": 0}, None),
+}
+
+
+def graph_bench() -> None:
+    """:func:`solvers.mdp.graph.essential_edges` by both searches on each of :data:`GRAPHS`, one after
+    the other: the per-source search (the only one until stop 36) and the blocked min-plus product
+    (taken on dense graphs since), with whether their masks agree. ``points1500_complete``: 1,500
+    points uniform in [0, 10]^2 (``numpy.random.default_rng(0)``) with every pair a neighbour."""
+    import numpy as np
+
+    from solvers.mdp import graph
+    from solvers.mdp.datasets import euclidean_distance
+
+    for name, (ds_name, kw, eta) in GRAPHS.items():
+        if ds_name == "points1500":
+            d = euclidean_distance(np.random.default_rng(0).uniform(0, 10, size=(1500, 2)))
+        else:
+            ds = load_dataset(ds_name, **kw)
+            d, eta = np.asarray(ds.distance), ds.default_eta if eta is None else eta
+        g = build_graph(d, eta)
+        deg = np.bincount(g.rows, minlength=d.shape[0]).astype(float)
+        t = time.perf_counter()
+        per_source = _per_source(graph, d, g)
+        t_src = time.perf_counter() - t
+        t = time.perf_counter()
+        minplus = graph._essential_dense(d, g.rows, g.cols, 1e-12)
+        t_mp = time.perf_counter() - t
+        print(json.dumps({"bench": "essential_edges", "graph": name, "records": int(d.shape[0]), "pairs": int(g.rows.size),
+                          "kept": int(per_source.sum()), "dense_share": round(float(deg @ deg) / d.shape[0] ** 3, 4),
+                          "per_source_s": round(t_src, 3), "min_plus_s": round(t_mp, 3),
+                          "same_mask": bool(np.array_equal(per_source, minplus))}), flush=True)
+
+
+def _per_source(graph, d, g):
+    """The per-source search, also on a graph that ``essential_edges`` would send to the min-plus product."""
+    share = graph.DENSE_PAIR_SHARE
+    graph.DENSE_PAIR_SHARE = float("inf")
+    try:
+        return graph.essential_edges(d, g.rows, g.cols)
+    finally:
+        graph.DENSE_PAIR_SHARE = share
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -141,8 +192,11 @@ def main() -> None:
     i.add_argument("--tolerance", type=float, default=1e-3, help="relative gap to stop at (the IPM start probes at 1e-3)")
     i.add_argument("--seed", type=int, default=0, help="which random outputs")
     i.add_argument("--threads", type=int, default=2)
+    sub.add_parser("graph")
     a = ap.parse_args()
-    if a.cmd == "partitions":
+    if a.cmd == "graph":
+        graph_bench()
+    elif a.cmd == "partitions":
         partitions()
     elif a.cmd == "ipm":
         ipm(a.n_records, a.n_outputs, a.tolerance, a.seed, a.threads)
