@@ -153,7 +153,7 @@ def graph_bench() -> None:
         g = build_graph(d, eta)
         deg = np.bincount(g.rows, minlength=d.shape[0]).astype(float)
         t = time.perf_counter()
-        per_source = _per_source(graph, d, g)
+        per_source = graph._essential_per_source(d, g.rows, g.cols, 1e-12)
         t_src = time.perf_counter() - t
         t = time.perf_counter()
         minplus = graph._essential_dense(d, g.rows, g.cols, 1e-12)
@@ -162,16 +162,6 @@ def graph_bench() -> None:
                           "kept": int(per_source.sum()), "dense_share": round(float(deg @ deg) / d.shape[0] ** 3, 4),
                           "per_source_s": round(t_src, 3), "min_plus_s": round(t_mp, 3),
                           "same_mask": bool(np.array_equal(per_source, minplus))}), flush=True)
-
-
-def _per_source(graph, d, g):
-    """The per-source search, also on a graph that ``essential_edges`` would send to the min-plus product."""
-    share = graph.DENSE_PAIR_SHARE
-    graph.DENSE_PAIR_SHARE = float("inf")
-    try:
-        return graph.essential_edges(d, g.rows, g.cols)
-    finally:
-        graph.DENSE_PAIR_SHARE = share
 
 
 def main() -> None:

@@ -98,22 +98,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-#: ``--save-mechanism``'s formats by suffix: how each writes the matrix to a binary file
-MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
-    ".npy": lambda handle, Z: np.save(handle, Z),
-    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
-    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
-    ".mat": lambda handle, Z: _savemat(handle, Z),
-}
-
-
 def _savemat(handle: Any, Z: np.ndarray) -> None:
     from scipy.io import savemat
 
     savemat(handle, {"Z": Z})
 
 
-def mechanism_writer(path: str) -> Callable[[Any], None]:
+#: ``--save-mechanism``'s formats by suffix: how each writes the matrix to a binary file
+MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
+    ".npy": lambda handle, Z: np.save(handle, Z),
+    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
+    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
+    ".mat": _savemat,
+}
+
+
+def mechanism_writer(path: str) -> Callable[[Any, np.ndarray], None]:
     """How ``--save-mechanism PATH`` is written, by its suffix (:data:`MECHANISM_FORMATS`);
     another suffix is an :class:`InputError`, raised before the solve."""
     suffix = Path(path).suffix.lower()

@@ -238,8 +238,8 @@ def _say_nothing(_text: str) -> None:
 
 
 #: a component's iterations stop this many times its longest repair and verification of the rows
-#: before the time limit: what runs after them (its last verified rows, then the whole matrix's repair
-#: and verification) used to run past it (10,000 records with a 120 s limit: 28 s each, the solve's
+#: before the time limit: what runs after them (its last verified rows, then the whole matrix's
+#: verification, and its repair should that fail) used to run past it (10,000 records with a 120 s limit: 28 s each, the solve's
 #: clock 154 s; stop 35)
 FINISH_RESERVE = 2.0
 
@@ -1212,8 +1212,8 @@ class _ComponentCG:
 
     def finish_by(self, deadline: float, reserve: float | None = None) -> float:
         """When the iterations must stop for the run to end by ``deadline``: what still runs after
-        the last one (this component's verified rows, then the repair and verification of the whole
-        matrix) takes about ``reserve`` (default :data:`FINISH_RESERVE`) times the longest
+        the last one (this component's verified rows, then the verification of the whole matrix)
+        takes about ``reserve`` (default :data:`FINISH_RESERVE`) times the longest
         :meth:`_verified` so far."""
         return deadline - (FINISH_RESERVE if reserve is None else reserve) * self.rows_seconds
 

@@ -104,12 +104,18 @@ def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *,
     """
     d = np.asarray(distance, dtype=float)
     n = d.shape[0]
-    keep = np.ones(rows.size, dtype=bool)
     if rows.size == 0:
-        return keep
+        return np.ones(0, dtype=bool)
     deg = np.bincount(rows, minlength=n).astype(float)
     if n <= DENSE_ADJACENCY_MAX and float(deg @ deg) >= DENSE_PAIR_SHARE * float(n) ** 3:
         return _essential_dense(d, rows, cols, rel_tol)
+    return _essential_per_source(d, rows, cols, rel_tol)
+
+
+def _essential_per_source(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float) -> np.ndarray:
+    """:func:`essential_edges` one source at a time (sparse graphs; the only search until stop 36)."""
+    n = d.shape[0]
+    keep = np.ones(rows.size, dtype=bool)
     order = np.lexsort((cols, rows))
     bounds = np.searchsorted(rows[order], np.arange(n + 1))
     adj = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(n, n))
