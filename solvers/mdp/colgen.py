@@ -89,6 +89,7 @@ from solvers.mdp.pmo import (
     repair_mechanism,
     require_lp_factors,
 )
+from solvers.mdp.rowpool import LazyRows
 from solvers.mdp.transport import (
     TRANSPORT_MAX_RECORDS,
     TransportCertifier,
@@ -258,6 +259,11 @@ PDLP_MAX_NONZEROS = 400_000_000
 #: 12.9, 1.1x)
 PRICING_DUAL_MIN_RATIO = 8.0
 
+#: components with at least this many mDP rows per record (dense mDP graphs: the text dataset, points
+#: with every pair a neighbour) give their pricing LPs only the rows they need
+#: (:mod:`solvers.mdp.rowpool`); gaussian 2,000's component has 24.6 rows per record, text 500's 499
+LAZY_ROWS_MIN_RATIO = 64.0
+
 #: under a time limit, the search for outputs dominated in the cone's dual order
 #: (:func:`solvers.mdp.transport.cone_dominated`) gets at most this share of it per component; the
 #: outputs not visited by then are kept (gaussian 2,000: 1,215 of 1,971 outputs removed in 16 s)
@@ -324,7 +330,10 @@ IPM_SECONDS_PER_CUBE = 2.9e-11
 #: on gaussian 500 (409 records, 187 kept outputs) its master was still 5 % above the optimum
 #: after 20 iterations and took more than 20 minutes to close, the ``ipm`` start about a minute
 IPM_SWITCH_ITERATIONS = 25
-#: ... on components of at least this many records (a smaller one's column generation is cheap)
+#: ... on components of at least this many records (a smaller one's column generation is cheap), and
+#: not on dense ones (:data:`LAZY_ROWS_MIN_RATIO`), whose IPM iterations carry every mDP row of every
+#: output: 300 random 2-D points with every pair a neighbour switched after 25 iterations (2 minutes)
+#: and were at a gap of 0.033 after 600 s (4.0 GB); without the switch, optimal in 345.5 s (1.1 GB)
 IPM_SWITCH_MIN_RECORDS = 100
 
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
@@ -817,8 +826,14 @@ class _ComponentCG:
         self.add_columns(ks, vs)
         nw = max(1, min(workers, self.Kc))
         self.pricers = []
-        self.dual_pricing = E >= PRICING_DUAL_MIN_RATIO * self.m
-        if self.dual_pricing:
+        # dense components price with the rows they need (solvers.mdp.rowpool), the others with all
+        self.lazy = (LazyRows(self.A, self.Kc, nw, TIGHT_TOLERANCE) if E >= LAZY_ROWS_MIN_RATIO * self.m
+                     else None)
+        self.dual_pricing = self.lazy is not None or E >= PRICING_DUAL_MIN_RATIO * self.m
+        if self.lazy is not None:  # each pricing loads its own rows (LazyRows.load)
+            pricing = LinearProgram(c=np.zeros(0), A=sp.csc_matrix((0, 0)), row_lower=np.zeros(0),
+                                    row_upper=np.zeros(0), col_lower=np.zeros(0), col_upper=np.zeros(0))
+        elif self.dual_pricing:
             # min 1't  s.t.  A'y + t >= -(g_k - mu),  y, t >= 0: the pricing LP's dual, whose basis
             # has one row per record instead of one per mDP row; only its right-hand side changes
             # from output to output
@@ -1085,22 +1100,15 @@ class _ComponentCG:
         if share >= float(np.minimum(0.0, self.Q[j] - mu).sum()):
             self.Q[j] = q
 
-    def _price_one(self, h: Any, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
-        g = self.G[:, j] - mu
-        scale = float(np.max(np.abs(g)))
-        if scale == 0.0:
-            return j, None
-        if self.dual_pricing:
-            h.changeRowsBounds(self.m, np.arange(self.m, dtype=np.int32), -g / scale, np.full(self.m, np.inf))
-        else:
-            h.changeColsCost(self.m, np.arange(self.m, dtype=np.int32), g / scale)
-        if self.bases[j] is not None:
-            h.setBasis(self.bases[j])
-        for attempt in range(3):
+    def _run_pricing(self, w: int, attempt: int) -> bool:
+        """Solve worker ``w``'s pricing model (``attempt`` > 0: cold, alone; 2: by interior point);
+        with lazy rows, add rows its solution violates and solve again until it violates none.
+        True when it ends "Optimal"."""
+        h = self.pricers[w]
+        while True:
             if attempt:
                 # a warm re-solve can end "Optimal" with row duals that certify far less than the
                 # primal value (seen with HiGHS 1.16 after a cost change); re-solve cold, alone
-                self.cold_retries += 1
                 with _RETRY_LOCK:
                     h.clearSolver()
                     if attempt == 2:
@@ -1110,9 +1118,38 @@ class _ComponentCG:
             else:
                 h.run()
             if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+                return False
+            if self.lazy is None:
+                return True
+            new = self.lazy.violated(w, np.asarray(h.getSolution().row_dual, dtype=float))
+            if not new.size:
+                return True
+            self.lazy.extend(h, w, new)
+            attempt = 0  # the added rows' slacks are basic: the basis stays valid, re-solve warm
+
+    def _price_one(self, w: int, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
+        h = self.pricers[w]
+        g = self.G[:, j] - mu
+        scale = float(np.max(np.abs(g)))
+        if scale == 0.0:
+            return j, None
+        if self.lazy is not None:
+            self.lazy.load(h, w, j)
+        if self.dual_pricing:
+            h.changeRowsBounds(self.m, np.arange(self.m, dtype=np.int32), -g / scale, np.full(self.m, np.inf))
+        else:
+            h.changeColsCost(self.m, np.arange(self.m, dtype=np.int32), g / scale)
+        if self.bases[j] is not None:
+            h.setBasis(self.bases[j])
+        for attempt in range(3):
+            self.cold_retries += attempt > 0
+            if not self._run_pricing(w, attempt):
                 continue
             sol = h.getSolution()
-            if self.dual_pricing:  # z: the row duals; y: the first E columns
+            if self.lazy is not None:  # z: the row duals; y: the rows it carries, zero on the others
+                z = np.clip(np.asarray(sol.row_dual, dtype=float), 0.0, None)
+                y = self.lazy.multipliers(w, np.asarray(sol.col_value, dtype=float)) * scale
+            elif self.dual_pricing:  # z: the row duals; y: the first E columns
                 z = np.clip(np.asarray(sol.row_dual, dtype=float), 0.0, None)
                 y = np.maximum(0.0, np.asarray(sol.col_value, dtype=float)[:self.E]) * scale
             else:
@@ -1126,7 +1163,10 @@ class _ComponentCG:
                 raise SolverError(f"pricing LP of output {int(self.kept[j])} ended with "
                                   f"{h.modelStatusToString(h.getModelStatus())}")
         self._keep_certificate(j, q, mu, bound)
-        self.bases[j] = h.getBasis()
+        if self.lazy is not None:
+            self.lazy.keep(h, w, j)
+        else:
+            self.bases[j] = h.getBasis()
         return j, z
 
     def price(self, js: np.ndarray, mu: np.ndarray, tol: float, deadline: float = float("inf"),
@@ -1183,7 +1223,7 @@ class _ComponentCG:
             for j in parts[w]:
                 if time.perf_counter() > deadline:
                     break
-                out.append(self._price_one(self.pricers[w], int(j), mu, tol))
+                out.append(self._price_one(w, int(j), mu, tol))
             return out
 
         results = work(0) if self.pool is None else [r for part in self.pool.map(work, range(nw)) for r in part]
@@ -1512,7 +1552,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                     logger.info("component of %d records: %s start, %d iterations, bound %.10g", idx.size, method,
                                 its, bound)
             on_iter = functools.partial(record, ci)
-            switch = (first_order == "auto" and dual_ascent is None and budget == 0
+            switch = (first_order == "auto" and dual_ascent is None and budget == 0 and cg.lazy is None
                       and idx.size >= IPM_SWITCH_MIN_RECORDS and int(max_iterations) > IPM_SWITCH_ITERATIONS
                       and _ipm_outputs(idx.size, cg.E, kept.size) > 0)
             rows, lo, up, st, its = cg.run(deadline, IPM_SWITCH_ITERATIONS if switch else int(max_iterations), on_iter,
