@@ -178,6 +178,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "decomposition": part.get("decomposition", "records" if result.method == "bd" else None),
         "dual_ascent": list((result.details or {}).get("dual_ascent", [])),
         "dominated_outputs": list((result.details or {}).get("dominated_outputs", [])),
+        "lazy_rows": list((result.details or {}).get("lazy_rows", [])),
     }
 
 

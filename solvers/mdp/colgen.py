@@ -1196,7 +1196,7 @@ class _ComponentCG:
             for j in js.tolist():
                 if time.perf_counter() > deadline:
                     break  # the rest is skipped (the LPs below stop at the deadline too)
-                if self.bases[j] is not None:
+                if self.bases[j] is not None or (self.lazy is not None and self.lazy.saved[j] is not None):
                     # a warm LP costs about what a plan does (gaussian 1,000: about 5 ms each), and
                     # it also gives the exact bound; plans pay off for cold LPs (25 ms-0.3 s)
                     left.append(j)
@@ -1467,6 +1467,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     kept_sizes: list[int] = []
     dominated: list[dict[str, float]] = []
     ascent: list[dict[str, float]] = []
+    lazy_rows: list[dict[str, float]] = []
     total_it = 0
 
     def record(ci: int, lo: float, up: float) -> None:
@@ -1568,6 +1569,10 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         master_retries += cg.master_retries
         master_tightenings += cg.master_tightenings
         n_columns += len(cg.col_owner)
+        if cg.lazy is not None:
+            lazy_rows.append({"records": int(cg.m), "mdp_rows": int(cg.E), "start_rows": int(cg.lazy.start.size),
+                              "mean_rows_carried": cg.lazy.rows_carried / max(cg.lazy.solves, 1),
+                              "separation_rounds": cg.lazy.separation_rounds})
         Z[idx] = rows
         lowers[ci], uppers[ci] = max(lo, trivial[ci]), up
         statuses.append(st)
@@ -1597,7 +1602,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                  "master_retries": master_retries, "master_tightenings": master_tightenings,
                  "component_sizes": sizes,
                  "kept_outputs": kept_sizes, "dominated_outputs": dominated, "smoothing": smoothing,
-                 "dual_ascent": ascent, **info},
+                 "dual_ascent": ascent, "lazy_rows": lazy_rows, **info},
     )
 
 

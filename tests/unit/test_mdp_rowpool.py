@@ -81,3 +81,25 @@ def test_dense_columns_decomposition_equals_direct(tmp_path: Path, lazy: bool, m
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.rel_gap <= 1e-6
+
+
+def test_cli_reports_the_lazy_rows_of_a_dense_component(tmp_path: Path) -> None:
+    """`securelp mdp` on 80 points with every pair a neighbour (79 rows per record): the report's
+    `lazy_rows` names the component and what its LPs carried; a sparse grid's is empty."""
+    import json
+
+    from coordinator.cli import main
+
+    f = tmp_path / "pts.csv"
+    np.savetxt(f, np.random.default_rng(3).uniform(0, 10, size=(80, 2)), fmt="%.6f", delimiter=",")
+    out = tmp_path / "r.json"
+    assert main(["mdp", "--dataset", "points", "--points", str(f), "--eta", "1000", "--method", "bd",
+                 "--decomposition", "columns", "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["status"] == "optimal"
+    (lz,) = rep["lazy_rows"]
+    assert lz["records"] == 80 and lz["mdp_rows"] == 80 * 79
+    assert lz["start_rows"] <= lz["mean_rows_carried"] < lz["mdp_rows"] and lz["separation_rounds"] > 0
+    assert main(["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "bd", "--decomposition",
+                 "columns", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["lazy_rows"] == []
