@@ -332,8 +332,9 @@ IPM_SECONDS_PER_CUBE = 2.9e-11
 IPM_SWITCH_ITERATIONS = 25
 #: ... on components of at least this many records (a smaller one's column generation is cheap), and
 #: not on dense ones (:data:`LAZY_ROWS_MIN_RATIO`), whose IPM iterations carry every mDP row of every
-#: output: 300 random 2-D points with every pair a neighbour switched after 25 iterations (2 minutes)
-#: and were at a gap of 0.033 after 600 s (4.0 GB); without the switch, optimal in 345.5 s (1.1 GB)
+#: output: 300 random 2-D points with every pair a neighbour, lazy rows both times, switched after 25
+#: iterations (2 minutes) and were at a gap of 0.033 after 600 s (4.0 GB); without the switch,
+#: optimal in 345.5 s (1.1 GB)
 IPM_SWITCH_MIN_RECORDS = 100
 
 #: peak resident bytes of the PDLP start per nonzero of the component LP: the scipy construction,
@@ -1125,7 +1126,7 @@ class _ComponentCG:
             if not new.size:
                 return True
             self.lazy.extend(h, w, new)
-            attempt = 0  # the added rows' slacks are basic: the basis stays valid, re-solve warm
+            attempt = 0  # the rows' columns enter nonbasic at zero: the basis stays valid, re-solve warm
 
     def _price_one(self, w: int, j: int, mu: np.ndarray, tol: float) -> tuple[int, np.ndarray | None]:
         h = self.pricers[w]
