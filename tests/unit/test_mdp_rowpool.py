@@ -103,3 +103,28 @@ def test_cli_reports_the_lazy_rows_of_a_dense_component(tmp_path: Path) -> None:
     assert main(["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "bd", "--decomposition",
                  "columns", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["lazy_rows"] == []
+
+
+class _Switched(Exception):
+    pass
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_dense_components_do_not_switch_to_the_ipm(tmp_path: Path, lazy: bool, monkeypatch) -> None:
+    """A lingering column generation turns to the IPM start, except on a dense component (the IPM
+    would carry every row of every output); the switch's thresholds are lowered to this instance,
+    and the switch is stopped where it would begin."""
+    p = _complete(tmp_path, n=30, seed=2)
+    monkeypatch.setattr(colgen, "LAZY_ROWS_MIN_RATIO", 0.0 if lazy else np.inf)
+    monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", 10)
+    monkeypatch.setattr(colgen, "IPM_SWITCH_ITERATIONS", 1)
+
+    def switched(*args, **kwargs):
+        raise _Switched
+
+    monkeypatch.setattr(colgen, "_switch_to_ipm", switched)
+    if lazy:
+        assert colgen.solve_colgen(p, gap=1e-6, max_iterations=3).iterations >= 2  # went on past the first
+    else:
+        with pytest.raises(_Switched):
+            colgen.solve_colgen(p, gap=1e-6, max_iterations=3)
