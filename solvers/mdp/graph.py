@@ -22,7 +22,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from solvers.mdp.verify import neighbour_pairs
 
-__all__ = ["NeighbourGraph", "build_graph", "essential_edges"]
+__all__ = ["NeighbourGraph", "build_graph", "essential_edges", "pair_share"]
 
 #: :func:`essential_edges` keeps the adjacency as a dense boolean matrix up to this many records
 #: (16 MB); above, it takes each source's block from the sparse one
@@ -106,10 +106,17 @@ def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *,
     n = d.shape[0]
     if rows.size == 0:
         return np.ones(0, dtype=bool)
-    deg = np.bincount(rows, minlength=n).astype(float)
-    if n <= DENSE_ADJACENCY_MAX and float(deg @ deg) >= DENSE_PAIR_SHARE * float(n) ** 3:
+    if n <= DENSE_ADJACENCY_MAX and pair_share(rows, n) >= DENSE_PAIR_SHARE:
         return _essential_dense(d, rows, cols, rel_tol)
     return _essential_per_source(d, rows, cols, rel_tol)
+
+
+def pair_share(rows: np.ndarray, n: int) -> float:
+    """The per-source search's work on the pairs ``rows`` (sources) of ``n`` records, the squared
+    degrees' sum, as a share of the min-plus product's ``n^3``: :func:`essential_edges` takes the
+    product from :data:`DENSE_PAIR_SHARE` on."""
+    deg = np.bincount(rows, minlength=n).astype(float)
+    return float(deg @ deg) / float(n) ** 3
 
 
 def _essential_per_source(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float) -> np.ndarray:

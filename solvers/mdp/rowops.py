@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from solvers.errors import InputError
 
-__all__ = ["RowOps", "edge_structure", "row_blocks", "run_blocks"]
+__all__ = ["PairIndex", "RowOps", "edge_structure", "row_blocks", "run_blocks"]
 
 
 class RowOps:
@@ -92,3 +92,22 @@ def edge_structure(A: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if np.any(src < 0) or np.any(tgt < 0) or not np.allclose(coo.data[pos], 1.0):
         raise InputError("every mDP row must read z_i - a z_j with a > 0")
     return src, tgt, a
+
+
+class PairIndex:
+    """The mDP row of an ordered pair ``(s, t)`` of records, by a binary search over the rows' sorted
+    pair keys ``s * m + t`` (``src``, ``tgt``: :func:`edge_structure`'s, ``m`` records)."""
+
+    def __init__(self, src: np.ndarray, tgt: np.ndarray, m: int) -> None:
+        self.m = m
+        key = src * m + tgt
+        self._order = np.argsort(key, kind="stable")
+        self._keys = key[self._order]
+
+    def rows(self, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The rows of the pairs ``(s[k], t[k])`` that are mDP rows, in order; the others are left out."""
+        want = np.asarray(s, dtype=np.int64) * self.m + np.asarray(t, dtype=np.int64)
+        if not self._keys.size:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self._keys, want), self._keys.size - 1)
+        return self._order[pos[self._keys[pos] == want]]

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from solvers.lp.highs import pass_lp
 from solvers.lp.model import LinearProgram
+from solvers.mdp.rowops import PairIndex, edge_structure
 
 #: every lazy pricing LP carries the rows between each record and this many nearest neighbours (not tuned)
 START_NEIGHBOURS = 8
@@ -68,24 +69,17 @@ class LazyRows:
                  start_neighbours: int = START_NEIGHBOURS) -> None:
         A = sp.csr_matrix(A)
         E, m = A.shape
-        if E and not np.array_equal(np.diff(A.indptr), np.full(E, 2)):
-            raise ValueError("every mDP row must have exactly two entries")
-        data, cols = A.data.reshape(E, 2), A.indices.reshape(E, 2)
-        first = data[:, 0] > 0
-        self.src = np.where(first, cols[:, 0], cols[:, 1])
-        self.dst = np.where(first, cols[:, 1], cols[:, 0])
-        self.weight = -np.where(first, data[:, 1], data[:, 0])  # exp(eps d) >= 1
+        self.src, self.dst, self.weight = edge_structure(A)  # weight exp(eps d) >= 1
         self.A = A
         self.E, self.m = E, m
         self.tolerance = tolerance
-        # the row of pair (i, j), for the reverse of a row: pairs are keyed i * m + j
-        key = self.src * m + self.dst
-        self._key_order = np.argsort(key)
-        self._keys = key[self._key_order]
+        self._pairs = PairIndex(self.src, self.dst, m)
         order = np.lexsort((self.weight, self.src))
         first_of = np.searchsorted(self.src[order], np.arange(m))
         near = order[(np.arange(E) - first_of[self.src[order]]) < start_neighbours]
         self.start = np.unique(np.concatenate([near, self.reverse(near)]))
+        self._is_start = np.zeros(E, dtype=bool)
+        self._is_start[self.start] = True
         Saved = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]  # rows, column and row status codes
         self.saved: list[Saved | None] = [None] * n_outputs
         self.last: list[Saved] = [(self.start, None, None)] * workers
@@ -97,9 +91,7 @@ class LazyRows:
 
     def reverse(self, rows: np.ndarray) -> np.ndarray:
         """The rows ``(j, i)`` of rows ``(i, j)`` that have one."""
-        want = self.dst[rows] * self.m + self.src[rows]
-        pos = np.minimum(np.searchsorted(self._keys, want), max(self.E - 1, 0))
-        return self._key_order[pos[self._keys[pos] == want]]
+        return self._pairs.rows(self.dst[rows], self.src[rows])
 
     def load(self, h: Any, w: int, j: int) -> None:
         """Load into worker ``w``'s model ``h`` output ``j``'s rows and basis, or, the first time, those
@@ -153,7 +145,7 @@ class LazyRows:
         rows, m = self.rows[w], self.m
         col_status, row_status = _codes(basis.col_status), _codes(basis.row_status)
         self.saved[j] = (rows, col_status, row_status)
-        keep = (col_status[m:] == _BASIC) | np.isin(rows, self.start, assume_unique=True)
+        keep = (col_status[m:] == _BASIC) | self._is_start[rows]
         self.last[w] = (rows[keep], np.concatenate([col_status[:m], col_status[m:][keep]]), row_status)
         self.rows_carried += rows.size
         self.solves += 1

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from solvers.mdp.rowops import edge_structure
+from solvers.mdp.rowops import PairIndex, edge_structure
 
 __all__ = ["DOMINANCE_NEIGHBOURS", "DOMINANCE_TRIES", "TRANSPORT_MAX_RECORDS", "TransportCertifier", "cone_dominated"]
 
@@ -64,9 +64,7 @@ class TransportCertifier:
         self.price[~np.isfinite(dist)] = np.inf
         self.order = np.argsort(dist, axis=1, kind="stable").astype(np.int32)  # cheapest first
         self.pred = pred.astype(np.int32)
-        key = src * m + tgt
-        self._key_order = np.argsort(key, kind="stable")
-        self._keys = key[self._key_order]  # sorted: the row of the pair (s, t) by a binary search
+        self._pairs = PairIndex(src, tgt, m)
 
     def certify(self, b: np.ndarray, partial: bool = False) -> np.ndarray | None:
         """A ``y >= 0`` (one entry per mDP row) with ``(A'y)_i >= b_i`` up to rounding, or ``None``
@@ -115,14 +113,13 @@ class TransportCertifier:
         paths are walked back from ``j``, all deliveries at once, one edge per step."""
         keep = give > 0.0
         i, cur, give = i[keep], j[keep], give[keep]
-        m = self.m
         while cur.size:
             go = cur != i
             i, cur, give = i[go], cur[go], give[go]
             if not cur.size:
                 break
             prev = self.pred[i, cur].astype(np.int64)
-            rows = self._key_order[np.searchsorted(self._keys, prev * m + cur)]
+            rows = self._pairs.rows(prev, cur)  # every step is an mDP row: none is left out
             np.add.at(y, rows, give * self.price[i, prev])
             cur = prev
 
