@@ -247,6 +247,15 @@ FINISH_RESERVE = 2.0
 #: widenings (x4) of a dual box under which the master has no solution before the box is dropped
 BOX_WIDENINGS = 8
 
+#: the RMP retires a column (deletes it from HiGHS's model) after this many master solves in a row
+#: at zero weight and with a reduced cost above the entering threshold (:attr:`_ComponentCG.enter_tol`),
+#: once it holds more than :data:`COLUMN_POOL_PER_RECORD` columns per record. A retired column that is
+#: needed again is priced again; bounds never come from the master. Each simplex pivot of the RMP
+#: prices every column, and its columns are dense: 300 random 2-D points with every pair a neighbour
+#: grew to 6,825 columns and spent 131 of 326 s in master solves (stop 38)
+COLUMN_IDLE_SOLVES = 10
+COLUMN_POOL_PER_RECORD = 4
+
 #: the PDLP start is never run on components below this many records x kept outputs
 PDLP_MIN_SIZE = 2_500
 
@@ -804,6 +813,9 @@ class _ComponentCG:
         self.master.passModel(_empty_master(self.m))
         self.col_owner: list[int] = []
         self.col_ray: list[np.ndarray] = []
+        self.col_idle = np.zeros(0, dtype=np.int64)  # master solves in a row each column sat idle
+        self.columns_added = 0
+        self.columns_retired = 0
         # du Merle / boxstep stabilisation: columns 0..2m-1 are slacks +e_i (cost mu_c + D) and -e_i
         # (cost -(mu_c - D)), which confine the RMP's duals to the box [mu_c - D, mu_c + D]; their upper
         # bounds are 0 (box off) whenever the RMP must be a restriction of the PMO (upper bounds)
@@ -854,7 +866,7 @@ class _ComponentCG:
             self.pricers.append(h)
         self.pool = ThreadPoolExecutor(max_workers=nw) if nw > 1 else None
         self.lp_solves = 0
-        self.cold_retries = 0
+        self._cold_retries = [0] * nw  # per worker: each worker index is used by one thread at a time
         self.master_retries = 0  # master solves that needed a cold re-solve or a fallback
         self.box_widenings = 0  # boxes widened because the boxed master had no solution
         self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
@@ -864,6 +876,11 @@ class _ComponentCG:
         self._transport = transport  # built at the first pricing that asks for it, unless given
         self.transport_certified = 0  # outputs certified by a transport plan instead of an LP
         self.say: Callable[[str], None] = _say_nothing  # a note on the start's progress (solve_colgen)
+
+    @property
+    def cold_retries(self) -> int:
+        """Pricing LPs re-solved cold after a warm solve's certificate fell short, over the workers."""
+        return sum(self._cold_retries)
 
     def tighten_master(self) -> None:
         """Divide the RMP's feasibility tolerances (and with them :attr:`enter_tol`) by
@@ -944,6 +961,35 @@ class _ComponentCG:
                             np.asarray(starts[:-1], dtype=np.int32), index, value)
         self.col_owner.extend(ks)
         self.col_ray.extend(vecs)
+        self.col_idle = np.concatenate([self.col_idle, np.zeros(len(ks), dtype=np.int64)])
+        self.columns_added += len(ks)
+
+    def retire_columns(self, lam: np.ndarray) -> np.ndarray:
+        """After a master solve with column weights ``lam``: count the solves each column sat idle
+        (weight 0, reduced cost above :attr:`enter_tol`, so nonbasic), and delete from the master the
+        columns idle for :data:`COLUMN_IDLE_SOLVES` solves while it holds more than
+        :data:`COLUMN_POOL_PER_RECORD` per record. The basis stays valid (only nonbasic columns go)
+        and so does the solution. Returns ``lam`` without the deleted columns' (zero) weights. Call it
+        before anything else changes the master: it reads the solution's reduced costs."""
+        n = len(self.col_owner)
+        if not n:
+            return lam
+        rc = np.asarray(self.master.getSolution().col_dual, dtype=float)[self.n_slack:]
+        idle = (lam <= 0.0) & (rc > self.enter_tol)
+        self.col_idle = np.where(idle, self.col_idle + 1, 0)
+        if n <= COLUMN_POOL_PER_RECORD * self.m:
+            return lam
+        drop = np.flatnonzero(self.col_idle >= COLUMN_IDLE_SOLVES)
+        if not drop.size:
+            return lam
+        self.master.deleteCols(int(drop.size), (drop + self.n_slack).astype(np.int32))
+        keep = np.ones(n, dtype=bool)
+        keep[drop] = False
+        self.col_owner = [o for o, k in zip(self.col_owner, keep.tolist()) if k]
+        self.col_ray = [r for r, k in zip(self.col_ray, keep.tolist()) if k]
+        self.col_idle = self.col_idle[keep]
+        self.columns_retired += int(drop.size)
+        return lam[keep]
 
     def set_box(self, center: np.ndarray | None, width: float) -> None:
         """Confine the RMP's duals to ``[center - width, center + width]`` (``center=None``: no box)."""
@@ -1143,7 +1189,7 @@ class _ComponentCG:
         if self.bases[j] is not None:
             h.setBasis(self.bases[j])
         for attempt in range(3):
-            self.cold_retries += attempt > 0
+            self._cold_retries[w] += attempt > 0
             if not self._run_pricing(w, attempt):
                 continue
             sol = h.getSolution()
@@ -1284,7 +1330,6 @@ class _ComponentCG:
         alpha_next = self.alpha
         full = False  # partial pricing first: only outputs in use in the RMP or just entered
         recent = np.zeros(0, dtype=np.int64)
-        owner = np.zeros(0, dtype=np.int64)
         box_center: np.ndarray | None = None
         width = 0.0
         self.deadline = deadline
@@ -1304,6 +1349,7 @@ class _ComponentCG:
             for it in range(1, max_iterations + 1):
                 mu_r, obj_r, lam, box_center, width = self.solve_master_in_box(box_center, width)
                 binding = box_center is not None and self.box_binding()
+                lam = self.retire_columns(lam)
                 scale = max(abs(obj_r), abs(upper) if np.isfinite(upper) else 0.0, 1e-300)
                 tau, price_tol = self.tolerances(scale)
                 alpha = alpha_next if mu_c is not None else 0.0
@@ -1313,10 +1359,8 @@ class _ComponentCG:
                 cheap = self.open_shares(mu_s)
                 candidates = cheap < -tau
                 if not full:
-                    if owner.size != len(self.col_owner):
-                        owner = np.asarray(self.col_owner, dtype=np.int64)
                     in_use = np.zeros(self.Kc, dtype=bool)
-                    in_use[owner[lam > 0]] = True
+                    in_use[np.asarray(self.col_owner, dtype=np.int64)[lam > 0]] = True
                     in_use[recent] = True
                     candidates &= in_use
                 js = np.flatnonzero(candidates)
@@ -1465,6 +1509,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
     master_retries = 0
     master_tightenings = 0
     n_columns = 0
+    columns_retired = 0
     kept_sizes: list[int] = []
     dominated: list[dict[str, float]] = []
     ascent: list[dict[str, float]] = []
@@ -1569,7 +1614,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         cold_retries += cg.cold_retries
         master_retries += cg.master_retries
         master_tightenings += cg.master_tightenings
-        n_columns += len(cg.col_owner)
+        n_columns += cg.columns_added
+        columns_retired += cg.columns_retired
         if cg.lazy is not None:
             lazy_rows.append({"records": int(cg.m), "mdp_rows": int(cg.E), "start_rows": int(cg.lazy.start.size),
                               "mean_rows_carried": cg.lazy.rows_carried / max(cg.lazy.solves, 1),
@@ -1598,7 +1644,7 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
         method=method_name, status=status, mechanism=X, objective=upper, lower_bound=lower, upper_bound=upper,
         rel_gap=rel_gap, iterations=len(history), time_s=time.perf_counter() - t0, verification=report,
         history=tuple(history),
-        details={"n_columns": n_columns, "pricing_lp_solves": lp_solves, "transport_certified": transport_certified,
+        details={"n_columns": n_columns, "columns_retired": columns_retired, "pricing_lp_solves": lp_solves, "transport_certified": transport_certified,
                  "pricing_cold_retries": cold_retries,
                  "master_retries": master_retries, "master_tightenings": master_tightenings,
                  "component_sizes": sizes,

@@ -85,9 +85,25 @@ class LazyRows:
         self.last: list[Saved] = [(self.start, None, None)] * workers
         self.rows: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * workers  # what each model carries
         self._held = [np.zeros(E, dtype=bool) for _ in range(workers)]
-        self.separation_rounds = 0
-        self.rows_carried = 0  # rows of the LPs solved, summed (with :attr:`solves`: a mean)
-        self.solves = 0
+        # per worker (each worker index is used by one thread at a time, so no count is lost)
+        self._rounds = [0] * workers
+        self._carried = [0] * workers
+        self._solves = [0] * workers
+
+    @property
+    def separation_rounds(self) -> int:
+        """Separation rounds (re-solves after adding rows), summed over the workers."""
+        return sum(self._rounds)
+
+    @property
+    def rows_carried(self) -> int:
+        """Rows of the LPs solved, summed (with :attr:`solves`: a mean)."""
+        return sum(self._carried)
+
+    @property
+    def solves(self) -> int:
+        """Lazy pricing LPs solved (each after its last separation round)."""
+        return sum(self._solves)
 
     def reverse(self, rows: np.ndarray) -> np.ndarray:
         """The rows ``(j, i)`` of rows ``(i, j)`` that have one."""
@@ -135,7 +151,7 @@ class LazyRows:
                   int(sub.nnz), sub.indptr[:-1].astype(np.int32), sub.indices.astype(np.int32), sub.data)
         self._held[w][rows] = True
         self.rows[w] = np.concatenate([self.rows[w], rows])
-        self.separation_rounds += 1
+        self._rounds[w] += 1
 
     def keep(self, h: Any, w: int, j: int) -> None:
         """After output ``j``'s LP was solved on worker ``w``: keep its rows and basis for its next
@@ -147,8 +163,8 @@ class LazyRows:
         self.saved[j] = (rows, col_status, row_status)
         keep = (col_status[m:] == _BASIC) | self._is_start[rows]
         self.last[w] = (rows[keep], np.concatenate([col_status[:m], col_status[m:][keep]]), row_status)
-        self.rows_carried += rows.size
-        self.solves += 1
+        self._carried[w] += rows.size
+        self._solves[w] += 1
 
     def multipliers(self, w: int, col_value: np.ndarray) -> np.ndarray:
         """The whole LP's mDP-row multipliers ``y >= 0`` (length ``E``) from worker ``w``'s model's
