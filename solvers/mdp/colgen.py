@@ -966,7 +966,8 @@ class _ComponentCG:
 
     def retire_columns(self, lam: np.ndarray) -> np.ndarray:
         """After a master solve with column weights ``lam``: count the solves each column sat idle
-        (weight 0, reduced cost above :attr:`enter_tol`, so nonbasic), and delete from the master the
+        (weight 0, reduced cost above :attr:`enter_tol`, so nonbasic; never the first, the uniform
+        vector, which keeps the master feasible), and delete from the master the
         columns idle for :data:`COLUMN_IDLE_SOLVES` solves while it holds more than
         :data:`COLUMN_POOL_PER_RECORD` per record. The basis stays valid (only nonbasic columns go)
         and so does the solution. Returns ``lam`` without the deleted columns' (zero) weights. Call it
@@ -976,6 +977,7 @@ class _ComponentCG:
             return lam
         rc = np.asarray(self.master.getSolution().col_dual, dtype=float)[self.n_slack:]
         idle = (lam <= 0.0) & (rc > self.enter_tol)
+        idle[0] = False  # the uniform start column: with it the master is always feasible
         self.col_idle = np.where(idle, self.col_idle + 1, 0)
         if n <= COLUMN_POOL_PER_RECORD * self.m:
             return lam

@@ -265,3 +265,54 @@ def test_open_shares_in_blocks_equal_the_whole_array_form(chunk: int, monkeypatc
     Q = rng.normal(size=(37, 23))
     mu = rng.normal(size=23)
     assert np.array_equal(colgen.open_shares(Q, mu), np.minimum(0.0, Q - mu).sum(axis=1))
+
+
+def _master_matches_its_columns(cg: colgen._ComponentCG) -> bool:
+    """The master's columns after the slacks are exactly ``col_owner``/``col_ray`` (cost and entries)."""
+    lp = cg.master.getLp()
+    n = len(cg.col_owner)
+    if lp.num_col_ != cg.n_slack + n or len(cg.col_ray) != n or cg.col_idle.size != n:
+        return False
+    cost = np.asarray(lp.col_cost_)[cg.n_slack:]
+    want = np.array([cg.G[:, k] @ v for k, v in zip(cg.col_owner, cg.col_ray)])
+    start, index, value = (np.asarray(a) for a in (lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_))
+    for c, v in enumerate(cg.col_ray):
+        col = np.zeros(cg.m)
+        sl = slice(start[cg.n_slack + c], start[cg.n_slack + c + 1])
+        col[index[sl]] = value[sl]
+        if not np.allclose(col, v, rtol=0, atol=1e-15):
+            return False
+    return bool(np.allclose(cost, want, rtol=1e-12, atol=0))
+
+
+def test_retired_columns_leave_the_master_consistent_and_the_optimum(monkeypatch) -> None:
+    """Columns idle in the RMP are deleted from HiGHS's model and from the bookkeeping alike (checked
+    after every retirement: costs and entries column by column), and the run still ends at
+    ``direct``'s optimum, verified. The check can fail: a column deleted from the model alone is caught."""
+    monkeypatch.setattr(colgen, "COLUMN_IDLE_SOLVES", 1)
+    monkeypatch.setattr(colgen, "COLUMN_POOL_PER_RECORD", 0)
+    checked: list[int] = []
+    retire = colgen._ComponentCG.retire_columns
+
+    def checking(self: colgen._ComponentCG, lam: np.ndarray) -> np.ndarray:
+        out = retire(self, lam)
+        assert out.size == len(self.col_owner) and _master_matches_its_columns(self)
+        checked.append(self.columns_retired)
+        return out
+
+    monkeypatch.setattr(colgen._ComponentCG, "retire_columns", checking)
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 1.5)
+    direct = solve_direct(p)
+    r = solve_colgen(p, gap=1e-7, dominance=False)
+    assert r.details["columns_retired"] > 0 and checked and max(checked) > 0
+    verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert r.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert r.lower_bound <= direct.objective * (1 + 1e-9)
+    # negative control
+    cg = colgen._ComponentCG(p, np.arange(p.n), np.arange(p.K), 1, 1e-6, 0.0)
+    try:
+        assert _master_matches_its_columns(cg)
+        cg.master.deleteCols(1, np.array([cg.n_slack], dtype=np.int32))
+        assert not _master_matches_its_columns(cg)
+    finally:
+        cg.close()
