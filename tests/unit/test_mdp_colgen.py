@@ -246,10 +246,16 @@ def test_a_stall_short_of_the_gap_tightens_the_master(tmp_path: Path, monkeypatc
 def test_a_tight_gap_is_certified_with_the_master_at_highs_floor(tmp_path: Path, monkeypatch) -> None:
     """The same 90 points at a 1e-6 target: the master starts at 1e-9 and stalls at a gap of about
     1.06e-6; tightened to HiGHS's floor 1e-10 it is certified. With the floor at 1e-9 (stop 29) it
-    stalls short of the target."""
+    stalls short of the target. Since stop 38 (the primal simplex in warm master re-solves, idle
+    columns retired) this instance is certified without a tightening; the stall is reproduced with
+    stop 37's master (the dual simplex, every column kept)."""
     f = tmp_path / "pts.csv"
     np.savetxt(f, np.random.default_rng(11).normal(size=(90, 2)), delimiter=",", header="x,y", comments="")
     p = build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 1.0, 0.6)
+    r = solve_colgen(p, gap=1e-6)
+    assert r.status == "optimal" and r.rel_gap <= 1e-6
+    monkeypatch.setattr(colgen, "PRIMAL_SIMPLEX", colgen.DUAL_SIMPLEX)
+    monkeypatch.setattr(colgen, "COLUMN_POOL_PER_RECORD", np.inf)
     r = solve_colgen(p, gap=1e-6)
     assert r.status == "optimal" and r.rel_gap <= 1e-6
     assert r.details["master_tightenings"] >= 1
@@ -314,5 +320,36 @@ def test_retired_columns_leave_the_master_consistent_and_the_optimum(monkeypatch
         assert _master_matches_its_columns(cg)
         cg.master.deleteCols(1, np.array([cg.n_slack], dtype=np.int32))
         assert not _master_matches_its_columns(cg)
+    finally:
+        cg.close()
+
+
+def test_the_unboxed_resolve_puts_back_the_boxed_basis_and_the_primal_simplex() -> None:
+    """The upper bound's re-solve without the dual box runs the dual simplex, then restores the
+    boxed master's basis and the primal simplex of the warm re-solves: the next boxed solve takes
+    no pivot. The check can fail: from the unboxed optimum's basis the same solve pivots."""
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 1.5)
+    cg = colgen._ComponentCG(p, np.arange(p.n), np.arange(p.K), 1, 1e-6, 0.0)
+    try:
+        cg.solve_master()
+        centre = cg.G.min(axis=1)  # the trivial duals, far below the optimum's: the box binds
+        width = 1e-3 * float(centre.mean())
+        cg.set_box(centre, width)
+        cg.master.setOptionValue("simplex_strategy", colgen.PRIMAL_SIMPLEX)
+        cg.solve_master()
+        assert cg.box_binding()
+        rows, _ = cg.unboxed_rows(centre, width)
+        verify_mechanism(rows, p.dataset.distance, p.eps, eta=p.eta)
+        assert cg.master.getOptionValue("simplex_strategy")[1] == colgen.PRIMAL_SIMPLEX
+        cg.solve_master()
+        assert cg.master.getInfo().simplex_iteration_count == 0
+        # negative control: the unboxed optimum's basis, as before stop 38
+        cg.set_box(None, 0.0)
+        cg.solve_master()
+        unboxed = cg.master.getBasis()
+        cg.set_box(centre, width)
+        cg.master.setBasis(unboxed)
+        cg.solve_master()
+        assert cg.master.getInfo().simplex_iteration_count > 0
     finally:
         cg.close()
