@@ -326,8 +326,9 @@ def test_retired_columns_leave_the_master_consistent_and_the_optimum(monkeypatch
 
 def test_the_unboxed_resolve_puts_back_the_boxed_basis_and_the_primal_simplex() -> None:
     """The upper bound's re-solve without the dual box runs the dual simplex, then restores the
-    boxed master's basis and the primal simplex of the warm re-solves: the next boxed solve takes
-    no pivot. The check can fail: from the unboxed optimum's basis the same solve pivots."""
+    boxed master's basis (unless the unboxed duals lie in the box) and the primal simplex of the warm
+    re-solves: the next boxed solve takes no pivot. The check can fail: from the unboxed optimum's
+    basis the same solve pivots."""
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 1.5)
     cg = colgen._ComponentCG(p, np.arange(p.n), np.arange(p.K), 1, 1e-6, 0.0)
     try:
@@ -351,5 +352,15 @@ def test_the_unboxed_resolve_puts_back_the_boxed_basis_and_the_primal_simplex() 
         cg.master.setBasis(unboxed)
         cg.solve_master()
         assert cg.master.getInfo().simplex_iteration_count > 0
+        # the box moved onto the unboxed optimum's duals (as when the centre moves): that basis is
+        # kept, optimal for the boxed master too
+        cg.set_box(None, 0.0)
+        mu, _, _ = cg.solve_master()
+        cg.set_box(centre, width)
+        cg.solve_master()
+        cg.set_box(mu, width)
+        cg.unboxed_rows(mu, width)
+        cg.solve_master()
+        assert cg.master.getInfo().simplex_iteration_count == 0
     finally:
         cg.close()
