@@ -1220,12 +1220,10 @@ class _ComponentCG:
             if not self._run_pricing(w, attempt):
                 continue
             sol = h.getSolution()
-            if self.lazy is not None:  # z: the row duals; y: the rows it carries, zero on the others
+            if self.dual_pricing:  # z: the row duals; y: the first E columns (lazy: the rows carried)
                 z = np.clip(np.asarray(sol.row_dual, dtype=float), 0.0, None)
-                y = self.lazy.multipliers(w, np.asarray(sol.col_value, dtype=float)) * scale
-            elif self.dual_pricing:  # z: the row duals; y: the first E columns
-                z = np.clip(np.asarray(sol.row_dual, dtype=float), 0.0, None)
-                y = np.maximum(0.0, np.asarray(sol.col_value, dtype=float)[:self.E]) * scale
+                y = (self.lazy.multipliers(w, np.asarray(sol.col_value, dtype=float)) if self.lazy is not None
+                     else np.maximum(0.0, np.asarray(sol.col_value, dtype=float)[:self.E])) * scale
             else:
                 z = np.clip(np.asarray(sol.col_value, dtype=float), 0.0, None)
                 y = np.maximum(0.0, -np.asarray(sol.row_dual, dtype=float)) * scale  # mDP-row duals, >= 0

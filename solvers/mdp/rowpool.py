@@ -50,6 +50,13 @@ _STATUSES = [highspy.HighsBasisStatus(v) for v in range(5)]  # kLower, kBasic, k
 _BASIC = int(highspy.HighsBasisStatus.kBasic)
 
 
+def _first_per_record(order: np.ndarray, src: np.ndarray, k: int) -> np.ndarray:
+    """The entries of ``order`` (rows sorted by their source record ``src``, then by preference) that
+    are among the first ``k`` of their source record."""
+    s = src[order]
+    return order[(np.arange(order.size) - np.searchsorted(s, s, side="left")) < k]
+
+
 def _codes(statuses: list[Any]) -> np.ndarray:
     """Basis statuses as int8 codes (highspy returns a 56-byte object per entry)."""
     return np.fromiter(map(int, statuses), dtype=np.int8, count=len(statuses))
@@ -74,9 +81,7 @@ class LazyRows:
         self.E, self.m = E, m
         self.tolerance = tolerance
         self._pairs = PairIndex(self.src, self.dst, m)
-        order = np.lexsort((self.weight, self.src))
-        first_of = np.searchsorted(self.src[order], np.arange(m))
-        near = order[(np.arange(E) - first_of[self.src[order]]) < start_neighbours]
+        near = _first_per_record(np.lexsort((self.weight, self.src)), self.src, start_neighbours)
         self.start = np.unique(np.concatenate([near, self.reverse(near)]))
         self._is_start = np.zeros(E, dtype=bool)
         self._is_start[self.start] = True
@@ -137,9 +142,7 @@ class LazyRows:
         cand = np.flatnonzero((v > self.tolerance) & ~self._held[w])
         if not cand.size:
             return cand
-        order = cand[np.lexsort((-v[cand], self.src[cand]))]
-        first_of = np.searchsorted(self.src[order], self.src[order], side="left")
-        pick = order[(np.arange(order.size) - first_of) < ADD_PER_RECORD]
+        pick = _first_per_record(cand[np.lexsort((-v[cand], self.src[cand]))], self.src, ADD_PER_RECORD)
         both = np.unique(np.concatenate([pick, self.reverse(pick)]))
         return both[~self._held[w][both]]
 
