@@ -9,10 +9,13 @@ than records: the text dataset and points with every pair a neighbour keep every
 (text 1,000: 999,000 rows for 1,000 records), and HiGHS then spends 0.27 s on a cold pricing LP of
 300 random 2-D points (89,700 rows; 0.14 s warm), and stop 36 measured 13.5 s for building the two
 workers' models of 1,500 such points. An optimal
-vertex needs few of them: every vertex is ``z_i = exp(-eps delta(i, S))`` for a set ``S`` of
-records at 1 (``delta`` the mDP graph's shortest paths), tight on the rows along shortest paths to
-``S`` only; but ``S`` differs from output to output, so all outputs together need most rows (one
-pool shared by the outputs grew to 79 % of them on 120 points, and was 3.6x slower than all rows).
+vertex needs few of them: it is fixed by ``m`` independent tight constraints, bounds ``z_i = 1`` and
+rows, the rows a forest of at most ``m - 1``. (It is not always ``z_i = exp(-eps delta(i, S))`` for
+the set ``S`` of records at 1, as stop 37 wrote here: three points (0, 0), (2, 0), (2, 1) at eps 1,
+every pair a neighbour, have the vertex ``(1, e^-2, e^-1)``, tight on ``z_1 <= 1``, ``z_1 <= e^2
+z_2`` and ``z_3 <= e z_2``.) But the tight rows differ from output to output, so all outputs
+together need most rows (one pool shared by the outputs grew to 79 % of them on 120 points, and was
+3.6x slower than all rows).
 
 So each output's LP carries its own rows: those between each record and its
 :data:`START_NEIGHBOURS` nearest neighbours, the rows it carried at its last pricing, and, after each
