@@ -128,3 +128,31 @@ def test_dense_components_do_not_switch_to_the_ipm(tmp_path: Path, lazy: bool, m
     else:
         with pytest.raises(_Switched):
             colgen.solve_colgen(p, gap=1e-6, max_iterations=3)
+
+
+def test_the_saved_basis_and_the_loaded_columns_are_highs_own(tmp_path: Path, monkeypatch) -> None:
+    """The basis codes kept from HiGHS's basic variables equal its full status lists, and the model
+    loaded from ``A``'s arrays is ``[I, A[rows]']`` with that basis (stop 39 replaced the slower
+    ``getBasis`` lists and scipy's stacking with both)."""
+    import scipy.sparse as sp
+
+    p = _complete(tmp_path, n=30)
+    cg = _component(p, monkeypatch, lazy=True)
+    mu = cg.G.mean(axis=1)
+    cg.price(np.arange(6), mu, 1e-12)
+    h = cg.pricers[0]
+    b = h.getBasis()
+    col, row = rowpool._basis_codes(h, h.getNumCol(), h.getNumRow())
+    assert np.array_equal(col, rowpool._codes(b.col_status)) and np.array_equal(row, rowpool._codes(b.row_status))
+    assert (col == rowpool._BASIC).sum() + (row == rowpool._BASIC).sum() == cg.m
+    j = int(np.flatnonzero([s is not None for s in cg.lazy.saved])[0])
+    cg.lazy.load(h, 0, j)
+    saved_rows, saved_col, saved_row = cg.lazy.saved[j]
+    a = h.getLp().a_matrix_
+    got = sp.csc_matrix((np.asarray(a.value_), np.asarray(a.index_), np.asarray(a.start_)),
+                        shape=(cg.m, cg.m + saved_rows.size))
+    want = sp.hstack([sp.identity(cg.m, format="csc"), cg.A[saved_rows].T], format="csc")
+    assert abs(got - want).max() == 0.0
+    b = h.getBasis()
+    assert np.array_equal(rowpool._codes(b.col_status), saved_col)
+    assert np.array_equal(rowpool._codes(b.row_status), saved_row)
