@@ -40,7 +40,10 @@ import scipy.sparse as sp
 from solvers.lp.highs import pass_arrays
 from solvers.mdp.rowops import PairIndex, edge_structure
 
-#: every lazy pricing LP carries the rows between each record and this many nearest neighbours (not tuned)
+#: every lazy pricing LP carries the rows between each record and this many nearest neighbours. First
+#: pricings at the first master's duals (stop 39, `/tmp/s39/sn.py`, two workers): 600 random points,
+#: 60 outputs, 83 / 47 / 46 ms each with 4 / 8 / 16; 1,500 points, 40 outputs, 125 / 219 / 237 ms
+#: with 8 / 16 / 32
 START_NEIGHBOURS = 8
 
 #: rows added per record and separation round (its most violated ones). 300 random points with every
@@ -105,7 +108,7 @@ class LazyRows:
     :meth:`load`; each knows which rows it carries."""
 
     def __init__(self, A: sp.csr_matrix, n_outputs: int, workers: int, tolerance: float,
-                 start_neighbours: int = START_NEIGHBOURS) -> None:
+                 start_neighbours: int | None = None) -> None:
         A = sp.csr_matrix(A)
         E, m = A.shape
         self.src, self.dst, self.weight = edge_structure(A)  # weight exp(eps d) >= 1
@@ -119,7 +122,9 @@ class LazyRows:
         self.E, self.m = E, m
         self.tolerance = tolerance
         self._pairs = PairIndex(self.src, self.dst, m)
-        near = _first_per_record(np.lexsort((self.weight, self.src)), self.src, start_neighbours)
+        # the module's value at call time (a default argument would freeze it at import)
+        k = START_NEIGHBOURS if start_neighbours is None else start_neighbours
+        near = _first_per_record(np.lexsort((self.weight, self.src)), self.src, k)
         self.start = np.unique(np.concatenate([near, self.reverse(near)]))
         self._is_start = np.zeros(E, dtype=bool)
         self._is_start[self.start] = True

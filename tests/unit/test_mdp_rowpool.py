@@ -38,6 +38,7 @@ def test_dense_components_price_lazily_and_exactly(tmp_path: Path, monkeypatch) 
     cg = _component(p, monkeypatch, lazy=True)
     assert cg.lazy is not None and cg.dual_pricing
     assert cg.lazy.start.size < cg.E  # the LPs start from a few rows per record
+    assert cg.lazy.start.size <= 2 * 2 * cg.m  # 2 nearest per record and their reverses (the patch holds)
     rng = np.random.default_rng(1)
     for _ in range(3):
         mu = cg.G.mean(axis=1) + rng.normal(0, 0.02 * cg.G.mean(), cg.m)
