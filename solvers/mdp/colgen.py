@@ -62,6 +62,7 @@ dual of the RMP, and its solution is the RMP's row duals. So it is offered as ``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -243,6 +244,19 @@ class _OutOfTime(Exception):
 
 #: components of at least this many records report their slow phases to ``solve_colgen``'s ``status``
 STATUS_MIN_RECORDS = 200
+
+
+@contextlib.contextmanager
+def _highs_options(h: Any, options: dict[str, Any]) -> Any:
+    """Set HiGHS ``options`` on ``h`` for the ``with`` block, then put back the values they had."""
+    saved = {key: h.getOptionValue(key)[1] for key in options}
+    for key, value in options.items():
+        h.setOptionValue(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            h.setOptionValue(key, value)
 
 
 def _say_nothing(_text: str) -> None:
@@ -1046,16 +1060,10 @@ class _ComponentCG:
                 if options and all(h.getOptionValue(key)[1] == value for key, value in options.items()):
                     continue  # the cold re-solve just ran with these
                 with _RETRY_LOCK:
-                    saved = {key: h.getOptionValue(key)[1] for key in options}
-                    for key, value in options.items():
-                        h.setOptionValue(key, value)
-                    h.clearSolver()
-                    try:
+                    with _highs_options(h, options):
+                        h.clearSolver()
                         self._master_time_limit(reserve)
                         h.run()
-                    finally:
-                        for key, value in saved.items():
-                            h.setOptionValue(key, value)
                     status = h.modelStatusToString(h.getModelStatus())
                     sol = h.getSolution()
                     residual = float(h.getInfo().max_primal_infeasibility)
@@ -1125,15 +1133,13 @@ class _ComponentCG:
         basis = self.master.getBasis() if center is not None else None
         if center is not None:
             self.set_box(None, 0.0)
-        strategy = self.master.getOptionValue("simplex_strategy")[1]
-        self.master.setOptionValue("simplex_strategy", DUAL_SIMPLEX)  # the slacks' bounds close
         try:
             # its rows come next and are verified here: only the end's verification remains
-            mu, _, lam = self.solve_master(reserve=1.0)
+            with _highs_options(self.master, {"simplex_strategy": DUAL_SIMPLEX}):  # the slacks' bounds close
+                mu, _, lam = self.solve_master(reserve=1.0)
             if center is not None and bool(np.all(np.abs(mu - center) <= width)):
                 basis = None
         finally:
-            self.master.setOptionValue("simplex_strategy", strategy)
             if center is not None:
                 self.set_box(center, width)
                 if basis is not None and basis.valid:

@@ -118,7 +118,6 @@ class LazyRows:
         # row e's two entries are A.indices/A.data[2e : 2e + 2] (edge_structure: two per row)
         if not np.array_equal(A.indptr, 2 * np.arange(E + 1)):  # pragma: no cover - edge_structure checked it
             raise ValueError("every mDP row must store exactly two entries")
-        self._entry_pos = np.arange(2, dtype=np.int64)
         self.E, self.m = E, m
         self.tolerance = tolerance
         self._pairs = PairIndex(self.src, self.dst, m)
@@ -183,7 +182,7 @@ class LazyRows:
     def _columns(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``rows`` of ``A`` as columns: starts (``rows.size + 1``), indices and values, exactly
         ``A[rows].T`` in CSC form."""
-        pos = (2 * rows[:, None] + self._entry_pos).ravel()
+        pos = (2 * rows[:, None] + np.arange(2)).ravel()
         return 2 * np.arange(rows.size + 1), self.A.indices[pos], self.A.data[pos]
 
     def violated(self, w: int, z: np.ndarray) -> np.ndarray:

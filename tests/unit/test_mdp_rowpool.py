@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from solvers.mdp import colgen, rowpool
@@ -135,8 +136,6 @@ def test_the_saved_basis_and_the_loaded_columns_are_highs_own(tmp_path: Path, mo
     """The basis codes kept from HiGHS's basic variables equal its full status lists, and the model
     loaded from ``A``'s arrays is ``[I, A[rows]']`` with that basis (stop 39 replaced the slower
     ``getBasis`` lists and scipy's stacking with both)."""
-    import scipy.sparse as sp
-
     p = _complete(tmp_path, n=30)
     cg = _component(p, monkeypatch, lazy=True)
     mu = cg.G.mean(axis=1)
