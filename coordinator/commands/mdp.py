@@ -8,6 +8,7 @@ iteration goes to stderr on a terminal (quiet with ``--json -`` or without a TTY
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import math
 import sys
@@ -182,6 +183,19 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
     }
 
 
+def partition_seed(seed: str | int | None) -> int:
+    """The k-means seed of ``--seed``: the integer itself when it is one >= 0 (so existing seeds give
+    the partitions they always gave), else 31 bits of its SHA-256, so a negative or non-numeric seed
+    is reproducible too (until stop 41 ``-1`` crashed numpy's generator with a traceback and a word
+    went through Python's per-process salted ``hash``, a different partition on every run)."""
+    if seed is None:
+        return 0
+    text = str(seed).strip()
+    if text.isdigit():
+        return int(text)
+    return int.from_bytes(hashlib.sha256(f"securelp/partition-seed/{text}".encode()).digest()[:4], "big") >> 1
+
+
 def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable[[Any], None],
            status: Callable[[str], None], time_limit: float | None = None) -> Any:
     """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
@@ -193,14 +207,10 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
     elif args.method == "bd":
         from solvers.mdp.bd import solve_bd
 
-        try:
-            part_seed = int(seed) if seed is not None else 0
-        except ValueError:
-            part_seed = abs(hash(seed)) % (2**31)
         return solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
                         decomposition=args.decomposition, max_iterations=args.max_iterations,
                         time_limit=time_limit if time_limit is not None else float("inf"),
-                        workers=args.workers, seed=part_seed, initial_cuts=not args.no_initial_cuts,
+                        workers=args.workers, seed=partition_seed(seed), initial_cuts=not args.no_initial_cuts,
                         exact_check=args.exact_check, dual_ascent=args.dual_ascent,
                         first_order=args.first_order, progress=progress, status=status)
     elif args.method == "colgen":

@@ -249,3 +249,30 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
     assert rc == 0 and seen[-1] is None
     rc, _ = _run(tmp_path, *base, "--time-limit", "-1")
     assert rc == int(ExitCode.INPUT)
+
+
+def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
+    """``--seed -1`` used to end in numpy's traceback (k-means got the negative integer), and a word went
+    through Python's salted ``hash``, so its partition changed from one process to the next; both now
+    give a fixed partition, and a non-negative integer keeps the one it always gave."""
+    import os
+    import subprocess
+    import sys
+
+    from coordinator.commands.mdp import partition_seed
+
+    assert partition_seed(None) == 0 and partition_seed("7") == 7 and partition_seed(12) == 12
+    for seed in ("-1", "abc", "1.5"):
+        assert 0 <= partition_seed(seed) < 2**31 and partition_seed(seed) == partition_seed(seed)
+    assert len({partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
+    base = ["--dataset", "grid", "--rows", "6", "--cols", "6", "--eps", "1", "--eta", "1.5", "--method", "bd",
+            "--subsets", "4"]
+    rc, rep = _run(tmp_path, *base, "--seed", "-1")
+    assert rc == 0 and rep["status"] == "optimal"
+    seeds = []
+    for salt in ("1", "2"):  # two processes with different string hashing
+        code = "from coordinator.commands.mdp import partition_seed; print(partition_seed('abc'))"
+        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": salt}, check=True,
+                              capture_output=True, text=True, timeout=60)
+        seeds.append(int(done.stdout))
+    assert seeds[0] == seeds[1] == partition_seed("abc")

@@ -86,6 +86,16 @@ def test_malformed_points_file_names_the_line(tmp_path: Path) -> None:
         load_dataset("points", path=str(g))
     with pytest.raises(InputError, match="cannot read"):
         load_dataset("points", path=str(tmp_path / "missing.csv"))
+    # a header naming another number of columns than the records have (stop 41: it was ignored);
+    # a labelled file's header may or may not name the label column
+    w = tmp_path / "wide.csv"
+    w.write_text("x,y,z\n0,0\n1,1\n")
+    with pytest.raises(InputError, match=r"wide.csv, line 1: the header names 3 columns but the first record \(line 2\) has 2"):
+        load_dataset("points", path=str(w))
+    for header in ("name,x,y", "x,y"):
+        ok = tmp_path / "labelled.csv"
+        ok.write_text(f"{header}\na,0,0\nb,1,1\n")
+        assert load_dataset("points", path=str(ok)).labels == ("a", "b")
 
 
 def test_duplicate_points_are_refused_naming_both(tmp_path: Path) -> None:
