@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from coordinator.commands.common import non_negative_int, positive_int
 from coordinator.reporting import check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 from solvers.files import write_atomically
@@ -26,23 +27,6 @@ from solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_
 from solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 #: Default wall-clock limit (s) of one chain release from the CLI (the library has none).
@@ -82,11 +66,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
     r.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
     r.add_argument("--seed", default=None, help="reproducible-simulation mode: seed of the noise (flagged in the report)")
-    r.add_argument("--repeat", type=_positive_int, default=1, metavar="R", help="independent releases (default 1)")
-    r.add_argument("--max-size", type=_positive_int, default=None, metavar="N",
+    r.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="independent releases (default 1)")
+    r.add_argument("--max-size", type=positive_int, default=None, metavar="N",
                    help="largest group size (default: the data's; synthetic: 1000)")
-    r.add_argument("--synthetic-seed", type=int, default=0, help="seed of the synthetic instance (default 0)")
-    r.add_argument("--total", type=_non_negative_int, default=None, metavar="G",
+    r.add_argument("--synthetic-seed", type=non_negative_int, default=0, help="seed of the synthetic instance (default 0)")
+    r.add_argument("--total", type=non_negative_int, default=None, metavar="G",
                    help="optional check: the public total G must equal the data's number of groups")
     r.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     r.add_argument("--out", metavar="CSV", default=None, help="write the (last) released counts here")
@@ -97,9 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "noisy counts for hdp/hqp/topdown, noisy cumulative counts c_s = #groups of size >= s "
                         "for cdp/cqp/chain.")
     q.add_argument("--noisy", required=True, metavar="FILE")
-    q.add_argument("--total", required=True, type=_non_negative_int, metavar="G", help="public number of groups G")
+    q.add_argument("--total", required=True, type=non_negative_int, metavar="G", help="public number of groups G")
     q.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
-    q.add_argument("--max-size", type=_positive_int, default=None, metavar="N",
+    q.add_argument("--max-size", type=positive_int, default=None, metavar="N",
                    help="largest group size (default: the largest size in the file)")
     q.add_argument("--cumulative-order", choices=["ge", "le"], default="ge",
                    help="cumulative inputs: ge (default) c_s = #groups of size >= s (c_1 = total); "

@@ -47,14 +47,24 @@ def refuse_inapplicable(args: argparse.Namespace, option: str, choice: str,
         raise InputError(f"{option} {choice} does not use {'; '.join(unused)}")
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (seeds of numpy's generators, counts): ``--data-seed -1`` and
+    ``--synthetic-seed -1`` ended in numpy's traceback until stop 41."""
+    return _int_at_least(text, 0, "a non-negative integer")
 
 
 def positive_float(text: str) -> float:

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coordinator.commands.common import STATUS_EXIT, positive_float
+from coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
 from coordinator.examples import EXAMPLES, mangasarian_example
 from coordinator.leakage import audit_entry, check_against_truth
 from coordinator.protocol import SessionConfig, run_secure_lp
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--transport", choices=["grpc", "inprocess"], default="grpc",
                    help="grpc: real party processes with mTLS (default); inprocess: simulated parties")
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial")
-    p.add_argument("--data-seed", type=int, default=0, help="seed of the (public, synthetic) example data")
+    p.add_argument("--data-seed", type=non_negative_int, default=0, help="seed of the (public, synthetic) example data")
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
     p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
     p.set_defaults(func=run)
