@@ -335,7 +335,11 @@ def test_bd_without_initial_cuts_and_single_subset() -> None:
 
 def test_bd_history_and_iteration_cap() -> None:
     p = build_pmo(load_dataset("grid", rows=4, cols=5), 1.0, 1.5)
-    r = solve_bd(p, partitioner="kmdv", n_subsets=2, gap=1e-9)
+    notes: list[str] = []
+    r = solve_bd(p, partitioner="kmdv", n_subsets=2, gap=1e-9, status=notes.append)
+    # one note before the first iteration: the master's size (a terminal shows nothing else while
+    # a large master is solved for minutes)
+    assert len(notes) == 1 and notes[0].startswith(f"Qiu's master over {r.partition['n_boundary']} boundary records x 20")
     lowers = [h.lower for h in r.history]
     uppers = [h.upper for h in r.history]
     assert all(b >= a - 1e-12 for a, b in itertools.pairwise(lowers))
