@@ -336,5 +336,6 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     if args.method == "direct":
         fixes.append("use --method bd --decomposition columns (certified; docs/mdp.md)")
     if args.method == "bd" and args.decomposition == "records":
-        fixes.append("use --decomposition columns (Qiu's record BD stalls at large eps*d; docs/mdp.md)")
+        fixes.append("use --decomposition columns (Qiu's record BD stalls at large eps*d, and its master, every "
+                     "boundary record for every output, is slow on large data; docs/mdp.md, Known weaknesses)")
     return text + (": " + ", or ".join(fixes) if fixes else "")

@@ -357,9 +357,13 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         b = verified(assemble(x, [cheapest(Im) if y is None else y for Im, y in zip(internal_ids, ys)]))
         return min(a, b, key=lambda candidate: candidate[0])
 
+    # every record on its cheapest output: a lower bound before any master solve has given one (an
+    # iteration cut short by the time limit showed "lower -inf" on the terminal and null in the JSON)
+    trivial = float(problem.cost.min(axis=1).sum())
+
     def on_iteration(rec: BendersIteration) -> None:
         if progress is not None:
-            progress(IterationRecord(rec.iteration, rec.lower, rec.upper, rec.seconds))
+            progress(IterationRecord(rec.iteration, max(rec.lower, trivial), rec.upper, rec.seconds))
 
     engine = BendersEngine(master, blocks, upper_bound_fn=upper_bound, repair_upper_bound_fn=repaired_upper_bound,
                            workers=workers)
@@ -380,10 +384,10 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     upper = problem.objective_of(X)
     # the trivial bound (every record on its cheapest output) stands when the time limit came
     # before the first master solve
-    lower = min(max(res.lower_bound, float(problem.cost.min(axis=1).sum())), upper)
+    lower = min(max(res.lower_bound, trivial), upper)
     rel_gap = (upper - lower) / max(abs(upper), 1e-300)
     status = "optimal" if rel_gap <= gap else res.status
-    history = tuple(IterationRecord(h.iteration, h.lower, h.upper, h.seconds) for h in res.history)
+    history = tuple(IterationRecord(h.iteration, max(h.lower, trivial), h.upper, h.seconds) for h in res.history)
     part = {
         "method": partition.method,
         "decomposition": "records",

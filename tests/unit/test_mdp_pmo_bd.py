@@ -356,6 +356,8 @@ def test_bd_under_a_time_limit_spent_before_the_first_master_solve() -> None:
     assert r.verification.max_mdp_violation <= 1e-9 and r.verification.max_row_sum_error <= 1e-9
     assert r.lower_bound == pytest.approx(float(p.cost.min(axis=1).sum()))
     assert r.upper_bound == pytest.approx(p.objective_of(r.mechanism)) and r.lower_bound <= r.upper_bound
+    # the iteration's record carries that bound too, not -inf (stop 41)
+    assert r.history[0].lower == pytest.approx(r.lower_bound)
 
 
 def test_partition_boundary_definition() -> None:
