@@ -191,7 +191,7 @@ def partition_seed(seed: str | int | None) -> int:
     if seed is None:
         return 0
     text = str(seed).strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # (str.isdigit also takes '²', which int() refuses)
         return int(text)
     return int.from_bytes(hashlib.sha256(f"securelp/partition-seed/{text}".encode()).digest()[:4], "big") >> 1
 

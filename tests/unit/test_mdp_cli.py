@@ -262,7 +262,7 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
     from coordinator.commands.mdp import partition_seed
 
     assert partition_seed(None) == 0 and partition_seed("7") == 7 and partition_seed(12) == 12
-    for seed in ("-1", "abc", "1.5"):
+    for seed in ("-1", "abc", "1.5", "\u00b2"):
         assert 0 <= partition_seed(seed) < 2**31 and partition_seed(seed) == partition_seed(seed)
     assert len({partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
     base = ["--dataset", "grid", "--rows", "6", "--cols", "6", "--eps", "1", "--eta", "1.5", "--method", "bd",
