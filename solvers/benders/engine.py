@@ -67,6 +67,19 @@ _RETRY_LOCK = threading.Lock()
 WIDE_ROW_RATIOS = (1e8, 1e6, 1e4)
 #: iterations over which the pace of the bounds is judged (:func:`too_slow`); 0 turns the rule off
 PACE_WINDOW = 20
+#: cut coefficients below this are dropped safely (HiGHS's ``small_matrix_value``, which it would
+#: drop without the correction). Until stop 41 everything below 1e-7 of a cut's largest coefficient
+#: was: with duals near 100 and link factors e^6 that dropped coefficients near 1e-3, and a cut at
+#: the master's point lost 4 % of the block's value (the 5x5 grid at eps 4/km: a block worth
+#: 0.0069322 gave a cut of 0.0066423 there, no cut was violated, and the record BD stalled at a gap
+#: of 0.133 for 2,000 iterations)
+CUT_CLEAN_BELOW = 1e-9
+#: a cut whose coefficients exceed this is scaled down to it (HiGHS refuses rows with 1e15 or more:
+#: Rome at eps 10/km with the in-out separation gave cuts up to 3.4e18, stop 41)
+CUT_MAX_COEFFICIENT = 1e12
+#: the in-out separation solves the blocks at the master's own point once the lower bound has not
+#: risen for this many iterations (:meth:`BendersEngine.run`)
+IN_OUT_PATIENCE = 5
 
 
 @dataclass(frozen=True)
@@ -276,10 +289,10 @@ def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr
 class _Block:
     """A block's HiGHS models (optimality and, lazily, phase-1) and cut generation."""
 
-    def __init__(self, spec: SubproblemSpec, x_upper: np.ndarray, clean_rel: float = 1e-7):
+    def __init__(self, spec: SubproblemSpec, x_upper: np.ndarray, clean_below: float = CUT_CLEAN_BELOW):
         self.spec = spec
         self.x_upper = x_upper
-        self.clean_rel = clean_rel
+        self.clean_below = clean_below
         n_y = spec.cost.size
         self.n_y = n_y
         self.A = spec.rows.matrix(n_y)
@@ -353,9 +366,10 @@ class _Block:
         vars_, inv = np.unique(L.var[nz], return_inverse=True)
         beta = np.bincount(inv, weights=coef[nz], minlength=vars_.size) if vars_.size else np.zeros(0)
         if beta.size:
-            # safe cleaning: drop coefficients below 1e-7 of the largest, replacing beta_v x_v by
-            # its minimum over the variable's box [lx, ux] (here lx = 0), so the cut stays valid
-            small = np.abs(beta) < self.clean_rel * np.abs(beta).max()
+            # safe cleaning: drop the coefficients HiGHS would drop itself (below its
+            # small_matrix_value), replacing beta_v x_v by its minimum over the variable's box
+            # [lx, ux] (here lx = 0), so the cut stays valid
+            small = np.abs(beta) < self.clean_below
             if np.any(small):
                 alpha += float(np.sum(np.minimum(beta[small], 0.0) * self.x_upper[vars_[small]]))
                 vars_, beta = vars_[~small], beta[~small]
@@ -540,14 +554,44 @@ class _MasterComponent:
 
     def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray) -> None:
         """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``."""
+        import highspy
+
         idx = np.fromiter((self.local[int(v)] for v in vars_), dtype=np.int32, count=vars_.size)
         if block is None:
             vals, lo, up = beta, -INF, -alpha
         else:
             idx = np.concatenate([idx, np.array([self.theta_col[block]], dtype=np.int32)])
             vals, lo, up = np.concatenate([-beta, [1.0]]), alpha, INF
-        self.h.addRows(1, np.array([lo]), np.array([up]), int(idx.size), np.array([0], dtype=np.int32), idx,
-                       np.asarray(vals, dtype=float))
+        vals = np.asarray(vals, dtype=float)
+        big = float(np.abs(vals).max()) if vals.size else 0.0
+        if big > CUT_MAX_COEFFICIENT and np.isfinite(big):
+            # a positive multiple of a valid cut is one: scaled below HiGHS's limit (1e15), and the
+            # coefficients that fall below HiGHS's small_matrix_value dropped safely (each term
+            # replaced by its extreme over the variable's box); an optimality cut whose theta
+            # coefficient would fall below it is left out (theta has no upper bound)
+            scale = CUT_MAX_COEFFICIENT / big
+            if block is not None and scale < CUT_CLEAN_BELOW:
+                logger.info("Benders: a cut with coefficients up to %.3g left out", big)
+                return
+            vals, lo, up = vals * scale, lo * scale, up * scale
+            small = np.abs(vals) < CUT_CLEAN_BELOW
+            if block is not None:
+                small[-1] = False  # theta's coefficient (the scale itself)
+            if np.any(small):
+                box = self.col_upper[idx[small]]
+                if block is None:
+                    up -= float(np.sum(np.minimum(vals[small], 0.0) * box))
+                else:
+                    lo -= float(np.sum(np.maximum(vals[small], 0.0) * box))
+                idx, vals = idx[~small], vals[~small]
+        if self.h.addRows(1, np.array([lo]), np.array([up]), int(idx.size), np.array([0], dtype=np.int32), idx,
+                          vals) == highspy.HighsStatus.kError:
+            # a row HiGHS refuses (a coefficient of 1e15 or more: Rome at eps 10/km with the in-out
+            # separation, stop 41) is left out: the master stays a relaxation, and the rows the
+            # certified bound adds up must be the rows HiGHS holds (until stop 41 it recorded them
+            # anyway, and the bound's arrays no longer matched HiGHS's duals)
+            logger.info("Benders: HiGHS refused a cut (largest coefficient %.3g); left out", float(np.abs(vals).max()))
+            return
         self.n_cuts += 1
         self.cut_rows.append((idx, np.asarray(vals, dtype=float)))
         self.cut_lower.append(lo)
@@ -660,11 +704,21 @@ class BendersEngine:
 
     def run(self, *, gap: float = 1e-4, max_iterations: int = 200, time_limit: float = float("inf"),
             progress: Callable[[BendersIteration], None] | None = None,
-            pace_window: int = PACE_WINDOW, incumbent: tuple[float, Any] | None = None) -> BendersResult:
+            pace_window: int = PACE_WINDOW, incumbent: tuple[float, Any] | None = None,
+            core: np.ndarray | None = None, in_out: float = 0.5) -> BendersResult:
         """Iterate until ``(UB - LB) / |UB| <= gap``, the iteration cap, the time limit, no new cut
         (``stalled``), or a pace too slow for the budget (``no_progress``, see :func:`too_slow`;
         ``pace_window`` 0: never). ``incumbent``: ``(value, payload)`` of a solution known before the
-        first iteration (the caller's, already verified); it is the upper bound until a better one."""
+        first iteration (the caller's, already verified); it is the upper bound until a better one.
+
+        ``core``: a master point at which every block is feasible (the ``x`` of a known feasible
+        solution). With it the blocks are solved at ``in_out * x + (1 - in_out) * core`` instead of
+        at the master's ``x`` (the in-out separation of Ben-Ameur and Neto 2007, as in Fischetti,
+        Ljubic and Sinnl 2017), and a cut enters only where it cuts off the master's ``(x, theta)``:
+        a feasibility cut found there always does (the cut holds at the core and fails at the
+        point between). When no cut enters, the core moves to that point and the blocks are solved
+        at ``x`` itself, as without a core. Cuts from points nearer the feasible region are deeper,
+        and the master's ``x`` stops zig-zagging across the feasibility boundary."""
         t0 = time.perf_counter()
         if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
             raise SolverError("the Benders engine needs master variables in [0, finite upper]")
@@ -708,12 +762,41 @@ class BendersEngine:
         failed_solves = 0
         pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
 
-        def repaired(by_id: dict[int, dict[str, Any]]) -> tuple[float, Any]:
-            """The repair function on the master's ``x`` and the blocks' solutions (``by_id``: this
-            iteration's results of the linked blocks, empty when it was cut short)."""
+        def repaired(by_id: dict[int, dict[str, Any]], x: np.ndarray) -> tuple[float, Any]:
+            """The repair function on the master point ``x`` the blocks were solved at and their
+            solutions (``by_id``: this iteration's results of the linked blocks, empty when it was
+            cut short)."""
             ys = [fixed_y[b] if b in fixed_y else by_id.get(b, {}).get("y") for b in range(len(blocks))]
             feasible = [b in fixed_y or bool(by_id.get(b, {}).get("feasible")) for b in range(len(blocks))]
-            return self.repair_upper_bound_fn(x_all.copy(), ys, feasible)
+            return self.repair_upper_bound_fn(x.copy(), ys, feasible)
+
+        def solve_blocks(x: np.ndarray) -> list[dict[str, Any]]:
+            if pool is not None:
+                return list(pool.map(lambda b: blocks[b].solve(x), linked_ids))
+            return [blocks[b].solve(x) for b in linked_ids]
+
+        def add_cuts(it: int, results: list[dict[str, Any]], thetas: dict[int, float]) -> tuple[int, int, int]:
+            """Add the cuts of ``results`` that cut off the master's ``(x, theta)``; returns the
+            numbers of optimality cuts, feasibility cuts and failed blocks."""
+            nonlocal error_text
+            n_opt = n_feas = n_failed = 0
+            for b, res in zip(linked_ids, results):
+                comp = comps[comp_of_block[b]]
+                if res.get("failed"):
+                    n_failed += 1
+                    error_text = res["failed"]
+                    logger.warning("Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name,
+                                   res["failed"])
+                    continue
+                cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
+                if res["feasible"]:
+                    if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
+                        comp.add_cut(b, res["alpha"], res["vars"], res["beta"])
+                        n_opt += 1
+                elif core is None or cut_at_x > 0.0:
+                    comp.add_cut(None, res["alpha"], res["vars"], res["beta"])
+                    n_feas += 1
+            return n_opt, n_feas, n_failed
 
         def record(rec: BendersIteration) -> None:
             history.append(rec)
@@ -733,10 +816,23 @@ class BendersEngine:
                         thetas.update(th)
                     master_seconds += time.perf_counter() - tm
                     lower = max(lower, lb_it)
-                    if pool is not None:
-                        results = list(pool.map(lambda b: blocks[b].solve(x_all), linked_ids))
-                    else:
-                        results = [blocks[b].solve(x_all) for b in linked_ids]
+                    # in-out: between the master's point and the core, unless the lower bound has not
+                    # risen for IN_OUT_PATIENCE iterations: then at the master's point (a converged
+                    # master's point gives the upper bound that closes the gap)
+                    lower_then = history[-IN_OUT_PATIENCE].lower if len(history) >= IN_OUT_PATIENCE else -INF
+                    stuck = lower <= lower_then + 1e-12 * abs(lower)
+                    x_sep = None if core is None else in_out * x_all + (1.0 - in_out) * core
+                    x_eval = x_all if x_sep is None or stuck else x_sep
+                    try:
+                        results = solve_blocks(x_eval)
+                    except SolverError as exc:
+                        if x_sep is None or x_eval is x_sep:
+                            raise
+                        # HiGHS failed at the master's point (the blocks' feasibility boundary):
+                        # between it and the core instead
+                        logger.info("Benders iteration %d: at the master's point %s; between it and the core", it, exc)
+                        x_eval = x_sep
+                        results = solve_blocks(x_eval)
                 except SolverError as exc:
                     # numerical trouble: stop, keeping the bounds (and best verified solution) so far
                     logger.warning("Benders stopped at iteration %d: %s", it, exc)
@@ -751,27 +847,31 @@ class BendersEngine:
                     status = "time_limit"
                     if not np.isfinite(upper) and self.repair_upper_bound_fn is not None:
                         tu = time.perf_counter()
-                        upper, best_payload = repaired({})
+                        upper, best_payload = repaired({}, x_all)
                         ub_seconds += time.perf_counter() - tu
                     record(BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0))
                     break
-                n_opt = n_feas = n_failed = 0
-                all_feasible = all(r["feasible"] for r in results)
-                for b, res in zip(linked_ids, results):
-                    comp = comps[comp_of_block[b]]
-                    if res.get("failed"):
-                        n_failed += 1
-                        error_text = res["failed"]
-                        logger.warning("Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name,
-                                       res["failed"])
-                    elif res["feasible"]:
-                        cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
-                        if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
-                            comp.add_cut(b, res["alpha"], res["vars"], res["beta"])
-                            n_opt += 1
+                n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
+                core_moved = False
+                if x_sep is not None and n_opt + n_feas == 0 and x_eval is x_sep:
+                    # nothing cuts off the master's point: the core moves to where the blocks were
+                    # solved, and they are solved at the master's point itself
+                    core, core_moved = x_sep, True
+                    try:
+                        at_x = solve_blocks(x_all)
+                    except SolverError as exc:
+                        # HiGHS failed at the master's point: the next iteration separates between
+                        # it and the moved core (the master is unchanged, the point nearer to it)
+                        logger.info("Benders iteration %d: at the master's point %s", it, exc)
+                    except _TimeUp as exc:
+                        logger.info("Benders: time limit reached at iteration %d (in %s)", it, exc)
+                        status = "time_limit"
+                        record(BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0))
+                        break
                     else:
-                        comp.add_cut(None, res["alpha"], res["vars"], res["beta"])
-                        n_feas += 1
+                        x_eval, results = x_all, at_x
+                        n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
+                all_feasible = all(r["feasible"] for r in results)
                 total_cuts += n_opt + n_feas
                 failed_solves += n_failed
                 if all_feasible or self.repair_upper_bound_fn is not None:
@@ -779,9 +879,16 @@ class BendersEngine:
                     by_id = dict(zip(linked_ids, results))
                     if all_feasible:
                         ys = [fixed_y[b] if b in fixed_y else by_id[b]["y"] for b in range(len(blocks))]
-                        ub_val, payload = self.upper_bound_fn(x_all.copy(), ys)
+                        ub_val, payload = self.upper_bound_fn(x_eval.copy(), ys)
                     else:
-                        ub_val, payload = repaired(by_id)
+                        ub_val, payload = repaired(by_id, x_eval)
+                    if x_eval is not x_all and self.repair_upper_bound_fn is not None:
+                        # the blocks were solved between the master's point and the core: the
+                        # master's own point, repaired without block solutions, is often better
+                        # (at large eps d every block record on its cheapest output is near-optimal)
+                        at_master = repaired({}, x_all)
+                        if at_master[0] < ub_val:
+                            ub_val, payload = at_master
                     ub_seconds += time.perf_counter() - tu
                     if ub_val < upper:
                         upper, best_payload = ub_val, payload
@@ -791,7 +898,7 @@ class BendersEngine:
                 if rel <= gap:
                     status = "optimal"
                     break
-                if n_opt + n_feas == 0:
+                if n_opt + n_feas == 0 and not (core_moved and x_eval is x_sep):
                     status = "numerical_trouble" if n_failed else "stalled"
                     break
                 if elapsed > time_limit:

@@ -257,6 +257,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
 def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int = 25, gap: float = 1e-4,
              decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
+             in_out: float | None = 0.5,
              dual_ascent: float | None = None, first_order: str = "auto",
              progress: Callable[[IterationRecord], None] | None = None,
              status: Callable[[str], None] | None = None, pace_window: int = PACE_WINDOW) -> MechanismResult:
@@ -369,8 +370,12 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
                            workers=workers)
     incumbent = _expmech_incumbent(problem)
     # the time limit counts from the call: the partition and the model building are part of it
+    # the in-out separation's first core: the exponential mechanism's boundary rows (it is feasible,
+    # so every block is feasible there)
+    core = None if incumbent is None or not in_out or not B.size else np.asarray(incumbent[1][0])[B].ravel()
     res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit - (time.perf_counter() - t0),
-                     progress=on_iteration, pace_window=pace_window, incumbent=incumbent)
+                     progress=on_iteration, pace_window=pace_window, incumbent=incumbent, core=core,
+                     in_out=float(in_out or 0.0))
     if res.best_payload is None:
         why = f" ({res.details['error']})" if res.details.get("error") else ""
         raise SolverError(

@@ -339,18 +339,76 @@ def test_the_pace_rule_stops_bounds_that_have_stopped_moving() -> None:
 
 
 def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds() -> None:
-    # the 5x5 grid at eps 10/km (the strict-xfail test's instance): without the rule the record BD
-    # runs 44 iterations to "stalled"; with it, it stops after 21 with the bounds it would have had
+    # the 5x5 grid at eps 10/km (the strict-xfail test's instance) solved at the master's points
+    # (no in-out separation): without the rule the record BD runs to its iteration cap; with it, it
+    # stops after 21 iterations with the bounds it would have had
     from solvers.mdp.bd import solve_bd
     from solvers.mdp.datasets import load_dataset
     from solvers.mdp.pmo import build_pmo
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
-    paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500)
-    unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, pace_window=0)
+    paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, in_out=0)
+    unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150, in_out=0, pace_window=0)
     assert paced.status == "no_progress" and paced.iterations == PACE_WINDOW + 1
-    assert unpaced.status == "stalled" and unpaced.iterations > paced.iterations
-    # its 23 more iterations raise the lower bound by 1.6e-6 of itself (the gap is 0.25) and leave
-    # the upper one where it was
+    assert unpaced.status == "iteration_limit" and unpaced.iterations == 150
+    # its 129 more iterations raise the lower bound by about 1.6e-6 of itself (the gap is 0.25) and
+    # leave the upper one where it was
     assert paced.lower_bound == pytest.approx(unpaced.lower_bound, rel=1e-5)
     assert paced.upper_bound == pytest.approx(unpaced.upper_bound, rel=1e-9)
+    # the default in-out separation closes the gap on the same instance (stop 41)
+    r = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500)
+    assert r.status == "optimal" and r.rel_gap <= 1e-4 and r.iterations < 60
+
+
+@given(seed=st.integers(0, 10_000), lam=st.sampled_from([0.2, 0.5, 0.8]))
+@settings(max_examples=15, deadline=None)
+def test_in_out_separation_from_a_feasible_core_matches_direct_lp(seed: int, lam: float) -> None:
+    """With a core (a master point where every block is feasible: x uniform, as every link factor is
+    at least 1.5 and the blocks' unit rows need sum_j g_j x_v(j) >= 1) the blocks are solved between
+    the master's point and the core; the optimum and a valid lower bound are the same."""
+    master, blocks, ref = _instance(seed)
+    assert ref.status == 0
+
+    def ub(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
+        return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), (x, ys)
+
+    core = np.full(master.n, 1.0 / master.n)
+    res = BendersEngine(master, blocks, upper_bound_fn=ub, workers=2).run(gap=1e-9, max_iterations=300, core=core,
+                                                                          in_out=lam)
+    assert res.status in ("optimal", "stalled")
+    assert res.upper_bound == pytest.approx(ref.fun, rel=1e-7, abs=1e-9)
+    assert res.lower_bound <= ref.fun + 1e-7
+    lowers = [h.lower for h in res.history]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(lowers))
+
+
+def test_cuts_beyond_highs_limits_are_scaled_or_left_out_and_the_bound_still_adds_up() -> None:
+    """HiGHS refuses a row with a coefficient of 1e15 or more (Rome at eps 10/km with the in-out
+    separation gave cuts up to 3.4e18, stop 41). Such a cut is scaled down to 1e12, a positive
+    multiple being as valid, with the coefficients that fall below 1e-9 dropped safely; an
+    optimality cut whose theta would fall below 1e-9 is left out. Until stop 41 a refused cut was
+    recorded all the same, and the next certified bound failed on arrays longer than HiGHS's duals."""
+    from solvers.benders.engine import _MasterComponent
+
+    master, _blocks, _ = _instance(3)
+    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
+                            [0.0, 0.0, 0.0])
+    n0 = master.rows.n_rows
+    comp.add_cut(0, 0.1, np.array([0, 1]), np.array([-0.5, 1e25]))  # theta's coefficient 1e-13: left out
+    assert comp.n_cuts == 0 and comp.h.getNumRow() == n0
+    # theta_0 + 0.5 x0 - 2e15 x1 - 1e-6 x2 >= 0.1, scaled by 5e-4: the x2 term (5e-10) is dropped,
+    # its largest value over [0, 1] (0, the coefficient being negative) taken from the bound
+    comp.add_cut(0, 0.1, np.array([0, 1, 2]), np.array([-0.5, 2e15, 1e-6]))
+    idx, vals = comp.cut_rows[-1]
+    assert comp.n_cuts == 1 and comp.h.getNumRow() == n0 + 1
+    assert np.abs(vals).max() == pytest.approx(1e12) and 2 not in idx and comp.cut_lower[-1] == pytest.approx(5e-5)
+    # a feasibility cut with a coefficient beyond the limit and one that falls below 1e-9:
+    # x0 + 3e15 x1 - 1e-6 x3 <= 1, scaled by 1e12 / 3e15, keeps x0 and x1; the x3 term's least value
+    # over [0, 1] (at x3 = 1) moves to the right-hand side
+    comp.add_cut(None, -1.0, np.array([0, 1, 3]), np.array([1.0, 3e15, -1e-6]))
+    idx, vals = comp.cut_rows[-1]
+    assert comp.n_cuts == 2 and comp.h.getNumRow() == n0 + 2 and 3 not in idx
+    assert comp.cut_upper[-1] == pytest.approx((1.0 + 1e-6) / 3e3, rel=1e-12)
+    bound, x, th = comp.solve()
+    assert x[0] / 3e3 + 1e12 * x[1] <= comp.cut_upper[-1] * (1 + 1e-9)
+    assert bound <= float(master.cost @ x) + sum(th.values()) + 1e-9
