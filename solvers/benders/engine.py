@@ -761,6 +761,7 @@ class BendersEngine:
         error_text = ""
         failed_solves = 0
         pool = ThreadPoolExecutor(max_workers=self.workers) if self.workers > 1 else None
+        patience_from = 0  # the in-out separation's patience counts from this iteration
 
         def repaired(by_id: dict[int, dict[str, Any]], x: np.ndarray) -> tuple[float, Any]:
             """The repair function on the master point ``x`` the blocks were solved at and their
@@ -820,7 +821,7 @@ class BendersEngine:
                     # risen for IN_OUT_PATIENCE iterations: then at the master's point (a converged
                     # master's point gives the upper bound that closes the gap)
                     lower_then = history[-IN_OUT_PATIENCE].lower if len(history) >= IN_OUT_PATIENCE else -INF
-                    stuck = lower <= lower_then + 1e-12 * abs(lower)
+                    stuck = lower <= lower_then + 1e-12 * abs(lower) and len(history) >= patience_from + IN_OUT_PATIENCE
                     x_sep = None if core is None else in_out * x_all + (1.0 - in_out) * core
                     x_eval = x_all if x_sep is None or stuck else x_sep
                     try:
@@ -829,8 +830,11 @@ class BendersEngine:
                         if x_sep is None or x_eval is x_sep:
                             raise
                         # HiGHS failed at the master's point (the blocks' feasibility boundary):
-                        # between it and the core instead
+                        # between it and the core instead, and the master's point is not tried
+                        # again for IN_OUT_PATIENCE iterations (each failure takes HiGHS's retries:
+                        # 3 minutes on the 20x25 grid at eps 10/km)
                         logger.info("Benders iteration %d: at the master's point %s; between it and the core", it, exc)
+                        patience_from = len(history)
                         x_eval = x_sep
                         results = solve_blocks(x_eval)
                 except SolverError as exc:
@@ -858,19 +862,22 @@ class BendersEngine:
                     # solved, and they are solved at the master's point itself
                     core, core_moved = x_sep, True
                     try:
-                        at_x = solve_blocks(x_all)
+                        # (where it failed lately only the core moves)
+                        at_x = solve_blocks(x_all) if len(history) >= patience_from else None
                     except SolverError as exc:
                         # HiGHS failed at the master's point: the next iteration separates between
                         # it and the moved core (the master is unchanged, the point nearer to it)
                         logger.info("Benders iteration %d: at the master's point %s", it, exc)
+                        patience_from = len(history) + IN_OUT_PATIENCE
                     except _TimeUp as exc:
                         logger.info("Benders: time limit reached at iteration %d (in %s)", it, exc)
                         status = "time_limit"
                         record(BendersIteration(it, lower, upper, time.perf_counter() - t0, 0, 0, 0))
                         break
                     else:
-                        x_eval, results = x_all, at_x
-                        n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
+                        if at_x is not None:
+                            x_eval, results = x_all, at_x
+                            n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
                 all_feasible = all(r["feasible"] for r in results)
                 total_cuts += n_opt + n_feas
                 failed_solves += n_failed
