@@ -286,13 +286,24 @@ def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr
     return pi, float(np.sum(np.minimum(reduced, 0.0) * col_upper))
 
 
+def _drop_tiny(idx: np.ndarray, coef: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The linear term ``sum_v coef_v x_v`` (``x_v`` in ``[0, box_v]``) without its coefficients below
+    :data:`CUT_CLEAN_BELOW`: the kept ``(idx, coef)`` and the dropped terms' least and largest value
+    over the box, which the caller moves into the cut's constant so the cut stays valid."""
+    small = np.abs(coef) < CUT_CLEAN_BELOW
+    if not np.any(small):
+        return idx, coef, 0.0, 0.0
+    dropped, b = coef[small], box[small]
+    return (idx[~small], coef[~small], float(np.sum(np.minimum(dropped, 0.0) * b)),
+            float(np.sum(np.maximum(dropped, 0.0) * b)))
+
+
 class _Block:
     """A block's HiGHS models (optimality and, lazily, phase-1) and cut generation."""
 
-    def __init__(self, spec: SubproblemSpec, x_upper: np.ndarray, clean_below: float = CUT_CLEAN_BELOW):
+    def __init__(self, spec: SubproblemSpec, x_upper: np.ndarray):
         self.spec = spec
         self.x_upper = x_upper
-        self.clean_below = clean_below
         n_y = spec.cost.size
         self.n_y = n_y
         self.A = spec.rows.matrix(n_y)
@@ -369,10 +380,8 @@ class _Block:
             # safe cleaning: drop the coefficients HiGHS would drop itself (below its
             # small_matrix_value), replacing beta_v x_v by its minimum over the variable's box
             # [lx, ux] (here lx = 0), so the cut stays valid
-            small = np.abs(beta) < self.clean_below
-            if np.any(small):
-                alpha += float(np.sum(np.minimum(beta[small], 0.0) * self.x_upper[vars_[small]]))
-                vars_, beta = vars_[~small], beta[~small]
+            vars_, beta, least, _ = _drop_tiny(vars_, beta, self.x_upper[vars_])
+            alpha += least
         return alpha, vars_.astype(np.int64), beta
 
     def solve(self, x: np.ndarray) -> dict[str, Any]:
@@ -557,12 +566,9 @@ class _MasterComponent:
         import highspy
 
         idx = np.fromiter((self.local[int(v)] for v in vars_), dtype=np.int32, count=vars_.size)
-        if block is None:
-            vals, lo, up = beta, -INF, -alpha
-        else:
-            idx = np.concatenate([idx, np.array([self.theta_col[block]], dtype=np.int32)])
-            vals, lo, up = np.concatenate([-beta, [1.0]]), alpha, INF
-        vals = np.asarray(vals, dtype=float)
+        # the row's x part and its constant: beta' x <= -alpha, or -beta' x + theta >= alpha
+        vals = np.asarray(beta if block is None else -beta, dtype=float)
+        rhs, theta_coef = (-alpha if block is None else alpha), 1.0
         big = float(np.abs(vals).max()) if vals.size else 0.0
         if big > CUT_MAX_COEFFICIENT and np.isfinite(big):
             # a positive multiple of a valid cut is one: scaled below HiGHS's limit (1e15), and the
@@ -573,17 +579,14 @@ class _MasterComponent:
             if block is not None and scale < CUT_CLEAN_BELOW:
                 logger.info("Benders: a cut with coefficients up to %.3g left out", big)
                 return
-            vals, lo, up = vals * scale, lo * scale, up * scale
-            small = np.abs(vals) < CUT_CLEAN_BELOW
-            if block is not None:
-                small[-1] = False  # theta's coefficient (the scale itself)
-            if np.any(small):
-                box = self.col_upper[idx[small]]
-                if block is None:
-                    up -= float(np.sum(np.minimum(vals[small], 0.0) * box))
-                else:
-                    lo -= float(np.sum(np.maximum(vals[small], 0.0) * box))
-                idx, vals = idx[~small], vals[~small]
+            vals, rhs, theta_coef = vals * scale, rhs * scale, scale
+            idx, vals, least, most = _drop_tiny(idx, vals, self.col_upper[idx])
+            rhs -= least if block is None else most
+        if block is None:
+            lo, up = -INF, rhs
+        else:
+            idx = np.concatenate([idx, np.array([self.theta_col[block]], dtype=np.int32)])
+            vals, lo, up = np.concatenate([vals, [theta_coef]]), rhs, INF
         if self.h.addRows(1, np.array([lo]), np.array([up]), int(idx.size), np.array([0], dtype=np.int32), idx,
                           vals) == highspy.HighsStatus.kError:
             # a row HiGHS refuses (a coefficient of 1e15 or more: Rome at eps 10/km with the in-out

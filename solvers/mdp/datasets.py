@@ -334,10 +334,11 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
     rows = [(no, split(ln)) for no, ln in lines]
     has_label = all(rows[0][1]) and not numeric(rows[0][1][0])
     width = len(rows[0][1])
-    if header is not None and len(split(header[1])) not in ((width, width - 1) if has_label else (width,)):
+    named = None if header is None else len(split(header[1]))
+    if named is not None and named not in ((width, width - 1) if has_label else (width,)):
         # a header that names another number of columns than the records have is a file mixed up
         # (a coordinate missing from every record, or the header of another file)
-        raise InputError(f"{path}, line {header[0]}: the header names {len(split(header[1]))} columns but the first "
+        raise InputError(f"{path}, line {header[0]}: the header names {named} columns but the first "
                          f"record (line {rows[0][0]}) has {width} fields")
     labels: list[str] = []
     values: list[list[float]] = []
