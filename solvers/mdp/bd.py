@@ -272,8 +272,9 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     (``"auto"``, ``"pdlp"``, ``"smoothed"``, ``"screened"`` or ``"ipm"``) and ``status`` (notes on
     the slow phases before the first iteration) are passed on; the record BD sends ``status`` one
     note, the master's size, before its first iteration. The record BD stops
-    ``no_progress`` when the last ``pace_window`` iterations closed too little of the gap to reach
-    ``gap`` within the iterations and time left at that pace (``0``: never; see
+    ``no_progress`` when the last ``pace_window`` iterations, or more until they span a minute,
+    closed too little of the gap to reach ``gap`` within the iterations and time left at that pace
+    (``0``: never; see
     :func:`solvers.benders.engine.too_slow`).
 
     Raises

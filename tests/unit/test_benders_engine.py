@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from solvers.benders import BendersEngine, BendersIteration, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
-from solvers.benders.engine import PACE_WINDOW, gap_closed, too_slow
+from solvers.benders.engine import PACE_MIN_SECONDS, PACE_WINDOW, gap_closed, pace_window_for, too_slow
 
 
 def _rb(A: np.ndarray, lo: np.ndarray, up: np.ndarray) -> RowBlock:
@@ -320,25 +320,46 @@ def _history(lowers: list[float], uppers: list[float], seconds: float = 1.0) -> 
 
 
 def test_the_pace_rule_stops_bounds_that_have_stopped_moving() -> None:
-    flat = _history([1.0] * 21, [2.0] * 21)
+    # iterations of 5 s: 20 of them span the rule's minute
+    flat = _history([1.0] * 21, [2.0] * 21, seconds=5.0)
     assert too_slow(flat, 20, 1e-4, 500, float("inf"))
     assert not too_slow(flat[:20], 20, 1e-4, 500, float("inf"))  # not yet a whole window
     assert not too_slow(flat, 0, 1e-4, 500, float("inf"))  # switched off
     # the lower bound climbs by 0.01 an iteration: the 480 iterations left close the gap of 1 at that pace
-    climbing = _history([1.0 + 0.01 * i for i in range(21)], [2.2] * 21)
+    climbing = _history([1.0 + 0.01 * i for i in range(21)], [2.2] * 21, seconds=5.0)
     assert gap_closed(climbing, 20) == pytest.approx(0.2)
     assert not too_slow(climbing, 20, 1e-4, 500, float("inf"))
-    # ... but not the 50 left under a cap of 50 iterations, nor the 30 s left of a 51 s time limit
+    # ... but not the 50 left under a cap of 50 iterations, nor the 150 s left of a 255 s time limit
     assert too_slow(climbing, 20, 1e-4, 71, float("inf"))
-    assert too_slow(climbing, 20, 1e-4, 500, 51.0)
+    assert too_slow(climbing, 20, 1e-4, 500, 255.0)
     # no upper bound yet, or none a window ago: no pace to judge
-    assert not too_slow(_history([1.0] * 21, [float("inf")] * 21), 20, 1e-4, 500, float("inf"))
-    assert not too_slow(_history([1.0] * 21, [float("inf")] + [2.0] * 20), 20, 1e-4, 500, float("inf"))
+    assert not too_slow(_history([1.0] * 21, [float("inf")] * 21, 5.0), 20, 1e-4, 500, float("inf"))
+    assert not too_slow(_history([1.0] * 21, [float("inf")] + [2.0] * 20, 5.0), 20, 1e-4, 500, float("inf"))
     # the gap already within the target: nothing to judge
-    assert not too_slow(_history([1.0] * 21, [1.00001] * 21), 20, 1e-4, 500, float("inf"))
+    assert not too_slow(_history([1.0] * 21, [1.00001] * 21, 5.0), 20, 1e-4, 500, float("inf"))
 
 
-def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds() -> None:
+def test_the_pace_rule_judges_at_least_a_minute_of_iterations() -> None:
+    """Benders bounds move in bursts: cheap iterations are judged over a minute, not over 20 of them
+    (the 8x8 grid at eps 10/km stopped `no_progress` at a gap of 0.026 under a second where 7 s
+    more reached 2.5e-6, stop 42)."""
+    assert PACE_MIN_SECONDS == 60.0
+    fast = _history([1.0] * 200, [2.0] * 200, seconds=0.5)  # 100 s of flat bounds
+    assert pace_window_for(fast, 20, 60.0) == 120  # the window grows back to span the minute
+    assert pace_window_for(fast[:100], 20, 60.0) == 0  # 50 s of history: nothing judged yet
+    assert not too_slow(fast[:100], 20, 1e-4, 500, float("inf"))
+    assert too_slow(fast, 20, 1e-4, 500, float("inf"))
+    assert pace_window_for(fast, 20, 0.0) == 20 and pace_window_for(fast[:20], 20, 0.0) == 0
+    # a burst inside the minute keeps the run going, however flat its last 20 iterations
+    burst = _history([1.0] * 100 + [1.5] * 100, [2.0] * 200, seconds=0.5)  # a burst 50 s ago
+    assert too_slow(burst, 20, 1e-4, 500, float("inf"), min_seconds=0.0)
+    assert not too_slow(burst, 20, 1e-4, 500, float("inf"))
+    # slow iterations: the 20 iterations already span more than a minute
+    slow = _history([1.0] * 21, [2.0] * 21, seconds=30.0)
+    assert pace_window_for(slow, 20, 60.0) == 20 and too_slow(slow, 20, 1e-4, 500, float("inf"))
+
+
+def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     # the 5x5 grid at eps 10/km (the strict-xfail test's instance) solved at the master's points
     # (no in-out separation): without the rule the record BD runs to its iteration cap; with it, it
     # stops after 21 iterations with the bounds it would have had
@@ -346,6 +367,9 @@ def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bound
     from solvers.mdp.datasets import load_dataset
     from solvers.mdp.pmo import build_pmo
 
+    import solvers.benders.engine as engine
+
+    monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)  # its iterations take milliseconds
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
     paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, in_out=0)
     unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150, in_out=0, pace_window=0)
