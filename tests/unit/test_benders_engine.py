@@ -363,11 +363,10 @@ def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bound
     # the 5x5 grid at eps 10/km (the strict-xfail test's instance) solved at the master's points
     # (no in-out separation): without the rule the record BD runs to its iteration cap; with it, it
     # stops after 21 iterations with the bounds it would have had
+    from solvers.benders import engine
     from solvers.mdp.bd import solve_bd
     from solvers.mdp.datasets import load_dataset
     from solvers.mdp.pmo import build_pmo
-
-    import solvers.benders.engine as engine
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)  # its iterations take milliseconds
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)

@@ -88,14 +88,17 @@ def test_theory_and_simulation_agree(eps: float) -> None:
     """Gu Fig. 1: empirical Error_range and MSE_freq track the theory (averaged over runs)."""
     dom = GridDomain(8, 8)
     prior = np.random.default_rng(4).dirichlet(np.ones(dom.m))
-    runs = [simulate(dom, "le", eps, 4000, prior=prior, radius=1.0, seed=f"fig1-{eps}-{i}") for i in range(12)]
+    runs = [simulate(dom, "le", eps, 4000, prior=prior, radius=1.0, seed=f"fig1-{eps}-{i}") for i in range(48)]
     mse = np.mean([r.mse_freq for r in runs])
     err = np.mean([r.error_range for r in runs])
     theory_mse = runs[0].mse_freq_theory
     theory_err = runs[0].error_range_theory
-    # MSE estimate over 12 runs x 64 items: relative sd ~ sqrt(2/768) ~ 5%; allow 20%
+    # one run's MSE over the 64 items has a relative sd of 20-26 % (measured over 200 runs at eps
+    # 0.8 and 1.5, whose means were 1.03 and 0.99 of the theory), so the mean of 48 runs has one of
+    # about 4 %; allow 20 %. With 12 runs (sd 7.5 %) the draws of numpy 2.4.6 landed 23 % above the
+    # theory at eps 0.8, 3 sd (stop 42)
     assert abs(mse - theory_mse) <= 0.2 * theory_mse
-    # range error: a mean of 48,000 Bernoulli draws, sd <= 0.0023
+    # range error: a mean of 192,000 Bernoulli draws, sd <= 0.0012
     assert abs(err - theory_err) <= 0.012
 
 

@@ -156,7 +156,7 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
     # separation: upper 0.0030952 from iteration 10 on, lower 0.0028202 there, 0.0028222 at 20 and
     # 0.0030577 after 2,000 iterations (the instance at eps 10/km this test used until stop 41 is
     # now certified). Its iterations take milliseconds: the rule's minute is set to 0 here
-    import solvers.benders.engine as engine
+    from solvers.benders import engine
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)
     out = tmp_path / "r.json"
