@@ -86,6 +86,19 @@ CUT_MAX_COEFFICIENT = 1e12
 #: the in-out separation solves the blocks at the master's own point once the lower bound has not
 #: risen for this many iterations (:meth:`BendersEngine.run`)
 IN_OUT_PATIENCE = 5
+#: a master whose certified bound falls short of HiGHS's objective by more than this share of the
+#: run's gap (relative), or a block whose cut at the point does, is re-solved from its basis by a
+#: copy with HiGHS's ``user_objective_scale`` set to each of these exponents in turn (the costs, so
+#: the duals, times 2^k, and HiGHS's absolute dual tolerance k halvings finer), and the better
+#: certificate or cut is kept (:func:`_rescaled_duals`). Wrong-signed duals of 6e-10 on rows with
+#: coefficients up to e^20 took the 20x25 grid's certificate at eps 10/km to -0.049 against HiGHS's
+#: 1.676e-4; a copy re-solved at 2^12 certified 1.67586e-4, at 2^24 1.676253e-4 (stop 42). The
+#: master's point and thetas stay those of its own solve.
+RECERTIFY_SHARE = 0.1
+RECERTIFY_SCALES = (12, 24)
+#: a cut that cuts off the master's point by less than this is scaled up (a positive multiple) so
+#: that it does by this much in its row's units: 100 times HiGHS's feasibility tolerance
+VISIBLE_VIOLATION = 1e-7
 
 
 @dataclass(frozen=True)
@@ -309,6 +322,28 @@ def _dual_bound(pi: np.ndarray, lower: np.ndarray, upper: np.ndarray, AT: sp.csr
     return pi, float(np.sum(np.minimum(reduced, 0.0) * col_upper))
 
 
+def _rescaled_duals(h: Any, k: int, deadline: float) -> np.ndarray | None:
+    """Row duals of the LP that ``h`` holds, re-solved from ``h``'s basis by a new HiGHS with the
+    costs times 2^k (``user_objective_scale``), so with a dual tolerance k halvings finer; ``None``
+    when that solve does not end optimal with valid duals or the deadline has passed. ``h`` itself
+    is not touched: changing its scale in place and back left the 20x25 grid's master "Not Set" for
+    every later solve, retries included (stop 42)."""
+    import highspy
+
+    left = deadline - time.perf_counter()
+    if left <= 0.0:
+        return None
+    h2 = new_highs({"user_objective_scale": int(k)}, tight=True)
+    if h2.passModel(h.getLp()) == highspy.HighsStatus.kError:
+        return None
+    h2.setBasis(h.getBasis())
+    set_time_left(h2, left)
+    if (h2.run() == highspy.HighsStatus.kError or h2.modelStatusToString(h2.getModelStatus()) != "Optimal"
+            or not h2.getSolution().dual_valid):
+        return None
+    return np.asarray(h2.getSolution().row_dual, dtype=float)
+
+
 def _drop_tiny(idx: np.ndarray, coef: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """The linear term ``sum_v coef_v x_v`` (``x_v`` in ``[0, box_v]``) without its coefficients below
     :data:`CUT_CLEAN_BELOW`: the kept ``(idx, coef)`` and the dropped terms' least and largest value
@@ -343,6 +378,8 @@ class _Block:
         self.nonlinked = np.ones(spec.rows.n_rows, dtype=bool)
         self.nonlinked[spec.linked.rows] = False
         self.solve_seconds = 0.0
+        self.recertify_solves = 0  # re-solves by :meth:`_recertified_cut`
+        self.recertify_shortfall = 1e-7  # set by BendersEngine.run from its gap (RECERTIFY_SHARE)
         self.deadline = INF  # set by BendersEngine.run from its time limit
         if spec.unit_rows is not None and spec.unit_rows.size:
             # column -> position of its unit row (-1 if none)
@@ -407,6 +444,28 @@ class _Block:
             alpha += least
         return alpha, vars_.astype(np.int64), beta
 
+    def _recertified_cut(self, cut: tuple[float, np.ndarray, np.ndarray], x: np.ndarray, upper_now: np.ndarray,
+                         objective: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """``cut``, or a cut that is higher at ``x``, from warm re-solves with the costs scaled
+        (:data:`RECERTIFY_SCALES`, :func:`_rescaled_duals`) while the cut at ``x`` falls short of
+        HiGHS's ``objective`` by more than ``recertify_shortfall`` (relative), as the master's certificate
+        (:meth:`_MasterComponent._recertified`)."""
+
+        def at_x(c: tuple[float, np.ndarray, np.ndarray]) -> float:
+            return c[0] + (float(c[2] @ x[c[1]]) if c[1].size else 0.0)
+
+        best, best_at = cut, at_x(cut)
+        for k in RECERTIFY_SCALES:
+            if best_at >= objective - self.recertify_shortfall * abs(objective):
+                break
+            self.recertify_solves += 1
+            pi = _rescaled_duals(self.h, k, self.deadline)
+            if pi is not None:
+                c = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
+                if at_x(c) > best_at:
+                    best, best_at = c, at_x(c)
+        return best
+
     def solve(self, x: np.ndarray) -> dict[str, Any]:
         t0 = time.perf_counter()
         L = self.spec.linked
@@ -423,7 +482,9 @@ class _Block:
             y = np.asarray(sol.col_value, dtype=float)
             pi = np.asarray(sol.row_dual, dtype=float)
             value = float(self.spec.cost @ y)
-            alpha, vars_, beta = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
+            alpha, vars_, beta = self._recertified_cut(
+                self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT), x, upper_now,
+                float(self.h.getInfo().objective_function_value))
             self.solve_seconds += time.perf_counter() - t0
             return {"feasible": True, "y": y, "value": value, "alpha": alpha, "vars": vars_, "beta": beta}
         # phase 1: min sum of slacks on the linked rows
@@ -574,6 +635,8 @@ class _MasterComponent:
         self.h = new_highs(tight=True)
         _pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
+        self.recertify_solves = 0  # re-solves by :meth:`_recertified`
+        self.recertify_shortfall = 1e-7  # set by BendersEngine.run from its gap (RECERTIFY_SHARE)
         self.deadline = INF  # set by BendersEngine.run from its time limit
         # the LP as passed, for the certified bound (the cuts are kept apart as they come: the base
         # rows, 1.5 M on Rome, are transposed once, not restacked with the cuts every iteration)
@@ -584,8 +647,13 @@ class _MasterComponent:
         self.cut_lower: list[float] = []
         self.cut_upper: list[float] = []
 
-    def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray) -> None:
-        """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``."""
+    def add_cut(self, block: int | None, alpha: float, vars_: np.ndarray, beta: np.ndarray,
+                violation: float = INF) -> None:
+        """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``.
+
+        ``violation``: by how much the cut cuts off the master's point; a row whose violation HiGHS
+        would not see (below :data:`VISIBLE_VIOLATION`) is scaled up until it would, within
+        :data:`CUT_MAX_COEFFICIENT`."""
         import highspy
 
         idx = np.fromiter((self.local[int(v)] for v in vars_), dtype=np.int32, count=vars_.size)
@@ -593,6 +661,13 @@ class _MasterComponent:
         vals = np.asarray(beta if block is None else -beta, dtype=float)
         rhs, theta_coef = (-alpha if block is None else alpha), 1.0
         big = float(np.abs(vals).max()) if vals.size else 0.0
+        if 0.0 < violation < VISIBLE_VIOLATION:
+            # a positive multiple of a valid cut is one: HiGHS judges a row's feasibility in the
+            # row's own units (1e-9), and a cut violated by 1.8e-10 left the master where it was
+            # (the 8x8 grid at eps 10/km, from iteration 378 on, stop 42)
+            up = min(VISIBLE_VIOLATION / violation, CUT_MAX_COEFFICIENT / max(big, 1.0))
+            if up > 1.0:
+                vals, rhs, theta_coef, big = vals * up, rhs * up, theta_coef * up, big * up
         if big > CUT_MAX_COEFFICIENT and np.isfinite(big):
             # a positive multiple of a valid cut is one: scaled below HiGHS's limit (1e15), and the
             # coefficients that fall below HiGHS's small_matrix_value dropped safely (each term
@@ -631,7 +706,21 @@ class _MasterComponent:
         sol = self.h.getSolution()
         v = np.asarray(sol.col_value, dtype=float)
         bound = self.certified_bound(np.asarray(sol.row_dual, dtype=float))
+        bound = self._recertified(bound, float(self.h.getInfo().objective_function_value))
         return bound, v[: self.n_x], {b: float(v[c]) for b, c in self.theta_col.items()}
+
+    def _recertified(self, bound: float, objective: float) -> float:
+        """``bound``, or a better certificate from warm re-solves with the costs scaled
+        (:data:`RECERTIFY_SCALES`, :func:`_rescaled_duals`) while it falls short of HiGHS's
+        ``objective`` by more than ``recertify_shortfall`` (relative)."""
+        for k in RECERTIFY_SCALES:
+            if bound >= objective - self.recertify_shortfall * abs(objective):
+                break
+            self.recertify_solves += 1
+            pi = _rescaled_duals(self.h, k, self.deadline)
+            if pi is not None:
+                bound = max(bound, self.certified_bound(pi))
+        return bound
 
     def certified_bound(self, pi: np.ndarray) -> float:
         """A lower bound on this component's LP from any row duals ``pi``, by weak duality.
@@ -767,11 +856,13 @@ class BendersEngine:
             else:
                 linked_ids.append(b)
                 blk.deadline = deadline
+                blk.recertify_shortfall = RECERTIFY_SHARE * gap
         comps = []
         for xvars, row_ids, bl in self._components():
             bl = [b for b in bl if b in set(linked_ids)]
             comps.append(_MasterComponent(self.master, xvars, row_ids, bl, [blocks[b].spec.theta_lower for b in bl]))
             comps[-1].deadline = deadline
+            comps[-1].recertify_shortfall = RECERTIFY_SHARE * gap
         comp_of_block = {b: ci for ci, c in enumerate(comps) for b in c.blocks}
         logger.info("Benders: %d master components (sizes %s), %d linked blocks, %d independent",
                     len(comps), sorted((c.n_x for c in comps), reverse=True)[:10], len(linked_ids), len(fixed_y))
@@ -818,10 +909,10 @@ class BendersEngine:
                 cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
                 if res["feasible"]:
                     if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
-                        comp.add_cut(b, res["alpha"], res["vars"], res["beta"])
+                        comp.add_cut(b, res["alpha"], res["vars"], res["beta"], violation=cut_at_x - thetas[b])
                         n_opt += 1
                 elif core is None or cut_at_x > 0.0:
-                    comp.add_cut(None, res["alpha"], res["vars"], res["beta"])
+                    comp.add_cut(None, res["alpha"], res["vars"], res["beta"], violation=cut_at_x)
                     n_feas += 1
             return n_opt, n_feas, n_failed
 

@@ -369,6 +369,9 @@ def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bound
     from solvers.mdp.pmo import build_pmo
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)  # its iterations take milliseconds
+    # the cuts as added until stop 42 (not scaled up to a violation HiGHS sees): with the scaling
+    # the lower bound climbs on for more than 60 iterations here
+    monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
     paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, in_out=0)
     unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150, in_out=0, pace_window=0)
@@ -434,4 +437,51 @@ def test_cuts_beyond_highs_limits_are_scaled_or_left_out_and_the_bound_still_add
     assert comp.cut_upper[-1] == pytest.approx((1.0 + 1e-6) / 3e3, rel=1e-12)
     bound, x, th = comp.solve()
     assert x[0] / 3e3 + 1e12 * x[1] <= comp.cut_upper[-1] * (1 + 1e-9)
+    assert bound <= float(master.cost @ x) + sum(th.values()) + 1e-9
+
+
+def test_a_short_certificate_is_recomputed_from_a_rescaled_copy() -> None:
+    """A master certificate that falls short of HiGHS's objective is recomputed from the duals of a
+    copy re-solved with the costs scaled (on the 20x25 grid at eps 10/km wrong-signed duals of 6e-10
+    times coefficients up to e^20 took it to -0.049, stop 42); the master's own HiGHS is untouched."""
+    from solvers.benders.engine import RECERTIFY_SCALES, _MasterComponent, _rescaled_duals
+
+    master, _blocks, _ = _instance(5)
+    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
+    comp.add_cut(0, 0.3, np.array([0, 1]), np.array([-0.5, 0.2]))
+    bound, _x, _th = comp.solve()
+    optimum = float(comp.h.getInfo().objective_function_value)
+    assert bound == pytest.approx(optimum, rel=1e-9, abs=1e-12) and comp.recertify_solves == 0
+    pi = _rescaled_duals(comp.h, RECERTIFY_SCALES[0], float("inf"))
+    assert pi is not None and comp.certified_bound(pi) == pytest.approx(optimum, rel=1e-9, abs=1e-12)
+    # a certificate far short (as from clipped duals) is replaced by the copy's
+    assert comp._recertified(optimum - 1.0, optimum) == pytest.approx(optimum, rel=1e-9, abs=1e-12)
+    assert comp.recertify_solves == 1
+    assert comp.h.getOptionValue("user_objective_scale")[1] == 0  # the master's own HiGHS unchanged
+    # past the deadline nothing is re-solved and the bound stays what it was
+    assert _rescaled_duals(comp.h, 12, 0.0) is None
+
+
+def test_a_cut_hair_short_of_highs_tolerance_is_scaled_up_until_violated_visibly() -> None:
+    """A cut that cuts off the master's point by less than HiGHS's feasibility tolerance is added as a
+    positive multiple whose violation is VISIBLE_VIOLATION in the row's units (the 8x8 grid at eps
+    10/km repeated one master point from iteration 378 on with cuts violated by 1.8e-10, stop 42)."""
+    from solvers.benders.engine import CUT_MAX_COEFFICIENT, VISIBLE_VIOLATION, _MasterComponent
+
+    master, _blocks, _ = _instance(5)
+    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
+    comp.add_cut(1, 2e-6, np.array([0, 2]), np.array([1e-6, -3e-6]), violation=1e-10)
+    idx, vals = comp.cut_rows[-1]
+    assert list(idx) == [0, 2, comp.theta_col[1]]
+    up = VISIBLE_VIOLATION / 1e-10
+    assert vals[-1] == pytest.approx(up) and comp.cut_lower[-1] == pytest.approx(2e-6 * up)  # theta's coefficient last
+    assert vals[:-1] == pytest.approx(-np.array([1e-6, -3e-6]) * up)
+    # a visible violation, or none given: as it comes
+    comp.add_cut(1, 2e-6, np.array([0, 2]), np.array([1e-6, -3e-6]), violation=1e-3)
+    comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1.0, 1.0]))
+    assert comp.cut_rows[-2][1][-1] == 1.0 and comp.cut_upper[-1] == 0.5
+    # the multiple stays within CUT_MAX_COEFFICIENT
+    comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1e6, 1.0]), violation=1e-20)
+    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(CUT_MAX_COEFFICIENT)
+    bound, x, th = comp.solve()
     assert bound <= float(master.cost @ x) + sum(th.values()) + 1e-9
