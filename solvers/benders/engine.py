@@ -99,6 +99,9 @@ RECERTIFY_SCALES = (24,)
 #: a cut that cuts off the master's point by less than this is scaled up (a positive multiple) so
 #: that it does by this much in its row's units: 100 times HiGHS's feasibility tolerance
 VISIBLE_VIOLATION = 1e-7
+#: ... by at most this factor (a violation at rounding level is no reason for coefficients of 1e12;
+#: the 8x8 grid's cuts needed about 560)
+CUT_MAX_UPSCALE = 1e6
 
 
 @dataclass(frozen=True)
@@ -652,8 +655,8 @@ class _MasterComponent:
         """Optimality cut ``theta_b - beta' x >= alpha`` or, with ``block`` None, feasibility ``beta' x <= -alpha``.
 
         ``violation``: by how much the cut cuts off the master's point; a row whose violation HiGHS
-        would not see (below :data:`VISIBLE_VIOLATION`) is scaled up until it would, within
-        :data:`CUT_MAX_COEFFICIENT`."""
+        would not see (below :data:`VISIBLE_VIOLATION`) is scaled up until it would, by at most
+        :data:`CUT_MAX_UPSCALE` and within :data:`CUT_MAX_COEFFICIENT`."""
         import highspy
 
         idx = np.fromiter((self.local[int(v)] for v in vars_), dtype=np.int32, count=vars_.size)
@@ -665,7 +668,7 @@ class _MasterComponent:
             # a positive multiple of a valid cut is one: HiGHS judges a row's feasibility in the
             # row's own units (1e-9), and a cut violated by 1.8e-10 left the master where it was
             # (the 8x8 grid at eps 10/km, from iteration 378 on, stop 42)
-            up = min(VISIBLE_VIOLATION / violation, CUT_MAX_COEFFICIENT / max(big, 1.0))
+            up = min(VISIBLE_VIOLATION / violation, CUT_MAX_UPSCALE, CUT_MAX_COEFFICIENT / max(big, 1.0))
             if up > 1.0:
                 vals, rhs, theta_coef, big = vals * up, rhs * up, theta_coef * up, big * up
         if big > CUT_MAX_COEFFICIENT and np.isfinite(big):

@@ -466,7 +466,7 @@ def test_a_cut_hair_short_of_highs_tolerance_is_scaled_up_until_violated_visibly
     """A cut that cuts off the master's point by less than HiGHS's feasibility tolerance is added as a
     positive multiple whose violation is VISIBLE_VIOLATION in the row's units (the 8x8 grid at eps
     10/km repeated one master point from iteration 378 on with cuts violated by 1.8e-10, stop 42)."""
-    from solvers.benders.engine import CUT_MAX_COEFFICIENT, VISIBLE_VIOLATION, _MasterComponent
+    from solvers.benders.engine import CUT_MAX_COEFFICIENT, CUT_MAX_UPSCALE, VISIBLE_VIOLATION, _MasterComponent
 
     master, _blocks, _ = _instance(5)
     comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
@@ -480,8 +480,10 @@ def test_a_cut_hair_short_of_highs_tolerance_is_scaled_up_until_violated_visibly
     comp.add_cut(1, 2e-6, np.array([0, 2]), np.array([1e-6, -3e-6]), violation=1e-3)
     comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1.0, 1.0]))
     assert comp.cut_rows[-2][1][-1] == 1.0 and comp.cut_upper[-1] == 0.5
-    # the multiple stays within CUT_MAX_COEFFICIENT
-    comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1e6, 1.0]), violation=1e-20)
+    # the multiple stays within CUT_MAX_UPSCALE and CUT_MAX_COEFFICIENT
+    comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1.0, 1.0]), violation=1e-20)
+    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(CUT_MAX_UPSCALE)
+    comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1e9, 1.0]), violation=1e-12)
     assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(CUT_MAX_COEFFICIENT)
     bound, x, th = comp.solve()
     assert bound <= float(master.cost @ x) + sum(th.values()) + 1e-9
