@@ -347,6 +347,25 @@ def _rescaled_duals(h: Any, k: int, deadline: float) -> np.ndarray | None:
     return np.asarray(h2.getSolution().row_dual, dtype=float)
 
 
+def _recertify(owner: Any, best: Any, score: float, objective: float,
+               from_duals: Callable[[np.ndarray], tuple[Any, float]]) -> Any:
+    """``best`` (a certificate or a cut, worth ``score``), or what ``from_duals`` makes of the duals
+    of ``owner.h``'s LP re-solved with the costs scaled by each of :data:`RECERTIFY_SCALES` in turn
+    (:func:`_rescaled_duals`) where that is worth more, while the score falls short of HiGHS's
+    ``objective`` by more than ``owner.recertify_shortfall`` (relative); ``owner``: a master
+    component or a block (its ``h``, ``deadline`` and ``recertify_solves`` count)."""
+    for k in RECERTIFY_SCALES:
+        if score >= objective - owner.recertify_shortfall * abs(objective):
+            break
+        owner.recertify_solves += 1
+        pi = _rescaled_duals(owner.h, k, owner.deadline)
+        if pi is not None:
+            candidate, value = from_duals(pi)
+            if value > score:
+                best, score = candidate, value
+    return best
+
+
 def _drop_tiny(idx: np.ndarray, coef: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """The linear term ``sum_v coef_v x_v`` (``x_v`` in ``[0, box_v]``) without its coefficients below
     :data:`CUT_CLEAN_BELOW`: the kept ``(idx, coef)`` and the dropped terms' least and largest value
@@ -457,17 +476,11 @@ class _Block:
         def at_x(c: tuple[float, np.ndarray, np.ndarray]) -> float:
             return c[0] + (float(c[2] @ x[c[1]]) if c[1].size else 0.0)
 
-        best, best_at = cut, at_x(cut)
-        for k in RECERTIFY_SCALES:
-            if best_at >= objective - self.recertify_shortfall * abs(objective):
-                break
-            self.recertify_solves += 1
-            pi = _rescaled_duals(self.h, k, self.deadline)
-            if pi is not None:
-                c = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
-                if at_x(c) > best_at:
-                    best, best_at = c, at_x(c)
-        return best
+        def from_duals(pi: np.ndarray) -> tuple[tuple[float, np.ndarray, np.ndarray], float]:
+            c = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
+            return c, at_x(c)
+
+        return _recertify(self, cut, at_x(cut), objective, from_duals)
 
     def solve(self, x: np.ndarray) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -714,16 +727,13 @@ class _MasterComponent:
 
     def _recertified(self, bound: float, objective: float) -> float:
         """``bound``, or a better certificate from warm re-solves with the costs scaled
-        (:data:`RECERTIFY_SCALES`, :func:`_rescaled_duals`) while it falls short of HiGHS's
-        ``objective`` by more than ``recertify_shortfall`` (relative)."""
-        for k in RECERTIFY_SCALES:
-            if bound >= objective - self.recertify_shortfall * abs(objective):
-                break
-            self.recertify_solves += 1
-            pi = _rescaled_duals(self.h, k, self.deadline)
-            if pi is not None:
-                bound = max(bound, self.certified_bound(pi))
-        return bound
+        (:func:`_recertify`) while it falls short of HiGHS's ``objective``."""
+
+        def from_duals(pi: np.ndarray) -> tuple[float, float]:
+            b = self.certified_bound(pi)
+            return b, b
+
+        return _recertify(self, bound, bound, objective, from_duals)
 
     def certified_bound(self, pi: np.ndarray) -> float:
         """A lower bound on this component's LP from any row duals ``pi``, by weak duality.
