@@ -1064,5 +1064,7 @@ class BendersEngine:
             master_component_sizes=tuple(sorted((int(c.n_x) for c in comps), reverse=True)), total_cuts=total_cuts,
             details={"master_seconds": master_seconds, "block_seconds": sum(b.solve_seconds for b in blocks),
                      "upper_bound_seconds": ub_seconds, "n_blocks": len(blocks), "n_independent_blocks": len(fixed_y),
-                     "failed_block_solves": failed_solves, "error": error_text},
+                     "failed_block_solves": failed_solves, "error": error_text,
+                     # copies re-solved with scaled costs for a better certificate or cut (_recertify)
+                     "recertify_solves": sum(c.recertify_solves for c in comps) + sum(b.recertify_solves for b in blocks)},
         )

@@ -288,7 +288,8 @@ def test_bd_equals_direct_high_eps_grid() -> None:
     # 1e-6 since the cuts are scaled until HiGHS sees them violated and the certificates are
     # recomputed with scaled costs where they fall short (stop 42)
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
-    _check_equal(p, partitioner="kmrec", M=2)
+    _, bd = _check_equal(p, partitioner="kmrec", M=2)
+    assert bd.details["recertify_solves"] > 0  # the copies with scaled costs did work here
 
 
 def test_bd_has_a_near_optimal_upper_bound_from_the_first_iteration_at_high_eps() -> None:
