@@ -797,6 +797,28 @@ def screen_outputs(Q: np.ndarray, n: int) -> np.ndarray:
     return np.sort(order[:max(1, min(int(n), Q.shape[1]))])
 
 
+@dataclasses.dataclass
+class _SubProblem:
+    """A component as :func:`solvers.mdp.pmo.repair_mechanism` and the verifier take it (pairs never
+    cross components): its mDP graph and distances over its records, and, built only when a repair
+    mixes, its distances to the outputs and its costs (for the mix with the exponential mechanism)."""
+
+    graph: Any
+    dataset: Any
+    eps: float
+    problem: PMOProblem
+    idx: np.ndarray
+    kept: np.ndarray
+
+    @functools.cached_property
+    def to_outputs(self) -> np.ndarray:
+        return np.asarray(self.problem.dataset.distance)[np.ix_(self.idx, self.problem.outputs)]
+
+    @functools.cached_property
+    def cost(self) -> np.ndarray:
+        return self.problem.cost[self.idx]
+
+
 class _ComponentCG:
     """Column generation on one connected component (records ``idx``, kept outputs ``kept``)."""
 
@@ -822,9 +844,10 @@ class _ComponentCG:
         # component sub-instance for repair and verification (pairs never cross components)
         gr, gc = problem.graph.rows, problem.graph.cols
         gsel = pos[gr] >= 0
-        self.sub = types.SimpleNamespace(
+        self.sub = _SubProblem(
             graph=types.SimpleNamespace(rows=pos[gr[gsel]], cols=pos[gc[gsel]]),
-            dataset=types.SimpleNamespace(distance=D[np.ix_(idx, idx)]), eps=problem.eps)
+            dataset=types.SimpleNamespace(distance=D[np.ix_(idx, idx)]), eps=problem.eps, problem=problem, idx=idx,
+            kept=kept)
         self.K = problem.K
         # start columns
         adj = sp.csr_matrix((D[gr[gsel], gc[gsel]], (pos[gr[gsel]], pos[gc[gsel]])), shape=(self.m, self.m))

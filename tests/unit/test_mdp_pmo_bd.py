@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from solvers.errors import InputError, VerificationError
+from solvers.mdp import pmo
 from solvers.mdp.bd import solve_bd
 from solvers.mdp.datasets import SecretDataset, load_dataset
 from solvers.mdp.expmech import solve_expmech
@@ -18,6 +21,7 @@ from solvers.mdp.partition import PARTITIONERS, partition_records
 from solvers.mdp.pmo import (
     UNREPAIRED,
     _mix_into_cone,
+    _repair_reference,
     _upward_closure,
     build_pmo,
     finalize_mechanism,
@@ -593,6 +597,62 @@ def test_record_bd_starts_from_the_exponential_mechanism() -> None:
     full = solve_bd(p, n_subsets=5, max_iterations=3)
     assert not full.details["returned_expmech"] and full.upper_bound < e.objective
     verify_mechanism(full.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+
+
+def _half_on_cheapest(tmp_path: Path) -> tuple[object, np.ndarray]:
+    """40 random points in 2-D at eps 10 (close pairs, ratios up to e^20) and the optimal mechanism
+    with every other record moved to its cheapest output: what Qiu's record BD repairs when it
+    puts a master's point together with the blocks' records on their cheapest outputs (Rome)."""
+    f = tmp_path / "pts.csv"
+    np.savetxt(f, np.random.default_rng(0).uniform(0, 5, (40, 2)), delimiter=",", header="x,y", comments="")
+    p = build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 10.0, 2.0)
+    Z = solve_direct(p).mechanism.copy()
+    half = np.arange(p.n) % 2 == 0
+    Z[half] = 0.0
+    Z[half, np.argmin(p.cost[half], axis=1)] = 1.0
+    return p, Z
+
+
+def test_repair_runs_its_closure_rounds_until_the_rows_settle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that settle only after more than the 8 rounds allowed until stop 43: the repair now
+    ends with no mix, at a lower loss than the 8 rounds and their mix (Rome's master point: 0.0137
+    against 0.038, the optimum 0.01355)."""
+    p, Z = _half_on_cheapest(tmp_path)
+    X, info = repair_mechanism(Z, p)
+    assert info["closure_rounds"] > 8 and info["mix_lambda"] == 0.0
+    monkeypatch.setattr(pmo, "REPAIR_MAX_ROUNDS", 8)
+    X8, info8 = repair_mechanism(Z, p)
+    assert info8["closure_rounds"] == 8 and info8["mix_lambda"] > 0.0
+    for W in (X, X8):
+        verify_mechanism(W, p.dataset.distance, p.eps, eta=p.eta)
+    assert p.objective_of(X) < p.objective_of(X8)
+
+
+def test_repair_mixes_with_the_exponential_mechanism_where_it_costs_less(tmp_path: Path) -> None:
+    """After one closure round, the mix with the exponential mechanism absorbs every broken ratio at
+    a tenth of the loss of the per-output uniform mix (both verified); a quarter of its lam leaves a
+    violation."""
+    p, Z = _half_on_cheapest(tmp_path)
+    rows, cols = p.graph.rows, p.graph.cols
+    d = np.asarray(p.dataset.distance)[rows, cols]
+    Y = Z.copy()
+    _upward_closure(Y, rows, cols, np.exp(-p.eps * d))
+    Y /= Y.sum(axis=1)[:, None]
+    reference = _repair_reference(p, p.K)
+    assert reference is not None
+    by_ref, lam = _mix_into_cone(Y, rows, cols, d, p.eps, reference)
+    by_u, _ = _mix_into_cone(Y, rows, cols, d, p.eps)
+    for W in (by_ref, by_u):
+        verify_mechanism(W, p.dataset.distance, p.eps, eta=p.eta)
+    assert 0.0 < lam < 1.0 and p.objective_of(by_ref) < 0.1 * p.objective_of(by_u)
+    weak = (1.0 - lam / 4) * Y + (lam / 4) * reference[0]
+    with pytest.raises(VerificationError):
+        verify_mechanism(weak, p.dataset.distance, p.eps, eta=p.eta)
+    # none for a problem without its distances to the outputs, for another number of outputs, or
+    # where exp(-eps d / 2) would underflow within a row
+    assert _repair_reference(types.SimpleNamespace(graph=p.graph, dataset=p.dataset, eps=p.eps), p.K) is None
+    assert _repair_reference(p, p.K + 1) is None
+    assert _repair_reference(dataclasses.replace(p, eps=1000.0), p.K) is None
 
 
 def test_repair_past_its_deadline_mixes_after_one_round() -> None:
