@@ -86,6 +86,18 @@ CUT_MAX_COEFFICIENT = 1e12
 #: the in-out separation solves the blocks at the master's own point once the lower bound has not
 #: risen for this many iterations (:meth:`BendersEngine.run`)
 IN_OUT_PATIENCE = 5
+#: ... and, as when no cut enters, when the cuts that entered are weak: only optimality cuts that cut
+#: off the master's thetas by less than this share of the gap ``U - L`` in all. On Rome at eps 10/km
+#: (stop 43) iterations 8-10 each added one or two cuts from the in-out point, violated by 2.5e-12 to
+#: 4.8e-12 at the master's point (values near 1e-4), which left the master (and the lower bound) as
+#: it was; the master's point itself, reached at iteration 11, had 16 blocks infeasible
+IN_OUT_WEAK_SHARE = 1e-3
+#: a block solve at the master's point (the blocks' feasibility boundary, where HiGHS can take very
+#: long) that runs longer than this many times the slowest block solve of the run so far, and at
+#: least :data:`AT_X_MIN_SECONDS`, is given up: that block gives no cut this time (Rome at eps 10/km,
+#: stop 42: one block's first HiGHS solve there ran 400 s where the others took at most 1 s)
+AT_X_SLOWEST_FACTOR = 20.0
+AT_X_MIN_SECONDS = 30.0
 #: a master whose certified bound falls short of HiGHS's objective by more than this share of the
 #: run's gap (relative), or a block whose cut at the point does, is re-solved from its basis by a
 #: copy with HiGHS's ``user_objective_scale`` set to each of these exponents in turn (the costs, so
@@ -901,28 +913,54 @@ class BendersEngine:
             feasible = [b in fixed_y or bool(by_id.get(b, {}).get("feasible")) for b in range(len(blocks))]
             return self.repair_upper_bound_fn(x.copy(), ys, feasible)
 
-        def solve_blocks(x: np.ndarray) -> list[dict[str, Any]]:
+        slowest = [0.0]  # the longest block solve so far (a solve at the master's point is capped by it)
+
+        def solve_one(b: int, x: np.ndarray, cap: float | None) -> dict[str, Any]:
+            blk = blocks[b]
+            t = time.perf_counter()
+            if cap is not None:
+                blk.deadline = min(deadline, t + cap)
+            try:
+                res = blk.solve(x)
+            except _TimeUp:
+                if cap is None or time.perf_counter() >= deadline:
+                    raise
+                logger.info("Benders: block %s at the master's point given up after %.0f s", blk.spec.name, cap)
+                return {"feasible": False, "failed": f"block {blk.spec.name} given up after {cap:.0f} s",
+                        "capped": True, "y": None}
+            finally:
+                blk.deadline = deadline
+            slowest[0] = max(slowest[0], time.perf_counter() - t)
+            return res
+
+        def solve_blocks(x: np.ndarray, capped: bool = False) -> list[dict[str, Any]]:
+            cap = max(AT_X_MIN_SECONDS, AT_X_SLOWEST_FACTOR * slowest[0]) if capped else None
             if pool is not None:
-                return list(pool.map(lambda b: blocks[b].solve(x), linked_ids))
-            return [blocks[b].solve(x) for b in linked_ids]
+                return list(pool.map(lambda b: solve_one(b, x, cap), linked_ids))
+            return [solve_one(b, x, cap) for b in linked_ids]
+
+        cut_gain = [0.0]  # what the last add_cuts' optimality cuts cut off the thetas by, in all
 
         def add_cuts(it: int, results: list[dict[str, Any]], thetas: dict[int, float]) -> tuple[int, int, int]:
             """Add the cuts of ``results`` that cut off the master's ``(x, theta)``; returns the
-            numbers of optimality cuts, feasibility cuts and failed blocks."""
+            numbers of optimality cuts, feasibility cuts and failed blocks (``cut_gain``: the sum of
+            the optimality cuts' violations)."""
             nonlocal error_text
             n_opt = n_feas = n_failed = 0
+            cut_gain[0] = 0.0
             for b, res in zip(linked_ids, results):
                 comp = comps[comp_of_block[b]]
                 if res.get("failed"):
                     n_failed += 1
                     error_text = res["failed"]
-                    logger.warning("Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name,
-                                   res["failed"])
+                    (logger.info if res.get("capped") else logger.warning)(
+                        "Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name, res["failed"])
                     continue
                 cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
                 if res["feasible"]:
                     if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
                         comp.add_cut(b, res["alpha"], res["vars"], res["beta"], violation=cut_at_x - thetas[b])
+                        cut_gain[0] += cut_at_x - thetas[b]
                         n_opt += 1
                 elif core is None or cut_at_x > 0.0:
                     comp.add_cut(None, res["alpha"], res["vars"], res["beta"], violation=cut_at_x)
@@ -987,13 +1025,18 @@ class BendersEngine:
                     break
                 n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
                 core_moved = False
-                if x_sep is not None and n_opt + n_feas == 0 and x_eval is x_sep:
-                    # nothing cuts off the master's point: the core moves to where the blocks were
-                    # solved, and they are solved at the master's point itself
+                sep_results = None  # the solutions at the point between, when the master's point follows
+                weak = (n_feas == 0 and np.isfinite(upper) and np.isfinite(lower)
+                        and cut_gain[0] < IN_OUT_WEAK_SHARE * (upper - lower))
+                if x_sep is not None and (n_opt + n_feas == 0 or weak) and x_eval is x_sep:
+                    # nothing (or only weak cuts) cuts off the master's point: the core moves to where
+                    # the blocks were solved, and they are solved at the master's point itself
                     core, core_moved = x_sep, True
                     try:
                         # (where it failed lately only the core moves)
-                        at_x = solve_blocks(x_all) if len(history) >= patience_from else None
+                        at_x = solve_blocks(x_all, capped=True) if len(history) >= patience_from else None
+                        if at_x is not None and any(r.get("capped") for r in at_x):
+                            patience_from = len(history) + IN_OUT_PATIENCE
                     except SolverError as exc:
                         # HiGHS failed at the master's point: the next iteration separates between
                         # it and the moved core (the master is unchanged, the point nearer to it)
@@ -1006,27 +1049,40 @@ class BendersEngine:
                         break
                     else:
                         if at_x is not None:
+                            n_opt0, n_feas0, sep_results = n_opt, n_feas, results
                             x_eval, results = x_all, at_x
                             n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
-                all_feasible = all(r["feasible"] for r in results)
+                            n_opt, n_feas = n_opt + n_opt0, n_feas + n_feas0
+                            if n_opt + n_feas == 0 and any(r.get("capped") for r in at_x):
+                                # a block given up at the master's point and no cut from the others:
+                                # the next iteration separates between it and the moved core (the
+                                # upper bound comes from the solutions there)
+                                x_eval, results = x_sep, sep_results
                 total_cuts += n_opt + n_feas
                 failed_solves += n_failed
-                if all_feasible or self.repair_upper_bound_fn is not None:
-                    tu = time.perf_counter()
-                    by_id = dict(zip(linked_ids, results))
-                    if all_feasible:
+                # upper bounds: from the blocks' solutions where they were solved, and from those at
+                # the point between when the blocks were then solved at the master's point too (all
+                # feasible there, their assembly is a solution; on the 5x5 grid at eps 10/km
+                # dropping it left the upper bound 8e-6 above the optimum, stop 43)
+                points = [(x_eval, results)]
+                if x_eval is x_all and sep_results is not None and x_sep is not None:
+                    points.append((x_sep, sep_results))
+                candidates: list[tuple[float, Any]] = []
+                tu = time.perf_counter()
+                for xp, res in points:
+                    by_id = dict(zip(linked_ids, res))
+                    if all(r["feasible"] for r in res):
                         ys = [fixed_y[b] if b in fixed_y else by_id[b]["y"] for b in range(len(blocks))]
-                        ub_val, payload = self.upper_bound_fn(x_eval.copy(), ys)
-                    else:
-                        ub_val, payload = repaired(by_id, x_eval)
-                    if x_eval is not x_all and self.repair_upper_bound_fn is not None:
-                        # the blocks were solved between the master's point and the core: the
-                        # master's own point, repaired without block solutions, is often better
-                        # (at large eps d every block record on its cheapest output is near-optimal)
-                        at_master = repaired({}, x_all)
-                        if at_master[0] < ub_val:
-                            ub_val, payload = at_master
-                    ub_seconds += time.perf_counter() - tu
+                        candidates.append(self.upper_bound_fn(xp.copy(), ys))
+                    elif self.repair_upper_bound_fn is not None:
+                        candidates.append(repaired(by_id, xp))
+                if x_eval is not x_all and self.repair_upper_bound_fn is not None:
+                    # the blocks were solved between the master's point and the core: the master's
+                    # own point, repaired without block solutions, is often better (at large eps d
+                    # every block record on its cheapest output is near-optimal)
+                    candidates.append(repaired({}, x_all))
+                ub_seconds += time.perf_counter() - tu
+                for ub_val, payload in candidates:
                     if ub_val < upper:
                         upper, best_payload = ub_val, payload
                 elapsed = time.perf_counter() - t0
