@@ -856,8 +856,9 @@ class BendersEngine:
         at the master's ``x`` (the in-out separation of Ben-Ameur and Neto 2007, as in Fischetti,
         Ljubic and Sinnl 2017), and a cut enters only where it cuts off the master's ``(x, theta)``:
         a feasibility cut found there always does (the cut holds at the core and fails at the
-        point between). When no cut enters, the core moves to that point and the blocks are solved
-        at ``x`` itself, as without a core. Cuts from points nearer the feasible region are deeper,
+        point between). When no cut enters, or only weak ones (:data:`IN_OUT_WEAK_SHARE`), the core
+        moves to that point and the blocks are solved at ``x`` itself, as without a core (a block
+        slow there is given up, :data:`AT_X_SLOWEST_FACTOR`). Cuts from points nearer the feasible region are deeper,
         and the master's ``x`` stops zig-zagging across the feasibility boundary."""
         t0 = time.perf_counter()
         if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
