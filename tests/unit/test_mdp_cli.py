@@ -160,6 +160,7 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)
     monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)  # the cuts as until stop 42 (the instance is certified now)
+    monkeypatch.setattr(engine, "IN_OUT_WEAK_SHARE", 0.0)  # the in-out rule as until stop 43 (certified with it)
     out = tmp_path / "r.json"
     args = ["mdp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "7", "--method", "bd",
             "--partitioner", "kmrec", "--subsets", "2", "--json", str(out)]
