@@ -858,8 +858,8 @@ class BendersEngine:
         a feasibility cut found there always does (the cut holds at the core and fails at the
         point between). When no cut enters, or only weak ones (:data:`IN_OUT_WEAK_SHARE`), the core
         moves to that point and the blocks are solved at ``x`` itself, as without a core (a block
-        slow there is given up, :data:`AT_X_SLOWEST_FACTOR`). Cuts from points nearer the feasible region are deeper,
-        and the master's ``x`` stops zig-zagging across the feasibility boundary."""
+        slow there is given up, :data:`AT_X_SLOWEST_FACTOR`). Cuts from points nearer the feasible
+        region are deeper, and the master's ``x`` stops zig-zagging across the feasibility boundary."""
         t0 = time.perf_counter()
         if np.any(self.master.lower != 0) or not np.all(np.isfinite(self.master.upper)):
             raise SolverError("the Benders engine needs master variables in [0, finite upper]")
@@ -1063,8 +1063,7 @@ class BendersEngine:
                 failed_solves += n_failed
                 # upper bounds: from the blocks' solutions where they were solved, and from those at
                 # the point between when the blocks were then solved at the master's point too (all
-                # feasible there, their assembly is a solution; on the 5x5 grid at eps 10/km
-                # dropping it left the upper bound 8e-6 above the optimum, stop 43)
+                # feasible there, their assembly is a solution)
                 points = [(x_eval, results)]
                 if x_eval is x_all and sep_results is not None and x_sep is not None:
                     points.append((x_sep, sep_results))
