@@ -378,6 +378,11 @@ def _recertify(owner: Any, best: Any, score: float, objective: float,
     return best
 
 
+def _cut_at(alpha: float, vars_: np.ndarray, beta: np.ndarray, x: np.ndarray) -> float:
+    """A cut's left side ``alpha + beta' x[vars_]`` at the master point ``x``."""
+    return alpha + (float(beta @ x[vars_]) if vars_.size else 0.0)
+
+
 def _drop_tiny(idx: np.ndarray, coef: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """The linear term ``sum_v coef_v x_v`` (``x_v`` in ``[0, box_v]``) without its coefficients below
     :data:`CUT_CLEAN_BELOW`: the kept ``(idx, coef)`` and the dropped terms' least and largest value
@@ -486,7 +491,7 @@ class _Block:
         (:meth:`_MasterComponent._recertified`)."""
 
         def at_x(c: tuple[float, np.ndarray, np.ndarray]) -> float:
-            return c[0] + (float(c[2] @ x[c[1]]) if c[1].size else 0.0)
+            return _cut_at(*c, x)
 
         def from_duals(pi: np.ndarray) -> tuple[tuple[float, np.ndarray, np.ndarray], float]:
             c = self._cut(pi, upper_now, self.spec.cost, self.spec.upper, self.AT)
@@ -529,7 +534,7 @@ class _Block:
             pi = np.asarray(sol.row_dual, dtype=float)
             cost1 = np.zeros(self.n_y)
             alpha, vars_, beta = self._cut(pi, upper_now, cost1, self.spec.upper, self.AT, pi_floor=-1.0)
-            violation = alpha + float(beta @ x[vars_]) if vars_.size else alpha
+            violation = _cut_at(alpha, vars_, beta, x)
             scale = abs(alpha) + (float(np.abs(beta) @ np.abs(x[vars_])) if vars_.size else 0.0)
         else:
             scale = 0.0
@@ -957,7 +962,7 @@ class BendersEngine:
                     (logger.info if res.get("capped") else logger.warning)(
                         "Benders iteration %d: no cut from block %s: %s", it, blocks[b].spec.name, res["failed"])
                     continue
-                cut_at_x = res["alpha"] + (float(res["beta"] @ x_all[res["vars"]]) if res["vars"].size else 0.0)
+                cut_at_x = _cut_at(res["alpha"], res["vars"], res["beta"], x_all)
                 if res["feasible"]:
                     if cut_at_x > thetas[b] + 1e-12 + 1e-9 * abs(cut_at_x):
                         comp.add_cut(b, res["alpha"], res["vars"], res["beta"], violation=cut_at_x - thetas[b])
@@ -1036,7 +1041,8 @@ class BendersEngine:
                     try:
                         # (where it failed lately only the core moves)
                         at_x = solve_blocks(x_all, capped=True) if len(history) >= patience_from else None
-                        if at_x is not None and any(r.get("capped") for r in at_x):
+                        gave_up = at_x is not None and any(r.get("capped") for r in at_x)
+                        if gave_up:
                             patience_from = len(history) + IN_OUT_PATIENCE
                     except SolverError as exc:
                         # HiGHS failed at the master's point: the next iteration separates between
@@ -1054,7 +1060,7 @@ class BendersEngine:
                             x_eval, results = x_all, at_x
                             n_opt, n_feas, n_failed = add_cuts(it, results, thetas)
                             n_opt, n_feas = n_opt + n_opt0, n_feas + n_feas0
-                            if n_opt + n_feas == 0 and any(r.get("capped") for r in at_x):
+                            if n_opt + n_feas == 0 and gave_up:
                                 # a block given up at the master's point and no cut from the others:
                                 # the next iteration separates between it and the moved core (the
                                 # upper bound comes from the solutions there)

@@ -18,7 +18,7 @@ from solvers.mdp.le import MAX_EXPONENT
 from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem
 from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["exponential_mechanism", "solve_expmech"]
+__all__ = ["exponent_spread", "exponential_mechanism", "solve_expmech"]
 
 
 def exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.ndarray:
@@ -29,16 +29,23 @@ def exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.nda
     return Z / Z.sum(axis=1, keepdims=True)
 
 
+def exponent_spread(distance_to_outputs: np.ndarray, eps: float) -> float:
+    """The largest spread of ``eps d / 2`` within a row: above :data:`~solvers.mdp.le.MAX_EXPONENT`
+    a row's far outputs would get ``exp(-eps d / 2) = 0`` beside positive entries of a neighbour's
+    row, an unbounded ratio, so the mechanism is not private as computed."""
+    D = np.asarray(distance_to_outputs, dtype=float)
+    return 0.5 * float(eps) * (float(np.max(D.max(axis=1) - D.min(axis=1))) if D.size else 0.0)
+
+
 def solve_expmech(problem: PMOProblem) -> MechanismResult:
     """The exponential mechanism on ``problem``'s records and outputs, verified; its loss is the objective."""
     t0 = time.perf_counter()
     D = np.asarray(problem.dataset.distance)[:, problem.outputs]
-    spread = float(np.max(D.max(axis=1) - D.min(axis=1))) if D.size else 0.0
-    if 0.5 * problem.eps * spread > MAX_EXPONENT:
-        # a row's far outputs would get exp(-eps d / 2) = 0 beside positive entries of a neighbour's
-        # row: an unbounded ratio, which the verifier rejects (as ldp's em refuses it up front)
+    spread = exponent_spread(D, problem.eps)
+    if spread > MAX_EXPONENT:
+        # the verifier would reject it (as ldp's em refuses it up front)
         raise VerificationError(
-            f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {0.5 * problem.eps * spread:.3g} "
+            f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {spread:.3g} "
             f"> {MAX_EXPONENT:.0f} within a row): far outputs would get probability 0 and break the ratio bound; "
             f"lower eps")
     X = exponential_mechanism(D, problem.eps)

@@ -489,7 +489,7 @@ def _repair_reference(problem: Any, K: int) -> tuple[np.ndarray, np.ndarray] | N
     (``to_outputs``, or the dataset's distances and ``outputs``) and its costs (for a matrix over
     the outputs ``kept``, those columns of them), or where
     ``exp(-eps d / 2)`` would underflow within a row (then it is not private as computed)."""
-    from solvers.mdp.expmech import exponential_mechanism
+    from solvers.mdp.expmech import exponent_spread, exponential_mechanism
     from solvers.mdp.le import MAX_EXPONENT
 
     cost = getattr(problem, "cost", None)
@@ -504,8 +504,7 @@ def _repair_reference(problem: Any, K: int) -> tuple[np.ndarray, np.ndarray] | N
         D, cost = D[:, kept], np.asarray(cost)[:, kept]
     if D.shape[1] != K:
         return None
-    spread = float(np.max(D.max(axis=1) - D.min(axis=1))) if D.size else 0.0
-    if 0.5 * problem.eps * spread > MAX_EXPONENT:
+    if exponent_spread(D, problem.eps) > MAX_EXPONENT:
         return None
     return exponential_mechanism(D, problem.eps), np.asarray(cost)
 
