@@ -321,7 +321,8 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     what = {"time_limit": "at the time limit", "iteration_limit": "at the iteration cap",
             "stalled": "with no violated cut left (stalled)",
             "no_progress": "because its bounds had stopped moving (no_progress)",
-            "numerical_trouble": "after HiGHS failed"}.get(status, f"with status {status}")
+            "numerical_trouble": "after HiGHS failed",
+            "memory_limit": "because memory was running out (memory_limit)"}.get(status, f"with status {status}")
     if args.method == "direct" and status != "time_limit":
         text = (f"direct: HiGHS called the LP optimal, but its duals certify a gap of only {rel_gap:.3g} "
                 f"(--gap {args.gap:g}); the verified mechanism is returned (exit code 8)")

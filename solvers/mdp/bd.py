@@ -74,15 +74,30 @@ def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
                     np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
 
-def master_memory_check(E: int, n_boundary: int, K: int) -> None:
-    """Refuse (:class:`ResourceError`) a record-BD master whose boundary-boundary mDP rows alone
-    (``E`` pairs x ``K`` outputs) HiGHS could not hold (:func:`solvers.mdp.pmo.refuse_lp_too_large`):
-    on a complete mDP graph every record is a boundary record and the master is the whole PMO (the
-    text dataset's 500 records: 250 M nonzeros; the run sat in the master's set-up for minutes past
-    a 60 s limit at 7 GB, stop 34)."""
-    refuse_lp_too_large(2 * E * K + n_boundary * K,
-                        f"bd: Qiu's master over {n_boundary:,} boundary records has {E * K:,} mDP rows",
-                        " (a dense mDP graph makes nearly every record a boundary record); use --decomposition columns")
+#: memory of a record-BD run per nonzero of its first master (HiGHS's model and factorisation, the
+#: model's arrays as built, the engine's copy), measured as max RSS over the master's nonzeros on
+#: grids at eps 1/km, eta 2 km: 30x30 613 B (10.3 M nonzeros, 6.30 GB), 40x40 at least 643 B
+#: (22.4 M, 14.4 GB sampled in its first master solve); the 50x50 grid's master (45.5 M) was killed
+#: by the kernel at 24 GB (stop 44)
+MASTER_BYTES_PER_NONZERO = 700
+
+
+def master_memory_check(E: int, n_boundary: int, K: int, n_initial: int = 0) -> None:
+    """Refuse (:class:`ResourceError`) a record-BD master that would not fit in memory at
+    :data:`MASTER_BYTES_PER_NONZERO` (:func:`solvers.mdp.pmo.refuse_lp_too_large`): its
+    boundary-boundary mDP rows (``E`` pairs x ``K`` outputs), its ``n_initial`` Property 3.2 pairs
+    (``x K`` rows) and its unit rows. On a complete mDP graph every record is a boundary record and
+    the master is the whole PMO (the text dataset's 500 records: 250 M nonzeros; the run sat in the
+    master's set-up for minutes past a 60 s limit at 7 GB, stop 34). Until stop 44 the initial rows
+    were not counted and the bytes were the ``direct`` LP's: the 50x50 grid at eps 1/km (a master
+    of 21.2 M rows, 1.1 M of them initial) passed the check and was killed by the kernel at 24 GB."""
+    refuse_lp_too_large(2 * (E + n_initial) * K + n_boundary * K,
+                        f"bd: Qiu's master over {n_boundary:,} boundary records has "
+                        + (f"{(E + n_initial) * K:,} rows ({E * K:,} mDP rows, {n_initial * K:,} initial cut rows)"
+                           if n_initial else f"{E * K:,} mDP rows"),
+                        " (nearly every record is a boundary record when the subsets are small next to eta or"
+                        " the mDP graph is dense); use --decomposition columns",
+                        bytes_per_nonzero=MASTER_BYTES_PER_NONZERO)
 
 
 def _expmech_incumbent(problem: PMOProblem) -> tuple[float, Any] | None:
@@ -165,6 +180,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
             first[1:] = key[1:] != key[:-1]
             pr_a, pc_a, pd_a = pr_a[first], pc_a[first], pd_a[first]
             P = pr_a.size
+            master_memory_check(E, B.size, K, P)
             n_init = P * K
             row_id = n_rows + (np.arange(P)[:, None] * K + kk[None, :]).ravel()
             mr_rows += [row_id, row_id]

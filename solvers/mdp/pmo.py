@@ -580,11 +580,12 @@ def finalize_mechanism(Z: np.ndarray, problem: PMOProblem, *, exact: bool = Fals
     return X, report, info
 
 
-def refuse_lp_too_large(nnz: int, what: str, advice: str) -> None:
+def refuse_lp_too_large(nnz: int, what: str, advice: str, bytes_per_nonzero: float = DIRECT_BYTES_PER_NONZERO
+                        ) -> None:
     """Raise :class:`ResourceError` when an LP of ``nnz`` nonzeros needs more than the memory
-    available by :data:`DIRECT_BYTES_PER_NONZERO`; ``what`` describes the LP ("... has N rows"),
-    ``advice`` ends the message."""
-    if short := memory_shortfall(DIRECT_BYTES_PER_NONZERO * nnz, available_memory()):
+    available at ``bytes_per_nonzero`` (:data:`DIRECT_BYTES_PER_NONZERO` by default); ``what``
+    describes the LP ("... has N rows"), ``advice`` ends the message."""
+    if short := memory_shortfall(bytes_per_nonzero * nnz, available_memory()):
         raise ResourceError(f"{what} and {nnz:,} nonzeros; HiGHS needs at least about {short}{advice}")
 
 

@@ -502,6 +502,46 @@ def test_record_bd_refuses_a_master_that_cannot_fit(monkeypatch: pytest.MonkeyPa
     assert solve_bd(p, n_subsets=4, gap=1e-6).status == "optimal"
 
 
+def test_record_bd_counts_the_initial_cut_rows_against_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The master's Property 3.2 rows count too, at the record BD's own bytes per nonzero (the 50x50
+    grid at eps 1/km passed a check of its mDP rows at the direct LP's bytes and was killed by the
+    kernel at 24 GB): memory for all but the initial rows is refused, enough for all of them runs."""
+    from solvers.errors import ResourceError
+    from solvers.mdp import bd, pmo
+
+    p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
+    part = partition_records("kmrec", p.dataset.distance, p.graph.rows, p.graph.cols, 4, coords=p.dataset.coords)
+    master, _blocks, boundary, _internal, n_init = bd.build_bd_model(p, part)
+    assert n_init > 0
+    n_rows = master.rows.n_rows
+    nnz = 2 * (n_rows - boundary.size) + boundary.size * p.K
+    assert nnz == master.rows.value.size
+    need = bd.MASTER_BYTES_PER_NONZERO * nnz
+    assert need - 2 * bd.MASTER_BYTES_PER_NONZERO * n_init > pmo.DIRECT_BYTES_PER_NONZERO * nnz  # neither of the old counts refuses
+    monkeypatch.setattr(pmo, "available_memory", lambda: need - 1)
+    with pytest.raises(ResourceError, match=rf"has [\d,]+ rows \([\d,]+ mDP rows, {n_init:,} initial cut rows\)"):
+        bd.build_bd_model(p, part)
+    monkeypatch.setattr(pmo, "available_memory", lambda: need)
+    assert bd.build_bd_model(p, part)[4] == n_init
+
+
+def test_record_bd_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When an iteration leaves less than twice what it took (or under 1 GiB), the run stops with
+    ``memory_limit`` and its verified mechanism instead of growing until the kernel kills it."""
+    from solvers.benders import engine
+
+    p = build_pmo(load_dataset("grid", rows=5, cols=5), 4.0, 2.0)
+    left = iter([8 << 30, 5 << 30, 5 << 30])  # iteration 1 takes 3 GiB and leaves 5
+    monkeypatch.setattr(engine, "available_memory", lambda: next(left, 5 << 30))
+    r = solve_bd(p, n_subsets=2, partitioner="kmrec", gap=1e-6)
+    assert r.status == "memory_limit" and r.iterations == 1 and r.upper_bound < np.inf
+    assert r.verification.max_row_sum_error <= 1e-9
+    monkeypatch.setattr(engine, "available_memory", lambda: 8 << 30)  # nothing taken: the run goes on
+    r = solve_bd(p, n_subsets=2, partitioner="kmrec", gap=1e-6)
+    assert r.status == "optimal" and r.iterations > 1
+    assert not engine.memory_running_out(None, None) and engine.memory_running_out(None, engine.MEMORY_FLOOR - 1)
+
+
 def _union_find_roots(n: int, groups: list[np.ndarray]) -> np.ndarray:
     parent = list(range(n))
 
