@@ -74,29 +74,34 @@ def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
                     np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
 
 
-#: memory of a record-BD run per nonzero of its first master (HiGHS's model and factorisation, the
-#: model's arrays as built, the engine's copy), measured as max RSS over the master's nonzeros on
-#: grids at eps 1/km, eta 2 km: 30x30 613 B (10.3 M nonzeros, 6.30 GB), 40x40 at least 643 B
-#: (22.4 M, 14.4 GB sampled in its first master solve); the 50x50 grid's master (45.5 M) was killed
-#: by the kernel at 24 GB (stop 44)
+#: memory of a record-BD run per nonzero of its LPs (every mDP row, unit row and initial cut row of
+#: the master and the blocks; HiGHS's models and factorisations, the models' arrays as built, the
+#: engine's copies), measured as max RSS over those nonzeros (stop 44): Rome 743 B after 2 iterations
+#: (5.70 M nonzeros, 4.24 GB), the 30x30 grid at eps 1/km 424 B at the end of a 90 s run spent in its
+#: first master (14.8 M, 6.30 GB). The cut pool grows from there (Rome: 7.3 GB after 21
+#: iterations); the engine stops a run before it runs out (``memory_limit``)
 MASTER_BYTES_PER_NONZERO = 700
 
 
-def master_memory_check(E: int, n_boundary: int, K: int, n_initial: int = 0) -> None:
-    """Refuse (:class:`ResourceError`) a record-BD master that would not fit in memory at
-    :data:`MASTER_BYTES_PER_NONZERO` (:func:`solvers.mdp.pmo.refuse_lp_too_large`): its
-    boundary-boundary mDP rows (``E`` pairs x ``K`` outputs), its ``n_initial`` Property 3.2 pairs
-    (``x K`` rows) and its unit rows. On a complete mDP graph every record is a boundary record and
-    the master is the whole PMO (the text dataset's 500 records: 250 M nonzeros; the run sat in the
-    master's set-up for minutes past a 60 s limit at 7 GB, stop 34). Until stop 44 the initial rows
-    were not counted and the bytes were the ``direct`` LP's: the 50x50 grid at eps 1/km (a master
-    of 21.2 M rows, 1.1 M of them initial) passed the check and was killed by the kernel at 24 GB."""
-    refuse_lp_too_large(2 * (E + n_initial) * K + n_boundary * K,
-                        f"bd: Qiu's master over {n_boundary:,} boundary records has "
-                        + (f"{(E + n_initial) * K:,} rows ({E * K:,} mDP rows, {n_initial * K:,} initial cut rows)"
-                           if n_initial else f"{E * K:,} mDP rows"),
-                        " (nearly every record is a boundary record when the subsets are small next to eta or"
-                        " the mDP graph is dense); use --decomposition columns",
+def record_bd_memory_check(E: int, n: int, K: int, E_master: int, n_boundary: int, n_initial: int = 0) -> None:
+    """Refuse (:class:`ResourceError`) a record decomposition whose LPs would not fit in memory at
+    :data:`MASTER_BYTES_PER_NONZERO` (:func:`solvers.mdp.pmo.refuse_lp_too_large`). Every mDP row of
+    the PMO (``E`` pairs x ``K`` outputs) is in the master (the ``E_master`` pairs between boundary
+    records) or in a block (the others: between its internal records, or linking one to a boundary
+    record), every unit row too, and the master adds its ``n_initial`` Property 3.2 pairs (``x K``
+    rows): the master and the blocks together hold the whole PMO and more, and each keeps its HiGHS
+    model for warm re-solves. On a complete mDP graph every record is a boundary record and the
+    master is the whole PMO (the text dataset's 500 records: 250 M nonzeros; the run sat in the
+    master's set-up for minutes past a 60 s limit at 7 GB, stop 34). Until stop 44 only the master's
+    mDP rows were counted, at the ``direct`` LP's bytes: the 50x50 grid at eps 1/km (a master of
+    21.2 M rows, 1.1 M of them initial) passed the check and was killed by the kernel at 24 GB, and
+    the 60x60 grid with 4 subsets (a master of 10.8 M rows, blocks of about 790 records each) was at
+    15 GB and rising after 60 s of a 60 s limit."""
+    refuse_lp_too_large(2 * (E + n_initial) * K + n * K,
+                        f"bd: Qiu's record decomposition (a master over {n_boundary:,} boundary records with"
+                        f" {E_master * K:,} mDP rows" + (f" and {n_initial * K:,} initial cut rows" if n_initial else "")
+                        + f", and blocks) holds all {E * K:,} mDP rows of the PMO",
+                        "; use --decomposition columns",
                         bytes_per_nonzero=MASTER_BYTES_PER_NONZERO)
 
 
@@ -138,7 +143,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
     bb = bmask[er] & bmask[ec]
     ebr, ebc, ebw = posB[er[bb]], posB[ec[bb]], w[bb]
     E = ebr.size
-    master_memory_check(E, B.size, K)
+    record_bd_memory_check(er.size, n, K, E, B.size)
     if E:
         row_id = (np.arange(E)[:, None] * K + kk[None, :]).ravel()
         mr_rows += [row_id, row_id]
@@ -180,7 +185,7 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
             first[1:] = key[1:] != key[:-1]
             pr_a, pc_a, pd_a = pr_a[first], pc_a[first], pd_a[first]
             P = pr_a.size
-            master_memory_check(E, B.size, K, P)
+            record_bd_memory_check(er.size, n, K, E, B.size, P)
             n_init = P * K
             row_id = n_rows + (np.arange(P)[:, None] * K + kk[None, :]).ravel()
             mr_rows += [row_id, row_id]

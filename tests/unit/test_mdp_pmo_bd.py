@@ -496,30 +496,34 @@ def test_record_bd_refuses_a_master_that_cannot_fit(monkeypatch: pytest.MonkeyPa
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
     monkeypatch.setattr(pmo, "available_memory", lambda: 1000)
-    with pytest.raises(ResourceError, match=r"bd: Qiu's master over \d+ boundary records .* use --decomposition columns"):
+    with pytest.raises(ResourceError, match=r"bd: Qiu's record decomposition \(a master over \d+ boundary records .* "
+                                             r"use --decomposition columns"):
         solve_bd(p, n_subsets=4)
     monkeypatch.setattr(pmo, "available_memory", lambda: None)
     assert solve_bd(p, n_subsets=4, gap=1e-6).status == "optimal"
 
 
-def test_record_bd_counts_the_initial_cut_rows_against_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The master's Property 3.2 rows count too, at the record BD's own bytes per nonzero (the 50x50
-    grid at eps 1/km passed a check of its mDP rows at the direct LP's bytes and was killed by the
-    kernel at 24 GB): memory for all but the initial rows is refused, enough for all of them runs."""
+def test_record_bd_counts_all_its_rows_against_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The master and the blocks together hold every mDP row of the PMO and the master's Property 3.2
+    rows, at the record BD's own bytes per nonzero: until stop 44 only the master's mDP rows counted,
+    at the direct LP's bytes, and the 50x50 grid at eps 1/km was killed by the kernel at 24 GB. Memory
+    for all but the initial rows is refused, enough for all of them runs."""
     from solvers.errors import ResourceError
     from solvers.mdp import bd, pmo
 
     p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
     part = partition_records("kmrec", p.dataset.distance, p.graph.rows, p.graph.cols, 4, coords=p.dataset.coords)
-    master, _blocks, boundary, _internal, n_init = bd.build_bd_model(p, part)
-    assert n_init > 0
-    n_rows = master.rows.n_rows
-    nnz = 2 * (n_rows - boundary.size) + boundary.size * p.K
-    assert nnz == master.rows.value.size
+    master, blocks, boundary, _internal, n_init = bd.build_bd_model(p, part)
+    assert n_init > 0 and blocks
+    E, n, K = p.lp_edges[0].size, p.n, p.K
+    nnz = 2 * E * K + 2 * n_init + n * K
     need = bd.MASTER_BYTES_PER_NONZERO * nnz
-    assert need - 2 * bd.MASTER_BYTES_PER_NONZERO * n_init > pmo.DIRECT_BYTES_PER_NONZERO * nnz  # neither of the old counts refuses
+    n_master_mdp = master.rows.n_rows - n_init - boundary.size
+    old_check = pmo.DIRECT_BYTES_PER_NONZERO * (2 * n_master_mdp + boundary.size * K)
+    assert old_check < need - 2 * bd.MASTER_BYTES_PER_NONZERO * n_init  # the old check would not refuse
     monkeypatch.setattr(pmo, "available_memory", lambda: need - 1)
-    with pytest.raises(ResourceError, match=rf"has [\d,]+ rows \([\d,]+ mDP rows, {n_init:,} initial cut rows\)"):
+    with pytest.raises(ResourceError, match=rf"with [\d,]+ mDP rows and {n_init:,} initial cut rows, and blocks\) "
+                                            rf"holds all {E * K:,} mDP rows of the PMO and {nnz:,} nonzeros"):
         bd.build_bd_model(p, part)
     monkeypatch.setattr(pmo, "available_memory", lambda: need)
     assert bd.build_bd_model(p, part)[4] == n_init
