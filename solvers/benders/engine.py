@@ -100,11 +100,13 @@ IN_OUT_WEAK_SHARE = 1e-3
 AT_X_SLOWEST_FACTOR = 20.0
 AT_X_MIN_SECONDS = 30.0
 #: the run stops (``memory_limit``) when the memory left after an iteration is below this many
-#: times what that iteration took, or below :data:`MEMORY_FLOOR` bytes: the cut pool and HiGHS's
-#: models grow every iteration (Rome at eps 10/km: 7.3 GB after 21 iterations, stop 43), and a run
-#: that the kernel kills returns nothing
+#: times what that iteration took, or below :data:`MEMORY_FLOOR` bytes (at most
+#: :data:`MEMORY_FLOOR_SHARE` of what was left when the run began, for small machines): the cut pool
+#: and HiGHS's models grow every iteration (Rome at eps 10/km: 7.3 GB after 21 iterations, stop 43),
+#: and a run that the kernel kills returns nothing
 MEMORY_GROWTH_FACTOR = 2.0
 MEMORY_FLOOR = 1 << 30
+MEMORY_FLOOR_SHARE = 0.05
 #: a master whose certified bound falls short of HiGHS's objective by more than this share of the
 #: run's gap (relative), or a block whose cut at the point does, is re-solved from its basis by a
 #: copy with HiGHS's ``user_objective_scale`` set to each of these exponents in turn (the costs, so
@@ -202,14 +204,15 @@ class BendersIteration:
     n_failed_blocks: int = 0  # blocks on which every HiGHS fallback failed (no cut from them)
 
 
-def memory_running_out(before: int | None, after: int | None) -> bool:
-    """Whether the memory left after an iteration (``after`` bytes; ``before`` it) is below
-    :data:`MEMORY_FLOOR` or :data:`MEMORY_GROWTH_FACTOR` times what the iteration took (False when
-    unknown)."""
+def memory_running_out(before: int | None, after: int | None, at_start: int | None) -> bool:
+    """Whether the memory left after an iteration (``after`` bytes; ``before`` it, ``at_start`` when
+    the run began) is below :data:`MEMORY_GROWTH_FACTOR` times what the iteration took, or below
+    :data:`MEMORY_FLOOR` (at most :data:`MEMORY_FLOOR_SHARE` of ``at_start``); False when unknown."""
     if after is None:
         return False
     took = max(0, before - after) if before is not None else 0
-    return after < max(MEMORY_FLOOR, MEMORY_GROWTH_FACTOR * took)
+    floor = MEMORY_FLOOR if at_start is None else min(MEMORY_FLOOR, MEMORY_FLOOR_SHARE * at_start)
+    return after < max(floor, MEMORY_GROWTH_FACTOR * took)
 
 
 @dataclass(frozen=True)
@@ -995,7 +998,7 @@ class BendersEngine:
             if progress is not None:
                 progress(rec)
 
-        memory_before = available_memory()
+        memory_at_start = memory_before = available_memory()
         try:
             for it in range(1, max_iterations + 1):
                 tm = time.perf_counter()
@@ -1122,7 +1125,7 @@ class BendersEngine:
                     status = "time_limit"
                     break
                 memory_after = available_memory()
-                if memory_running_out(memory_before, memory_after):
+                if memory_running_out(memory_before, memory_after, memory_at_start):
                     logger.warning("Benders: stopping at iteration %d: %.1f GiB of memory left, and the iteration "
                                    "took %.1f GiB", it, memory_after / 2**30, (memory_before - memory_after) / 2**30)
                     status = "memory_limit"

@@ -296,7 +296,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     ``no_progress`` when the last ``pace_window`` iterations, or more until they span a minute,
     closed too little of the gap to reach ``gap`` within the iterations and time left at that pace
     (``0``: never; see
-    :func:`solvers.benders.engine.too_slow`).
+    :func:`solvers.benders.engine.too_slow`), and ``memory_limit`` when an iteration left too little
+    memory for another (:func:`solvers.benders.engine.memory_running_out`).
 
     Raises
     ------
@@ -306,6 +307,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         No feasible mechanism was found within the iteration cap, or HiGHS failed.
     VerificationError
         The assembled mechanism failed verification.
+    ResourceError
+        The record decomposition's LPs would not fit in memory (:func:`record_bd_memory_check`).
     """
     if not (0 < gap < 1):
         raise InputError(f"the relative gap must be in (0, 1), got {gap}")

@@ -543,7 +543,13 @@ def test_record_bd_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(engine, "available_memory", lambda: 8 << 30)  # nothing taken: the run goes on
     r = solve_bd(p, n_subsets=2, partitioner="kmrec", gap=1e-6)
     assert r.status == "optimal" and r.iterations > 1
-    assert not engine.memory_running_out(None, None) and engine.memory_running_out(None, engine.MEMORY_FLOOR - 1)
+    floor = engine.MEMORY_FLOOR
+    assert not engine.memory_running_out(None, None, None) and engine.memory_running_out(None, floor - 1, None)
+    assert engine.memory_running_out(8 * floor, floor - 1, 8 * floor)
+    # a machine with 512 MiB: the floor is 5 % of it, and iterations that take nothing go on
+    small = floor // 2
+    assert not engine.memory_running_out(small - 1000, small - 1000, small)
+    assert engine.memory_running_out(small, small // 30, small)
 
 
 def _union_find_roots(n: int, groups: list[np.ndarray]) -> np.ndarray:
