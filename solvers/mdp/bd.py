@@ -81,6 +81,12 @@ def _rowblock_from_coo(r: np.ndarray, c: np.ndarray, v: np.ndarray, n_rows: int,
 #: first master (14.8 M, 6.30 GB). The cut pool grows from there (Rome: 7.3 GB after 21
 #: iterations); the engine stops a run before it runs out (``memory_limit``)
 MASTER_BYTES_PER_NONZERO = 700
+#: a warning when Qiu's master holds at least this share of the PMO's mDP rows and this many: the
+#: 20x20 grid at eps 1/km, eta 2 km with the default 25 subsets has 373 of 400 records on the
+#: boundary, 91 % of the rows (1.08 M) in the master, whose first solve had not ended after 15
+#: minutes (stop 44); the 20x25 grid at eps 10/km 84 % (1.56 M); Rome 55 %
+MASTER_WARN_SHARE = 0.8
+MASTER_WARN_ROWS = 1_000_000
 
 
 def record_bd_memory_check(E: int, n: int, K: int, E_master: int, n_boundary: int, n_initial: int = 0) -> None:
@@ -337,6 +343,13 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     t_build = time.perf_counter() - t0 - t_part
     logger.info("BD: %d boundary records, %d blocks, %d initial cut rows, master %d x %d", B.size, len(blocks), n_init,
                 master.rows.n_rows, master.n)
+    n_master_mdp = master.rows.n_rows - n_init - B.size
+    n_mdp = problem.lp_edges[0].size * K
+    if n_master_mdp >= MASTER_WARN_ROWS and n_master_mdp >= MASTER_WARN_SHARE * n_mdp:
+        logger.warning(f"bd: {B.size:,} of {n:,} records are boundary records, and Qiu's master holds "
+                       f"{100.0 * n_master_mdp / n_mdp:.0f} % of the PMO's mDP rows ({n_master_mdp:,} rows): its solves "
+                       "are nearly the whole LP's (--subsets is small next to eta, or the mDP graph is dense); "
+                       "--decomposition columns is usually far faster")
     if status is not None:
         # the first master solve is a PMO over the boundary records and can take minutes (Rome: 42 s;
         # gaussian 500, 1.2 M rows: not solved in 10 minutes, stop 41), with no iteration to show

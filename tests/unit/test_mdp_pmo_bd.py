@@ -529,6 +529,24 @@ def test_record_bd_counts_all_its_rows_against_memory(monkeypatch: pytest.Monkey
     assert bd.build_bd_model(p, part)[4] == n_init
 
 
+def test_record_bd_warns_when_its_master_is_nearly_the_whole_pmo(monkeypatch: pytest.MonkeyPatch,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Subsets small next to eta put nearly every record on the boundary: the master is nearly the
+    whole PMO (the 20x20 grid at eps 1/km: 91 % of its rows, a first master solve of more than 15
+    minutes), which the run says up front; a partition with internal records does not warn."""
+    from solvers.mdp import bd
+
+    monkeypatch.setattr(bd, "MASTER_WARN_ROWS", 1)
+    p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
+    with caplog.at_level("WARNING", logger="solvers.mdp.bd"):
+        solve_bd(p, n_subsets=16, max_iterations=1)
+    assert "of the PMO's mDP rows" in caplog.text and "--decomposition columns" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="solvers.mdp.bd"):
+        solve_bd(p, n_subsets=2, partitioner="kmrec", max_iterations=1)
+    assert "of the PMO's mDP rows" not in caplog.text
+
+
 def test_record_bd_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """When an iteration leaves less than twice what it took (or under 1 GiB), the run stops with
     ``memory_limit`` and its verified mechanism instead of growing until the kernel kills it."""
