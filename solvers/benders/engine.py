@@ -1126,8 +1126,9 @@ class BendersEngine:
                     break
                 memory_after = available_memory()
                 if memory_running_out(memory_before, memory_after, memory_at_start):
+                    took = 0 if memory_before is None else max(0, memory_before - memory_after)
                     logger.warning("Benders: stopping at iteration %d: %.1f GiB of memory left, and the iteration "
-                                   "took %.1f GiB", it, memory_after / 2**30, (memory_before - memory_after) / 2**30)
+                                   "took %.1f GiB", it, memory_after / 2**30, took / 2**30)
                     status = "memory_limit"
                     break
                 memory_before = memory_after
