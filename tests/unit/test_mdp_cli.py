@@ -172,6 +172,24 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
     assert "--decomposition columns" in err[0]
 
 
+def test_record_bd_short_of_memory_returns_its_mechanism_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # an iteration that leaves less than twice what it took stops the run (memory read through a fake)
+    from solvers.benders import engine
+
+    left = iter([8 << 30, 5 << 30])
+    monkeypatch.setattr(engine, "available_memory", lambda: next(left, 5 << 30))
+    out = tmp_path / "r.json"
+    args = ["mdp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "4", "--method", "bd",
+            "--partitioner", "kmrec", "--subsets", "2", "--json", str(out)]
+    assert main(args) == ExitCode.SOLVER
+    report = json.loads(out.read_text())
+    assert report["status"] == "memory_limit" and report["iterations"] == 1
+    assert report["verification"]["max_mdp_violation"] <= 1e-9
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "because memory was running out (memory_limit)" in err[-1] and "--decomposition columns" in err[-1]
+
+
 def test_direct_whose_duals_do_not_certify_it_exits_8_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from solvers.mdp import pmo
