@@ -7,6 +7,9 @@ Usage:
     python benchmarks/bench_mdp.py ipm N K [--tolerance T] [--seed S] [--threads W]
         # the structured IPM alone on K random undominated outputs of gaussian N's largest component
     python benchmarks/bench_mdp.py graph      # essential pairs: per-source search vs min-plus, side by side
+    python benchmarks/bench_mdp.py scoreboard [--quick] [--direct-cap S] [--records-cap S] [--only NAME ...]
+        # issue 3's benchmark in one run: direct vs bd (columns) vs Qiu's record bd per instance, each
+        # measurement in its own process, one after the other; JSON lines, then a markdown table
 Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
 """
 
@@ -27,6 +30,7 @@ from solvers.mdp.partition import PARTITIONERS, partition_records
 from solvers.mdp.pmo import build_pmo, solve_direct
 
 INSTANCES = {
+    "grid6x6_eps1": ("grid", {"rows": 6, "cols": 6}, 1.0, 2.0),
     "grid10x10_eps1": ("grid", {"rows": 10, "cols": 10}, 1.0, 2.0),
     "grid20x25_eps1": ("grid", {"rows": 20, "cols": 25}, 1.0, 2.0),
     "grid20x25_eps10": ("grid", {"rows": 20, "cols": 25}, 10.0, 2.0),
@@ -163,6 +167,89 @@ def graph_bench() -> None:
                           "same_mask": bool(np.array_equal(per_source, minplus))}), flush=True)
 
 
+#: issue 3's benchmark: instance, then (method, decomposition, cap key) in the order they run. The caps
+#: are keys so that ``--direct-cap`` / ``--records-cap`` / ``--columns-cap`` set them for every row.
+SCOREBOARD = (
+    ("grid20x25_eps10", (("direct", "records", "direct"), ("bd", "columns", "columns"), ("bd", "records", "records"))),
+    ("grid20x25_eps1", (("direct", "records", "direct"), ("bd", "columns", "columns"), ("bd", "records", "records"))),
+    ("rome", (("direct", "records", "direct"), ("bd", "columns", "columns"), ("bd", "records", "records"))),
+    ("gaussian1000", (("direct", "records", "direct"), ("bd", "columns", "columns"))),
+    ("gaussian2000", (("direct", "records", "direct"), ("bd", "columns", "columns"))),
+)
+
+#: ``--quick``: the small instance the scoreboard's own test runs (seconds)
+QUICK_SCOREBOARD = (
+    ("grid6x6_eps1", (("direct", "records", "direct"), ("bd", "columns", "columns"), ("bd", "records", "records"))),
+)
+
+
+def _measure(args: list[str]) -> dict:
+    """Run ``bench_mdp.py solve ARGS`` in a child process; its JSON row with the child's wall seconds
+    and max RSS (``wait4``), so one measurement's memory does not count against the next."""
+    import os
+    import subprocess
+
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "solve", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout is not None else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    row = json.loads(lines[-1]) if lines else {"status": "crashed", "exit_code": proc.returncode}
+    # ru_maxrss is in KiB on Linux
+    row.update(wall_s=round(wall, 2), max_rss_gb=round(usage.ru_maxrss / 2**20, 2))
+    return row
+
+
+def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> list[dict]:
+    """Issue 3's benchmark side by side in one run (:data:`SCOREBOARD`): JSON lines as each measurement
+    ends, then a markdown table with the ratio of ``direct``'s wall time to each decomposition's."""
+    import os
+    import platform
+    from importlib.metadata import version
+
+    rows: list[dict] = []
+    for name, runs in QUICK_SCOREBOARD if quick else SCOREBOARD:
+        if only and name not in only:
+            continue
+        for method, decomposition, cap_key in runs:
+            row = _measure([name, "--method", method, "--decomposition", decomposition, "--cap", str(caps[cap_key])])
+            row.setdefault("instance", name)
+            row.setdefault("method", method)
+            row["decomposition"] = None if method == "direct" else decomposition
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    cpu = platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"\n{cpu}, {os.cpu_count()} cores, highspy {version('highspy')}, {time.strftime('%Y-%m-%d %H:%M')}\n")
+    print("| instance | method | status | loss | lower | gap | wall s | max RSS GB | direct wall / this |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in dict.fromkeys(r["instance"] for r in rows):
+        group = [r for r in rows if r["instance"] == name]
+        direct = next((r for r in group if r["method"] == "direct"), None)
+        for r in group:
+            label = r["method"] if r["decomposition"] is None else f"bd {r['decomposition']}"
+            ratio = "-"
+            if direct is not None and r is not direct and direct.get("status") == "optimal" and r.get("status") == "optimal":
+                ratio = f"{direct['wall_s'] / r['wall_s']:.1f}x"
+            elif direct is not None and r is not direct and direct.get("status") != "optimal" and r.get("status") == "optimal":
+                ratio = f"> {direct['wall_s'] / r['wall_s']:.1f}x (direct: {direct.get('status')})"
+
+            def num(key: str) -> str:
+                v = r.get(key)
+                return "-" if v is None else f"{v:.7g}"
+
+            print(f"| {name} | {label} | {r.get('status')} | {num('objective')} | {num('lower')} | {num('rel_gap')} | "
+                  f"{r['wall_s']} | {r['max_rss_gb']} | {ratio} |")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -182,8 +269,16 @@ def main() -> None:
     i.add_argument("--seed", type=int, default=0, help="which random outputs")
     i.add_argument("--threads", type=int, default=2)
     sub.add_parser("graph")
+    b = sub.add_parser("scoreboard")
+    b.add_argument("--quick", action="store_true", help="the 6x6 grid only (seconds; what the test runs)")
+    b.add_argument("--direct-cap", type=float, default=600.0, help="HiGHS's limit on the whole PMO (seconds)")
+    b.add_argument("--columns-cap", type=float, default=1800.0, help="bd --decomposition columns' limit (seconds)")
+    b.add_argument("--records-cap", type=float, default=600.0, help="Qiu's record bd's limit (seconds)")
+    b.add_argument("--only", nargs="*", help="instances to run (default: all of the scoreboard)")
     a = ap.parse_args()
-    if a.cmd == "graph":
+    if a.cmd == "scoreboard":
+        scoreboard(a.quick, {"direct": a.direct_cap, "columns": a.columns_cap, "records": a.records_cap}, a.only)
+    elif a.cmd == "graph":
         graph_bench()
     elif a.cmd == "partitions":
         partitions()
