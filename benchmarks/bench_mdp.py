@@ -240,12 +240,8 @@ def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> l
                 ratio = f"{direct['wall_s'] / r['wall_s']:.1f}x"
             elif direct is not None and r is not direct and direct.get("status") != "optimal" and r.get("status") == "optimal":
                 ratio = f"> {direct['wall_s'] / r['wall_s']:.1f}x (direct: {direct.get('status')})"
-
-            def num(key: str) -> str:
-                v = r.get(key)
-                return "-" if v is None else f"{v:.7g}"
-
-            print(f"| {name} | {label} | {r.get('status')} | {num('objective')} | {num('lower')} | {num('rel_gap')} | "
+            num = {key: "-" if r.get(key) is None else f"{r[key]:.7g}" for key in ("objective", "lower", "rel_gap")}
+            print(f"| {name} | {label} | {r.get('status')} | {num['objective']} | {num['lower']} | {num['rel_gap']} | "
                   f"{r['wall_s']} | {r['max_rss_gb']} | {ratio} |")
     return rows
 

@@ -29,3 +29,25 @@ def test_the_graph_benchmark_runs_both_searches(capsys: pytest.CaptureFixture[st
     assert [r["graph"] for r in rows] == ["dense", "sparse"]
     assert all(r["same_mask"] and 0 < r["kept"] < r["pairs"] for r in rows)  # the grid has implied pairs
     assert rows[0]["dense_share"] > graph.DENSE_PAIR_SHARE > rows[1]["dense_share"]
+
+
+def test_the_scoreboard_runs_every_method_in_its_own_process(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = bench_mdp.scoreboard(True, {"direct": 60.0, "columns": 60.0, "records": 60.0}, None)
+    out = capsys.readouterr().out
+    assert [(r["method"], r["decomposition"]) for r in rows] == [("direct", None), ("bd", "columns"), ("bd", "records")]
+    # each measurement ran in a child process that reported its own row, memory and wall time
+    assert all(r["status"] == "optimal" and r["wall_s"] >= r["time_s"] > 0 and r["max_rss_gb"] > 0 for r in rows)
+    assert max(r["objective"] for r in rows) - min(r["objective"] for r in rows) <= 1e-9 * rows[0]["objective"]
+    assert all(r["rel_gap"] <= 1e-4 for r in rows)
+    table = [line for line in out.splitlines() if line.startswith("| grid6x6_eps1 |")]
+    assert len(table) == 3 and table[0].endswith("| - |") and table[1].endswith("x |")
+
+
+def test_the_scoreboard_reports_a_child_that_crashed(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # a measurement whose process prints no row (here: an instance the child does not know) is
+    # reported as crashed with its exit code, not dropped, and the others still run
+    monkeypatch.setattr(bench_mdp, "QUICK_SCOREBOARD", (("no_such_instance", (("direct", "records", "direct"),)),))
+    rows = bench_mdp.scoreboard(True, {"direct": 5.0, "columns": 5.0, "records": 5.0}, None)
+    assert rows[0]["status"] == "crashed" and rows[0]["exit_code"] != 0
+    assert "| no_such_instance | direct | crashed |" in capsys.readouterr().out
