@@ -204,13 +204,18 @@ class BendersIteration:
     n_failed_blocks: int = 0  # blocks on which every HiGHS fallback failed (no cut from them)
 
 
+def memory_taken(before: int | None, after: int | None) -> int:
+    """Bytes of available memory an iteration used up (``before`` and ``after`` it; 0 when unknown)."""
+    return max(0, before - after) if before is not None and after is not None else 0
+
+
 def memory_running_out(before: int | None, after: int | None, at_start: int | None) -> bool:
     """Whether the memory left after an iteration (``after`` bytes; ``before`` it, ``at_start`` when
     the run began) is below :data:`MEMORY_GROWTH_FACTOR` times what the iteration took, or below
     :data:`MEMORY_FLOOR` (at most :data:`MEMORY_FLOOR_SHARE` of ``at_start``); False when unknown."""
     if after is None:
         return False
-    took = max(0, before - after) if before is not None else 0
+    took = memory_taken(before, after)
     floor = MEMORY_FLOOR if at_start is None else min(MEMORY_FLOOR, MEMORY_FLOOR_SHARE * at_start)
     return after < max(floor, MEMORY_GROWTH_FACTOR * took)
 
@@ -1126,9 +1131,9 @@ class BendersEngine:
                     break
                 memory_after = available_memory()
                 if memory_running_out(memory_before, memory_after, memory_at_start):
-                    took = 0 if memory_before is None else max(0, memory_before - memory_after)
                     logger.warning("Benders: stopping at iteration %d: %.1f GiB of memory left, and the iteration "
-                                   "took %.1f GiB", it, memory_after / 2**30, took / 2**30)
+                                   "took %.1f GiB", it, memory_after / 2**30,
+                                   memory_taken(memory_before, memory_after) / 2**30)
                     status = "memory_limit"
                     break
                 memory_before = memory_after
