@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "point method on the outputs it marks as used: columns, duals and a bound) or 'auto' "
                         "(default: by the component's size and the time limit, and 'ipm' after all on a "
                         "component whose column generation has not closed the gap in 25 iterations; "
-                        "docs/mdp.md)")
+                        "docs/mdp_design.md)")
     p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")

@@ -293,7 +293,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
     Benders decomposition of the PMO's *dual* with the unit-row duals as master variables and one
     subproblem per output column -- in primal terms column generation per mDP-graph component
-    (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp.md for the equivalence); the partitioner
+    (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp_design.md for the equivalence); the partitioner
     is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
     first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
     (``"auto"``, ``"pdlp"``, ``"smoothed"``, ``"screened"`` or ``"ipm"``) and ``status`` (notes on

@@ -497,7 +497,7 @@ def smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, ma
     from the best ``Y`` seen (which is ``>= 0``), so ``sum_i min_k Q_ik`` is a valid lower bound
     (module docstring) however inaccurate the method. It is a bound only: a first-order method
     does not reach the 1e-4 gaps the column generation certifies (gaussian 300: within 0.2 % of the
-    optimum in 30 s, then it stalls; docs/mdp.md). Returns ``(Q, iterations)``, ``Q`` records x
+    optimum in 30 s, then it stalls; docs/mdp_design.md). Returns ``(Q, iterations)``, ``Q`` records x
     outputs.
 
     ``Y0`` (mDP rows x outputs, clipped at 0) starts the ascent from given duals, e.g. a PDLP start's
