@@ -63,8 +63,9 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
     if with_map:
         ax = axes[1]
         C = np.asarray(coords)
-        # (lat, lon) maps are drawn lon on x
-        x, y = (C[:, 1], C[:, 0]) if problem.dataset.name in ("rome",) or problem.dataset.unit == "km" and problem.dataset.name == "points" else (C[:, 0], C[:, 1])
+        # (lat, lon) maps are drawn lon on x, a degree of longitude cos(lat) as long as one of latitude
+        latlon = problem.dataset.name in ("rome",) or problem.dataset.unit == "km" and problem.dataset.name == "points"
+        x, y = (C[:, 1], C[:, 0]) if latlon else (C[:, 0], C[:, 1])
         part = result.partition or {}
         labels = part.get("labels")
         boundary = part.get("boundary")
@@ -79,7 +80,12 @@ def plot_result(result: Any, problem: Any, path: str | Path) -> None:
         else:
             ax.scatter(x, y, s=10, c="gray")
             ax.set_title("records")
-        ax.set_aspect("equal", adjustable="datalim")
+        if latlon:
+            ax.set_xlabel("longitude (degrees)")
+            ax.set_ylabel("latitude (degrees)")
+            ax.set_aspect(1.0 / max(np.cos(np.radians(float(np.mean(y)))), 1e-3), adjustable="datalim")
+        else:
+            ax.set_aspect("equal", adjustable="datalim")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=110)

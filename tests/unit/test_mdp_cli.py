@@ -302,3 +302,26 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
                               capture_output=True, text=True, timeout=60)
         seeds.append(int(done.stdout))
     assert seeds[0] == seeds[1] == partition_seed("abc")
+
+
+def test_the_map_of_lat_lon_records_is_labelled_and_to_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.pyplot as plt
+
+    from solvers.mdp.expmech import solve_expmech
+    from solvers.mdp.plotting import plot_result
+    from solvers.mdp.pmo import build_pmo
+
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig) or close(fig))
+    f = tmp_path / "pts.csv"
+    f.write_text("lat,lon\n60.0,24.90\n60.01,24.92\n60.02,24.91\n60.005,24.95\n")
+    latlon = build_pmo(load_dataset("points", path=f, metric="haversine"), 2.0, 3.0)
+    grid = build_pmo(load_dataset("grid", rows=3, cols=4), 1.0, 2.0)
+    for problem in (latlon, grid):
+        plot_result(solve_expmech(problem), problem, tmp_path / "p.png")
+    maps = [fig.axes[1] for fig in figures]
+    # at latitude 60 a degree of longitude is half as long as one of latitude
+    assert maps[0].get_xlabel() == "longitude (degrees)" and maps[0].get_ylabel() == "latitude (degrees)"
+    assert maps[0].get_aspect() == pytest.approx(1 / np.cos(np.radians(60.00875)), rel=1e-6)
+    assert maps[1].get_xlabel() == "" and maps[1].get_aspect() == 1.0
