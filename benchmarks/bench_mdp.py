@@ -270,9 +270,15 @@ def main() -> None:
     b.add_argument("--direct-cap", type=float, default=600.0, help="HiGHS's limit on the whole PMO (seconds)")
     b.add_argument("--columns-cap", type=float, default=1800.0, help="bd --decomposition columns' limit (seconds)")
     b.add_argument("--records-cap", type=float, default=600.0, help="Qiu's record bd's limit (seconds)")
-    b.add_argument("--only", nargs="*", help="instances to run (default: all of the scoreboard)")
+    b.add_argument("--only", nargs="+", metavar="NAME", choices=[name for name, _ in SCOREBOARD + QUICK_SCOREBOARD],
+                   help="instances to run (default: all of the scoreboard): "
+                        + ", ".join(name for name, _ in SCOREBOARD + QUICK_SCOREBOARD))
     a = ap.parse_args()
     if a.cmd == "scoreboard":
+        chosen = [name for name, _ in (QUICK_SCOREBOARD if a.quick else SCOREBOARD)]
+        if a.only and not set(a.only) & set(chosen):
+            ap.error(f"--only {' '.join(a.only)}: none of them is in the {'--quick ' if a.quick else ''}scoreboard "
+                     f"({', '.join(chosen)})")
         scoreboard(a.quick, {"direct": a.direct_cap, "columns": a.columns_cap, "records": a.records_cap}, a.only)
     elif a.cmd == "graph":
         graph_bench()
