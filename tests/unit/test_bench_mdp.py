@@ -51,3 +51,14 @@ def test_the_scoreboard_reports_a_child_that_crashed(capsys: pytest.CaptureFixtu
     rows = bench_mdp.scoreboard(True, {"direct": 5.0, "columns": 5.0, "records": 5.0}, None)
     assert rows[0]["status"] == "crashed" and rows[0]["exit_code"] != 0
     assert "| no_such_instance | direct | crashed |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["scoreboard", "--direct-cap", "-1"], ["scoreboard", "--records-cap", "nan"],
+                                  ["scoreboard", "--quick", "--only", "rome"], ["scoreboard", "--only", "nosuch"],
+                                  ["solve", "rome", "--cap", "0"]])
+def test_the_benchmark_refuses_bad_caps_and_names(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.argv", ["bench_mdp.py", *argv])
+    with pytest.raises(SystemExit) as exc:
+        bench_mdp.main()
+    assert exc.value.code == 2 and "error:" in capsys.readouterr().err
