@@ -651,20 +651,35 @@ def test_expmech_refuses_an_eps_whose_far_outputs_underflow() -> None:
         solve_expmech(build_pmo(ds, 2 * 700.0 / diameter, 1.0))
 
 
-def test_record_bd_starts_from_the_exponential_mechanism() -> None:
-    """The exponential mechanism, verified, is the record BD's first incumbent: a run stopped before
-    its first upper bound returns it (before stop 35: the master's x repaired with every internal
-    record on its cheapest output), and no run returns a mechanism worse than it (on Rome at eps
-    10/km 22 iterations of repaired masters had reached a loss of 0.327 against its 0.0745)."""
+def test_record_bd_starts_from_the_better_of_two_private_mechanisms() -> None:
+    """The record BD's first incumbent is the better of the exponential mechanism and every record on
+    its cheapest output repaired exactly, both verified: a run stopped before its first upper bound
+    returns it (before stop 35: the master's x repaired with every internal record on its cheapest
+    output; stops 35-44: the exponential mechanism alone, 3.43 on the 20x25 grid at eps 1/km where
+    the repaired cheapest mechanism costs 1.675 and the optimum is 1.638), and no run returns a
+    mechanism worse than it."""
+    from solvers.mdp.bd import _cheapest_incumbent
+
     p = build_pmo(load_dataset("grid", rows=6, cols=6), 1.0, 1.5)
     e = solve_expmech(p)
+    cheapest, (Z, _, _) = _cheapest_incumbent(p)
+    verify_mechanism(Z, p.dataset.distance, p.eps, eta=p.eta)
+    assert cheapest < 0.8 * e.objective  # on this grid the repaired cheapest mechanism is far better
     cut = solve_bd(p, n_subsets=5, time_limit=1e-6)
-    assert cut.status == "time_limit" and cut.details["returned_expmech"]
-    assert cut.objective == pytest.approx(e.objective, rel=1e-12) and cut.details["expmech_incumbent"] == cut.objective
+    assert cut.status == "time_limit" and cut.details["returned_cheapest"] and not cut.details["returned_expmech"]
+    assert cut.objective == pytest.approx(cheapest, rel=1e-12) and cut.details["cheapest_incumbent"] == cut.objective
+    assert cut.details["expmech_incumbent"] == pytest.approx(e.objective, rel=1e-12)
     verify_mechanism(cut.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     full = solve_bd(p, n_subsets=5, max_iterations=3)
-    assert not full.details["returned_expmech"] and full.upper_bound < e.objective
+    assert full.upper_bound <= cheapest
     verify_mechanism(full.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    # at a small eps the exponential mechanism is the better one, and it is the one returned
+    q = build_pmo(load_dataset("grid", rows=3, cols=3), 0.01, 2.0)
+    e, (cheapest, _) = solve_expmech(q), _cheapest_incumbent(q)
+    assert e.objective < cheapest
+    cut = solve_bd(q, n_subsets=2, time_limit=1e-6)
+    assert cut.objective == pytest.approx(e.objective, rel=1e-12)
+    assert cut.details["returned_expmech"] and not cut.details["returned_cheapest"]
 
 
 def _half_on_cheapest(tmp_path: Path) -> tuple[object, np.ndarray]:
