@@ -126,6 +126,13 @@ def _expmech_incumbent(problem: PMOProblem) -> tuple[float, Any] | None:
     return r.objective, (r.mechanism, r.verification, dict(UNREPAIRED))
 
 
+def _on_cheapest_outputs(cost: np.ndarray) -> np.ndarray:
+    """Each row of ``cost`` (records x outputs) as a 0/1 row with its 1 on its cheapest output."""
+    Z = np.zeros(cost.shape)
+    Z[np.arange(cost.shape[0]), np.argmin(cost, axis=1)] = 1.0
+    return Z
+
+
 def _cheapest_incumbent(problem: PMOProblem) -> tuple[float, Any]:
     """Every record on its cheapest output, repaired exactly (the upward closure spreads each row
     over its neighbours' outputs at ``exp(-eps d)``) and verified: the record BD's other first
@@ -133,9 +140,7 @@ def _cheapest_incumbent(problem: PMOProblem) -> tuple[float, Any]:
     the 20x25 grid at eps 1/km 1.675 against 3.433 (optimum 1.638), at eps 10/km 1.77134e-4
     against 0.0298 (optimum 1.77133e-4), Rome at eps 10/km 0.01395 against 0.0745, gaussian 500
     1.598 against 1.870; one repair, 0.6-4.3 s there."""
-    Z = np.zeros((problem.n, problem.K))
-    Z[np.arange(problem.n), np.argmin(problem.cost, axis=1)] = 1.0
-    X, report, info = finalize_mechanism(Z, problem)
+    X, report, info = finalize_mechanism(_on_cheapest_outputs(problem.cost), problem)
     return problem.objective_of(X), (X, report, info)
 
 
@@ -397,21 +402,18 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
             return np.inf, None
         return verified(Z)
 
-    def cheapest(Im: np.ndarray) -> np.ndarray:
-        y = np.zeros((Im.size, K))
-        y[np.arange(Im.size), np.argmin(problem.cost[Im], axis=1)] = 1.0
-        return y
-
     def repaired_upper_bound(x: np.ndarray, ys: list[np.ndarray | None], feasible: list[bool]) -> tuple[float, Any]:
         # an iteration with infeasible blocks: the master's x and the feasible blocks' solutions
         # with, for the infeasible ones, (a) each record on its cheapest output or (b) their
         # phase-1 solutions, each assembly repaired exactly and verified; the better is kept. (a)
         # is near-optimal at large eps d (a 5x5 grid at eps 10: 1.47881e-4 at iteration 1, optimum
         # 1.47879e-4); (b) ignores the loss (0.217 there) and is kept for small eps d.
-        a = verified(assemble(x, [y if ok else cheapest(Im) for Im, y, ok in zip(internal_ids, ys, feasible)]))
+        a = verified(assemble(x, [y if ok else _on_cheapest_outputs(problem.cost[Im])
+                                  for Im, y, ok in zip(internal_ids, ys, feasible)]))
         if all(y is None for y, ok in zip(ys, feasible) if not ok):
             return a
-        b = verified(assemble(x, [cheapest(Im) if y is None else y for Im, y in zip(internal_ids, ys)]))
+        b = verified(assemble(x, [_on_cheapest_outputs(problem.cost[Im]) if y is None else y
+                                  for Im, y in zip(internal_ids, ys)]))
         return min(a, b, key=lambda candidate: candidate[0])
 
     # every record on its cheapest output: a lower bound before any master solve has given one (an
@@ -442,7 +444,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
                      progress=on_iteration, pace_window=pace_window, incumbent=em_incumbent, core=core,
                      in_out=float(in_out or 0.0))
     payload = res.best_payload
-    if payload is None or cheap_value < problem.objective_of(payload[0]):
+    if payload is None or cheap_value < res.upper_bound:  # the engine's upper bound is its payload's loss
         payload = cheap_incumbent[1]
     X, report, info = payload
     returned_expmech = em_incumbent is not None and payload is em_incumbent[1]
