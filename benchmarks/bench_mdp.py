@@ -192,7 +192,8 @@ def _measure(args: list[str]) -> dict:
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "solve", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
-    out = proc.stdout.read() if proc.stdout is not None else ""
+    with proc.stdout:
+        out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
@@ -236,10 +237,10 @@ def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> l
         for r in group:
             label = r["method"] if r["decomposition"] is None else f"bd {r['decomposition']}"
             ratio = "-"
-            if direct is not None and r is not direct and direct.get("status") == "optimal" and r.get("status") == "optimal":
+            if direct is not None and r is not direct and r.get("status") == "optimal":
                 ratio = f"{direct['wall_s'] / r['wall_s']:.1f}x"
-            elif direct is not None and r is not direct and direct.get("status") != "optimal" and r.get("status") == "optimal":
-                ratio = f"> {direct['wall_s'] / r['wall_s']:.1f}x (direct: {direct.get('status')})"
+                if direct.get("status") != "optimal":  # direct did not certify: a lower bound on the ratio
+                    ratio = f"> {ratio} (direct: {direct.get('status')})"
             num = {key: "-" if r.get(key) is None else f"{r[key]:.7g}" for key in ("objective", "lower", "rel_gap")}
             print(f"| {name} | {label} | {r.get('status')} | {num['objective']} | {num['lower']} | {num['rel_gap']} | "
                   f"{r['wall_s']} | {r['max_rss_gb']} | {ratio} |")
