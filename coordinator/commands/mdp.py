@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 NAME = "mdp"
 METHODS = ("direct", "bd", "colgen", "expmech")
+#: Qiu's BD's partition when --decomposition records is chosen without --partitioner / --subsets
+DEFAULT_PARTITIONER = "kmdv"
+DEFAULT_SUBSETS = 25
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,9 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="optimal metric-DP perturbation (direct LP or Benders)",
         description=(
             "Compute a verified eps-mDP perturbation matrix minimising the expected loss (Qiu's PMO LP): "
-            "'direct' solves the whole LP with HiGHS, 'bd' runs Qiu's Benders decomposition over a "
-            "partitioned dataset with a certified gap, 'colgen' decomposes by output column (column generation, "
-            "our addition beyond the paper), 'expmech' is the exponential-mechanism baseline."
+            "'direct' solves the whole LP with HiGHS; 'bd' runs a Benders decomposition with a certified gap: "
+            "by output column (column generation on the PMO's dual, our addition beyond the paper; the "
+            "default) or Qiu's, over a partitioned dataset (--decomposition records, or --partitioner / "
+            "--subsets); 'colgen' is the column decomposition by its own name; 'expmech' is the "
+            "exponential-mechanism baseline."
         ),
     )
     p.add_argument("--dataset", default="grid", choices=["grid", "rome", "gaussian", "points", "text", "road"],
@@ -59,11 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--outputs", type=int, default=None, help="number of outputs K (default: every record)")
     p.add_argument("--loss", default="distance", choices=["distance", "travel"], help="loss (default distance)")
     p.add_argument("--method", default="bd", choices=METHODS, help="method (default bd)")
-    p.add_argument("--decomposition", default="records", choices=["records", "columns"],
-                   help="bd: 'records' = Qiu's BD over a record partition (default); 'columns' = Benders on the "
-                        "PMO's dual by output column, i.e. column generation per mDP-graph component (docs/mdp.md)")
-    p.add_argument("--partitioner", default="kmdv", choices=list(PARTITIONERS), help="BD partitioner (default kmdv)")
-    p.add_argument("--subsets", type=int, default=25, help="BD subsets M (default 25)")
+    p.add_argument("--decomposition", default=None, choices=["records", "columns"],
+                   help="bd: 'columns' = Benders on the PMO's dual by output column, i.e. column generation per "
+                        "mDP-graph component (certifies Rome and the 20x25 grids in seconds); 'records' = Qiu's "
+                        "BD over a record partition (stalls short of 1e-4 at large eps*d). Default: 'records' "
+                        "when a partition is asked for (--partitioner, --subsets or --no-initial-cuts), else "
+                        "'columns' (docs/mdp.md)")
+    p.add_argument("--partitioner", default=None, choices=list(PARTITIONERS),
+                   help=f"Qiu's BD: the partitioner (default {DEFAULT_PARTITIONER}); implies --decomposition records")
+    p.add_argument("--subsets", type=int, default=None,
+                   help=f"Qiu's BD: subsets M (default {DEFAULT_SUBSETS}); implies --decomposition records")
     p.add_argument("--gap", type=float, default=1e-4,
                    help="relative gap: bd and colgen stop there; direct is 'optimal' only within it (default 1e-4)")
     p.add_argument("--max-iterations", type=int, default=500, help="BD iteration cap (default 500)")
@@ -79,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "generation, for strong early bounds (default on components with more than 300,000 "
                         "records x outputs: 90%% of --time-limit, 300 s without one, for pdlp and screened; a "
                         "fifth, 60 s without one, for smoothed; 0 = off)")
-    p.add_argument("--first-order", default="auto", choices=["auto", "pdlp", "smoothed", "screened", "ipm"],
+    p.add_argument("--first-order", default=None, choices=["auto", "pdlp", "smoothed", "screened", "ipm"],
                    help="columns: the first-order start: 'pdlp' (HiGHS's PDLP on the whole component LP: "
                         "start columns, duals and a certified bound), 'smoothed' (the mDP-row dual ascent: a "
                         "certified bound only), 'screened' (the ascent, PDLP on the outputs it marks as used "
@@ -88,7 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: by the component's size and the time limit, and 'ipm' after all on a "
                         "component whose column generation has not closed the gap in 25 iterations; "
                         "docs/mdp_design.md)")
-    p.add_argument("--no-initial-cuts", action="store_true", help="BD without Property 3.2's initial cuts")
+    p.add_argument("--no-initial-cuts", action="store_true", default=None,
+                   help="Qiu's BD without Property 3.2's initial cuts; implies --decomposition records")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
@@ -196,6 +207,55 @@ def partition_seed(seed: str | int | None) -> int:
     return int.from_bytes(hashlib.sha256(f"securelp/partition-seed/{text}".encode()).digest()[:4], "big") >> 1
 
 
+#: the options of Qiu's record BD and of the column decomposition, by ``dest``
+RECORD_OPTIONS = {"partitioner": "--partitioner", "subsets": "--subsets", "no_initial_cuts": "--no-initial-cuts"}
+COLUMN_OPTIONS = {"dual_ascent": "--dual-ascent", "first_order": "--first-order"}
+
+
+def resolve_decomposition(args: argparse.Namespace) -> None:
+    """Settle ``args.decomposition`` and the options that belong to one decomposition, before
+    anything is loaded.
+
+    ``--method bd`` without ``--decomposition`` runs the column decomposition, which certifies the
+    benchmark's instances in seconds to minutes, unless a partition is asked for (any of
+    :data:`RECORD_OPTIONS`): then Qiu's record BD, as the issue's ``--partitioner kmdv --subsets
+    25`` command means (until stop 46 ``records`` was the default whatever was given, and
+    ``securelp mdp --dataset rome`` stalled for ten minutes at a gap of 0.01). An option the chosen
+    method or decomposition does not use is refused, not ignored.
+
+    Raises
+    ------
+    InputError
+        Naming the options that do not apply, or both kinds of options given without a
+        ``--decomposition``.
+    """
+    given = {dest: flag for dest, flag in {**RECORD_OPTIONS, **COLUMN_OPTIONS}.items()
+             if getattr(args, dest) is not None}
+    if args.method != "bd":
+        applies = {"decomposition": ("--decomposition", ("bd",))}
+        applies.update({dest: (flag, ("bd",)) for dest, flag in RECORD_OPTIONS.items()})
+        applies.update({dest: (flag, ("bd", "colgen")) for dest, flag in COLUMN_OPTIONS.items()})
+        refuse_inapplicable(args, "--method", args.method, applies)
+    else:
+        records = [flag for dest, flag in given.items() if dest in RECORD_OPTIONS]
+        columns = [flag for dest, flag in given.items() if dest in COLUMN_OPTIONS]
+        if args.decomposition is None:
+            if records and columns:
+                raise InputError(f"{', '.join(records)} ask for Qiu's record BD and {', '.join(columns)} for the "
+                                 "column decomposition: give the options of one, or --decomposition")
+            args.decomposition = "records" if records else "columns"
+        refuse_inapplicable(args, "--decomposition", args.decomposition, {
+            **{dest: (flag, ("records",)) for dest, flag in RECORD_OPTIONS.items()},
+            **{dest: (flag, ("columns",)) for dest, flag in COLUMN_OPTIONS.items()}})
+    if args.subsets is not None and args.subsets < 1:
+        raise InputError(f"--subsets must be >= 1, got {args.subsets}")
+    args.partition_flags = [flag for dest, flag in given.items() if dest in RECORD_OPTIONS]  # for exit 8's hint
+    args.partitioner = args.partitioner or DEFAULT_PARTITIONER
+    args.subsets = DEFAULT_SUBSETS if args.subsets is None else args.subsets
+    args.no_initial_cuts = bool(args.no_initial_cuts)
+    args.first_order = args.first_order or "auto"
+
+
 def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable[[Any], None],
            status: Callable[[str], None], time_limit: float | None = None) -> Any:
     """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
@@ -238,9 +298,8 @@ def run(args: argparse.Namespace) -> int:
         # the relative gap (U - L) / U of a non-negative loss is at most 1: a gap >= 1 would call
         # any mechanism optimal
         raise InputError(f"--gap must be in (0, 1), got {args.gap}")
+    resolve_decomposition(args)
     if args.method in ("bd", "colgen"):
-        if args.subsets < 1:
-            raise InputError(f"--subsets must be >= 1, got {args.subsets}")
         if args.max_iterations < 1:
             raise InputError(f"--max-iterations must be >= 1, got {args.max_iterations}")
         if args.workers < 1:
@@ -337,6 +396,7 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     if args.method == "direct":
         fixes.append("use --method bd --decomposition columns (certified; docs/mdp.md)")
     if args.method == "bd" and args.decomposition == "records":
-        fixes.append("use --decomposition columns (Qiu's record BD stalls at large eps*d, and its master, every "
+        instead = f" in place of {', '.join(args.partition_flags)}" if getattr(args, "partition_flags", None) else ""
+        fixes.append(f"use --decomposition columns{instead} (Qiu's record BD stalls at large eps*d, and its master, every "
                      "boundary record for every output, is slow on large data; docs/mdp.md, Known weaknesses)")
     return text + (": " + ", or ".join(fixes) if fixes else "")

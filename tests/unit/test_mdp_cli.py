@@ -64,6 +64,42 @@ def test_bd_report_keys_plot_and_mechanism(tmp_path: Path) -> None:
     assert rc == 0 and direct["objective"] == pytest.approx(rep["objective"], rel=1e-6)
 
 
+@pytest.mark.parametrize("extra, decomposition, partitioner", [
+    ([], "columns", None),                                       # bd's default: the column decomposition
+    (["--subsets", "3"], "records", "kmdv"),                     # a partition asked for: Qiu's record BD
+    (["--partitioner", "kmrec"], "records", "kmrec"),
+    (["--no-initial-cuts"], "records", "kmdv"),
+    (["--decomposition", "records"], "records", "kmdv"),
+    (["--first-order", "pdlp"], "columns", None),
+])
+def test_bd_runs_the_column_decomposition_unless_a_partition_is_asked_for(
+        tmp_path: Path, extra: list[str], decomposition: str, partitioner: str | None) -> None:
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5",
+                   "--method", "bd", "--gap", "1e-6", *extra)
+    assert rc == 0 and rep["status"] == "optimal"
+    assert rep["decomposition"] == decomposition and rep["partitioner"] == partitioner
+    assert (rep["partition"]["n_boundary"] > 0) == (decomposition == "records")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--method", "bd", "--decomposition", "columns", "--subsets", "3"],
+     "--decomposition columns does not use --subsets (for --decomposition records)"),
+    (["--method", "bd", "--decomposition", "records", "--first-order", "ipm"],
+     "--decomposition records does not use --first-order (for --decomposition columns)"),
+    (["--method", "bd", "--partitioner", "bsc", "--dual-ascent", "5"],
+     "--partitioner ask for Qiu's record BD and --dual-ascent for the column decomposition"),
+    (["--method", "direct", "--subsets", "3"], "--method direct does not use --subsets (for --method bd)"),
+    (["--method", "colgen", "--decomposition", "records"], "--method colgen does not use --decomposition"),
+    (["--method", "expmech", "--first-order", "pdlp"], "does not use --first-order (for --method bd, colgen)"),
+    (["--method", "bd", "--subsets", "0"], "--subsets must be >= 1, got 0"),
+])
+def test_an_option_of_another_method_or_decomposition_is_refused(tmp_path: Path, capsys, args, needle) -> None:
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "3", *args)
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and needle in err and not rep
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_points_file_via_cli(tmp_path: Path) -> None:
     f = tmp_path / "pts.csv"
     f.write_text("41.90,12.49\n41.905,12.50\n41.91,12.495\n41.93,12.52\n41.935,12.525\n")
@@ -144,8 +180,14 @@ def test_a_stop_before_the_gap_says_why_and_what_to_change(tmp_path: Path, capsy
     assert report["status"] == "iteration_limit" and report["rel_gap"] > 1e-4
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "stopped at the iteration cap before the gap" in err[0]
-    assert "raise --max-iterations" in err[0] and "--decomposition columns" in err[0]
-    assert main([*args[:-2], "--decomposition", "columns", "--json", str(out)]) == ExitCode.OK
+    assert "raise --max-iterations" in err[0]
+    assert "--decomposition columns in place of --partitioner, --subsets" in err[0]
+    # the hint as written: the partition's options are refused beside the column decomposition ...
+    assert main([*args[:-2], "--decomposition", "columns", "--json", str(out)]) == ExitCode.INPUT
+    assert "--decomposition columns does not use --partitioner" in capsys.readouterr().err
+    # ... and in their place it certifies the instance
+    columns = [a for a in args[:-2] if a not in ("--partitioner", "kmrec", "--subsets", "2")]
+    assert main([*columns, "--decomposition", "columns", "--json", str(out)]) == ExitCode.OK
     assert capsys.readouterr().err == ""
 
 
