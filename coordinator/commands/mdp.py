@@ -256,6 +256,15 @@ def resolve_decomposition(args: argparse.Namespace) -> None:
     args.first_order = args.first_order or "auto"
 
 
+def method_label(args: argparse.Namespace) -> str:
+    """What ran, for the terminal: ``bd (columns)``, ``bd (records, kmdv, 25 subsets)``, ``direct``."""
+    if args.method != "bd":
+        return args.method
+    if args.decomposition == "columns":
+        return "bd (columns)"
+    return f"bd (records, {args.partitioner}, {args.subsets} subsets)"
+
+
 def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable[[Any], None],
            status: Callable[[str], None], time_limit: float | None = None) -> Any:
     """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
@@ -340,11 +349,11 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(rec: Any) -> None:
         gap = (rec.upper - rec.lower) / abs(rec.upper) if np.isfinite(rec.upper) and rec.upper != 0 else float("inf")
-        show(f"{args.method} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
+        show(f"{method_label(args)} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
              f"{rec.seconds:7.1f}s")
 
     def status(text: str) -> None:  # the slow phases of the column decomposition before its iterations
-        show(f"{args.method}: {text}  {time.perf_counter() - t_start:7.1f}s")
+        show(f"{method_label(args)}: {text}  {time.perf_counter() - t_start:7.1f}s")
 
     # what is left of --time-limit after loading and building the mDP graph (a complete graph's
     # essential-pair search: 40 s for 1,500 points, which a 60 s limit used to add to; stop 35)
@@ -365,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
         write_json_report(args.json_path, report)
     else:
         v = report["verification"]
-        print(f"{result.method}: status {result.status}, objective {result.objective:.10g}, "
+        print(f"{method_label(args)}: status {result.status}, objective {result.objective:.10g}, "
               f"bounds [{result.lower_bound:.10g}, {result.upper_bound:.10g}], gap {result.rel_gap:.2e}, "
               f"{result.iterations} iterations, {result.time_s:.2f}s; verified (row err {v['max_row_sum_error']:.1e}, "
               f"min entry {v['min_entry']:.1e}, mDP violation {v['max_mdp_violation']:.1e})")
@@ -386,7 +395,7 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
         text = (f"direct: HiGHS called the LP optimal, but its duals certify a gap of only {rel_gap:.3g} "
                 f"(--gap {args.gap:g}); the verified mechanism is returned (exit code 8)")
     else:
-        text = (f"{args.method} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
+        text = (f"{method_label(args)} stopped {what} before the gap {args.gap:g}: the certified gap is {rel_gap:.3g}; "
                 f"the verified mechanism is returned (exit code 8)")
     fixes = []
     if status == "time_limit":

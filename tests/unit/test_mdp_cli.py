@@ -81,6 +81,14 @@ def test_bd_runs_the_column_decomposition_unless_a_partition_is_asked_for(
     assert (rep["partition"]["n_boundary"] > 0) == (decomposition == "records")
 
 
+def test_the_summary_line_names_the_decomposition_that_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd"]
+    assert main(base) == 0
+    assert capsys.readouterr().out.startswith("bd (columns): status optimal")
+    assert main([*base, "--subsets", "2"]) == 0
+    assert capsys.readouterr().out.startswith("bd (records, kmdv, 2 subsets): status optimal")
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--method", "bd", "--decomposition", "columns", "--subsets", "3"],
      "--decomposition columns does not use --subsets (for --decomposition records)"),
