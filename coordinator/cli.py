@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "coordinator": ("coordinator.commands.coordinate", "run the coordinator against party processes"),
     "certs": ("coordinator.commands.certs", "make a session CA, a coordinator and party certificates"),
     "mdp": ("coordinator.commands.mdp", "optimal metric-DP perturbation (direct LP or Benders)"),
+    "perturb": ("coordinator.commands.perturb", "release true records through a saved mDP mechanism"),
     "ldp": ("coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
     "census": ("coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
     "bench": ("coordinator.commands.bench", "run the reproducible benchmarks"),
@@ -33,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 #: subcommands that never construct a HiGHS model
-_NO_SOLVER_COMMANDS = frozenset({"certs", "party"})
+_NO_SOLVER_COMMANDS = frozenset({"certs", "party", "perturb"})
 
 
 class _Parser(argparse.ArgumentParser):

@@ -49,15 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "exponential-mechanism baseline."
         ),
     )
-    p.add_argument("--dataset", default="grid", choices=["grid", "rome", "gaussian", "points", "text", "road"],
-                   help="secret dataset (default grid)")
-    p.add_argument("--rows", type=int, default=None, help="grid rows (default 10)")
-    p.add_argument("--cols", type=int, default=None, help="grid columns (default 10)")
-    p.add_argument("--cell-km", type=float, default=None, help="grid cell size in km (default 1)")
-    p.add_argument("--records", type=int, default=None, help="records of gaussian/text/road (default 500)")
-    p.add_argument("--points", default=None, help="CSV of coordinates for --dataset points")
-    p.add_argument("--metric", default=None, choices=["euclidean", "haversine"],
-                   help="metric of a points file (default euclidean; haversine: lat,lon in degrees, km)")
+    add_dataset_options(p)
     p.add_argument("--prior", default=None, help="prior file, one probability per record (default uniform)")
     p.add_argument("--eps", type=float, default=None, help="privacy parameter per distance unit (dataset default)")
     p.add_argument("--eta", type=float, default=None, help="neighbourhood radius (dataset default)")
@@ -110,6 +102,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_dataset_options(p: argparse.ArgumentParser) -> None:
+    """The secret dataset's options, shared by ``mdp`` and ``perturb`` (read by :func:`load_secret_dataset`)."""
+    p.add_argument("--dataset", default="grid", choices=["grid", "rome", "gaussian", "points", "text", "road"],
+                   help="secret dataset (default grid)")
+    p.add_argument("--rows", type=int, default=None, help="grid rows (default 10)")
+    p.add_argument("--cols", type=int, default=None, help="grid columns (default 10)")
+    p.add_argument("--cell-km", type=float, default=None, help="grid cell size in km (default 1)")
+    p.add_argument("--records", type=int, default=None, help="records of gaussian/text/road (default 500)")
+    p.add_argument("--points", default=None, help="CSV of coordinates for --dataset points")
+    p.add_argument("--metric", default=None, choices=["euclidean", "haversine"],
+                   help="metric of a points file (default euclidean; haversine: lat,lon in degrees, km)")
+
+
 def _savemat(handle: Any, Z: np.ndarray) -> None:
     from scipy.io import savemat
 
@@ -135,7 +140,8 @@ def mechanism_writer(path: str) -> Callable[[Any, np.ndarray], None]:
     return MECHANISM_FORMATS[suffix]
 
 
-def _load(args: argparse.Namespace):
+def load_secret_dataset(args: argparse.Namespace):
+    """The dataset that :func:`add_dataset_options`' options (and ``--prior``, ``--seed``) name."""
     from solvers.mdp.datasets import load_dataset
 
     name = args.dataset
@@ -143,7 +149,7 @@ def _load(args: argparse.Namespace):
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
         "records": ("--records", ("gaussian", "text", "road")), "points": ("--points", ("points",)),
         "metric": ("--metric", ("points",))})
-    params: dict[str, Any] = {"prior": args.prior}
+    params: dict[str, Any] = {"prior": getattr(args, "prior", None)}
     if name == "grid":
         rows, cols, cell_km = grid_size(args)
         params.update(rows=rows, cols=cols, cell_km=cell_km)
@@ -173,6 +179,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "n_records": problem.n,
         "n_outputs": problem.K,
         "n_edges": problem.graph.n_edges,
+        "outputs": problem.outputs.tolist(),
         "verification": result.verification.as_dict(),
         "partition": {
             "sizes": part.get("sizes", []),
@@ -333,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
         from solvers.mdp.plotting import plot_format
 
         plot_format(args.plot)
-    dataset = _load(args)
+    dataset = load_secret_dataset(args)
     seed = args.seed
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
     quiet = quiet_output(args.json_path)

@@ -221,6 +221,30 @@ def require_lp_factors(problem: PMOProblem) -> None:
         f"{limit / problem.eta:.4g} (mind the distances' unit), or --method expmech")
 
 
+def choose_outputs(n: int, n_outputs: int | None = None, seed: int | str | None = None) -> np.ndarray:
+    """The record indices used as outputs, sorted: every record (``n_outputs`` ``None`` or ``n``), or
+    ``n_outputs`` of them drawn with ``seed`` (fresh OS entropy when ``None``, so only a seeded draw
+    can be made again, e.g. by ``securelp perturb``).
+
+    Raises
+    ------
+    InputError
+        ``K <= 0`` or ``K > n``.
+    """
+    if n_outputs is None:
+        return np.arange(n)
+    K = int(n_outputs)
+    if K <= 0:
+        raise InputError(f"the number of outputs K must be >= 1, got {n_outputs}")
+    if K > n:
+        raise InputError(f"the number of outputs K = {K} exceeds the {n} records they are drawn from")
+    if K == n:
+        return np.arange(n)
+    from solvers.randomness import SecureRandom
+
+    return np.sort(SecureRandom(seed, label="mdp-outputs").permutation(n)[:K])
+
+
 def build_pmo(dataset: SecretDataset, eps: float | None = None, eta: float | None = None, *,
               n_outputs: int | None = None, loss: str = "distance", seed: int | str | None = None,
               prune: bool = True) -> PMOProblem:
@@ -237,21 +261,7 @@ def build_pmo(dataset: SecretDataset, eps: float | None = None, eta: float | Non
         raise InputError(f"eps must be a finite number > 0 (per {dataset.unit or 'unit'}), got {eps}")
     if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
         raise InputError(f"eta must be a finite number > 0 ({dataset.unit or 'units'}), got {eta}")
-    n = dataset.n
-    if n_outputs is None:
-        outputs = np.arange(n)
-    else:
-        K = int(n_outputs)
-        if K <= 0:
-            raise InputError(f"the number of outputs K must be >= 1, got {n_outputs}")
-        if K > n:
-            raise InputError(f"the number of outputs K = {K} exceeds the {n} records they are drawn from")
-        if K == n:
-            outputs = np.arange(n)
-        else:
-            from solvers.randomness import SecureRandom
-
-            outputs = np.sort(SecureRandom(seed, label="mdp-outputs").permutation(n)[:K])
+    outputs = choose_outputs(dataset.n, n_outputs, seed)
     if loss == "distance":
         c = np.asarray(dataset.distance)[:, outputs].astype(float)
     elif loss == "travel":

@@ -304,7 +304,7 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
 
     from coordinator.commands import mdp as mdp_cmd
 
-    real_load, real_solve = mdp_cmd._load, mdp_cmd._solve
+    real_load, real_solve = mdp_cmd.load_secret_dataset, mdp_cmd._solve
     seen: list[float | None] = []
 
     def slow_load(args):
@@ -315,7 +315,7 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
         seen.append(args[5] if len(args) > 5 else kwargs.get("time_limit"))
         return real_solve(*args, **kwargs)
 
-    monkeypatch.setattr(mdp_cmd, "_load", slow_load)
+    monkeypatch.setattr(mdp_cmd, "load_secret_dataset", slow_load)
     monkeypatch.setattr(mdp_cmd, "_solve", spy)
     base = ["--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--eta", "1.5", "--method", method]
     rc, rep = _run(tmp_path, *base, "--time-limit", "100")

@@ -98,6 +98,8 @@ def test_the_plot_is_written_in_the_format_its_name_asks_for(tmp_path: Path, suf
     ["census", "release", "--synthetic", "census", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json",
      "--out", "{dir}"],
     ["demo", "--transport", "inprocess", "--json", "{dir}"],
+    ["perturb", "--dataset", "grid", "--rows", "3", "--cols", "3", "--mechanism", "{dir}/Z.npy", "--true",
+     "{dir}/t.txt", "--out", "{dir}"],
 ])
 def test_other_commands_refuse_a_directory_as_output(tmp_path: Path, capsys, argv) -> None:
     assert main([a.format(dir=tmp_path) for a in argv]) == ExitCode.INPUT

@@ -1,0 +1,145 @@
+"""``securelp perturb``: a saved mechanism is verified again, then each true record is released
+through an exact draw from its row; bad files and mismatched options are one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coordinator.cli import main
+from solvers.errors import ExitCode, InputError, VerificationError
+from solvers.mdp.datasets import load_dataset
+from solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
+from solvers.mdp.pmo import choose_outputs
+from solvers.mdp.sampling import chi_square_test
+
+GRID = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 4x4 grid's optimal mechanism, saved in every format."""
+    d = tmp_path_factory.mktemp("mech")
+    for suffix in (".npy", ".csv", ".mat"):
+        assert main(["mdp", *GRID, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
+    return d
+
+
+def _perturb(tmp_path: Path, mechanism: Path, lines: list[str], *extra: str, grid: list[str] = GRID
+             ) -> tuple[int, list[dict[str, str]], dict]:
+    true = tmp_path / "true.txt"
+    true.write_text("".join(f"{x}\n" for x in lines))
+    out, rep = tmp_path / "released.csv", tmp_path / "p.json"
+    for f in (out, rep):
+        f.unlink(missing_ok=True)
+    rc = main(["perturb", *grid, "--mechanism", str(mechanism), "--true", str(true), "--out", str(out),
+               "--json", str(rep), *extra])
+    rows = list(csv.DictReader(out.open())) if out.exists() else []
+    return rc, rows, (json.loads(rep.read_text()) if rep.exists() else {})
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv", ".mat"])
+def test_every_saved_format_releases_one_record_per_true_record(saved: Path, tmp_path: Path, suffix: str) -> None:
+    truth = ["r0c0", "r3c3", "r1c2", "r1c2", "# a comment", ""]
+    rc, rows, rep = _perturb(tmp_path, saved / f"Z{suffix}", truth)
+    assert rc == 0 and len(rows) == 4
+    labels = load_dataset("grid", rows=4, cols=4).labels
+    assert all(labels[int(r["index"])] == r["label"] for r in rows)
+    assert set(rows[0]) == {"label", "index", "coord1", "coord2"}
+    assert rep["n_released"] == 4 and rep["n_records"] == rep["n_outputs"] == 16 and rep["reproducible"] is False
+    assert rep["verification"]["max_mdp_violation"] <= 1e-9
+    # the report holds counts and the verification, never a record
+    assert not any(label in json.dumps(rep) for label in labels)
+
+
+def test_a_seeded_release_repeats_and_says_it_is_not_private(saved: Path, tmp_path: Path, caplog) -> None:
+    truth = [f"r{i % 4}c{i // 4 % 4}" for i in range(200)]
+    runs = [_perturb(tmp_path, saved / "Z.npy", truth, "--noise-seed", s)[1] for s in ("7", "7", "8")]
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+    assert "NOT private" in caplog.text
+
+
+def test_a_mechanism_not_private_at_the_given_eps_releases_nothing(saved: Path, tmp_path: Path, capsys) -> None:
+    # computed at eps 1: private at 2 (looser), not at 0.5
+    rc, rows, _ = _perturb(tmp_path, saved / "Z.npy", ["r0c0"], grid=[*GRID[:-4], "--eps", "2", "--eta", "1.5"])
+    assert rc == 0 and len(rows) == 1
+    rc, rows, rep = _perturb(tmp_path, saved / "Z.npy", ["r0c0"], grid=[*GRID[:-4], "--eps", "0.5", "--eta", "1.5"])
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.VERIFICATION) and rows == [] and rep == {} and "mDP violated" in err
+    # a tampered file: one entry moved within its row (the row still sums to 1)
+    Z = np.load(saved / "Z.npy")
+    Z[5, 5] += 0.05
+    Z[5, 6] -= 0.05
+    np.save(tmp_path / "T.npy", Z)
+    rc, rows, _ = _perturb(tmp_path, tmp_path / "T.npy", ["r0c0"])
+    assert rc == int(ExitCode.VERIFICATION) and rows == []
+
+
+@pytest.mark.parametrize("lines, extra, needle", [
+    (["r0c0", "r9c9"], [], "line 2: no record is labelled 'r9c9'"),
+    (["3"], [], "no record is labelled '3' (use --by-index for record numbers)"),
+    (["3", "16"], ["--by-index"], "line 2: record index 16 is outside 0..15"),
+    (["r0c0"], ["--by-index"], "line 1: 'r0c0' is not a record index"),
+    (["# only a comment"], [], "no records in it"),
+    (["r0c0"], ["--outputs", "8"], "--outputs 8 names outputs drawn at random: give the --seed"),
+    (["r0c0"], ["--outputs", "8", "--seed", "1"], "the mechanism is 16 x 16, but the dataset has 16 records and 8 outputs"),
+    (["r0c0"], ["--eps", "0"], "--eps must be > 0"),
+])
+def test_bad_true_records_and_options_are_one_line_errors(saved: Path, tmp_path: Path, capsys, lines, extra,
+                                                          needle) -> None:
+    rc, rows, rep = _perturb(tmp_path, saved / "Z.npy", lines, *extra)
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and rows == [] and rep == {}
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_mechanism_files_are_named(tmp_path: Path) -> None:
+    (tmp_path / "a.npy").write_text("not numpy")
+    (tmp_path / "b.csv").write_text("0.5,0.5\nx,1\n")
+    (tmp_path / "c.mat").write_text("garbage")
+    np.save(tmp_path / "d.npy", np.ones(4))
+    np.save(tmp_path / "e.npy", np.array([{"a": 1}], dtype=object))
+    from scipy.io import savemat
+
+    savemat(tmp_path / "f.mat", {"Y": np.eye(2)})
+    cases = {"a.npy": "not a .npy file", "b.csv": "cannot read it as csv", "c.mat": "cannot read it as mat",
+             "d.npy": "expected a records x outputs matrix, got shape (4,)", "e.npy": "cannot read it as npy",
+             "f.mat": "no variable Z (found Y)", "g.npy": "no such file", "Z.txt": "must end in one of .npy, .csv, .mat"}
+    for name, needle in cases.items():
+        with pytest.raises(InputError) as exc:
+            load_mechanism(tmp_path / name)
+        assert needle in str(exc.value) and name in str(exc.value)
+
+
+def test_labels_given_twice_in_a_points_file_are_refused_only_where_asked_for(tmp_path: Path) -> None:
+    f = tmp_path / "t.txt"
+    f.write_text("b\n")
+    assert read_true_records(f, ("a", "b", "a")).tolist() == [1]
+    f.write_text("a\n")
+    with pytest.raises(InputError, match="names more than one record; use --by-index"):
+        read_true_records(f, ("a", "b", "a"))
+
+
+def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> None:
+    """Chi-square (alpha 1e-6, PRIVACY_TESTING.md) of 20,000 releases of one record against its row;
+    the same draws against a neighbour's row are rejected, so the test can fail."""
+    Z = load_mechanism(saved / "Z.npy")
+    ds = load_dataset("grid", rows=4, cols=4)
+    released = perturb_records(Z, np.full(20_000, 5), ds.distance, 1.0, 1.5, choose_outputs(16), seed="chi2")
+    assert not chi_square_test(released.columns, Z[5]).rejected
+    assert chi_square_test(released.columns, Z[6]).rejected
+    with pytest.raises(VerificationError):  # and nothing is drawn from an unverified matrix
+        perturb_records(Z, np.zeros(3, dtype=np.int64), ds.distance, 0.5, 1.5, choose_outputs(16), seed=1)
+
+
+def test_outputs_drawn_with_a_seed_are_drawn_again(tmp_path: Path) -> None:
+    grid = [*GRID, "--outputs", "6", "--seed", "11"]
+    assert main(["mdp", *grid, "--save-mechanism", str(tmp_path / "Z.npy"), "--json", str(tmp_path / "m.json")]) == 0
+    outputs = json.loads((tmp_path / "m.json").read_text())["outputs"]
+    assert len(outputs) == 6 and outputs == sorted(outputs)
+    rc, rows, rep = _perturb(tmp_path, tmp_path / "Z.npy", ["r0c0"] * 50, grid=grid)
+    assert rc == 0 and rep["n_outputs"] == 6 and {int(r["index"]) for r in rows} <= set(outputs)
