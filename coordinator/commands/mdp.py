@@ -31,6 +31,8 @@ METHODS = ("direct", "bd", "colgen", "expmech")
 #: Qiu's BD's partition when --decomposition records is chosen without --partitioner / --subsets
 DEFAULT_PARTITIONER = "kmdv"
 DEFAULT_SUBSETS = 25
+#: ``--seed`` when none is given (the gaussian points' and the partitions' default all along)
+DEFAULT_SEED = "0"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,7 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-initial-cuts", action="store_true", default=None,
                    help="Qiu's BD without Property 3.2's initial cuts; implies --decomposition records")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
-    p.add_argument("--seed", default=None, help="seed for outputs, travel destinations, gaussian points, partitions")
+    p.add_argument("--seed", default=None, help="seed for the outputs of --outputs, the travel destinations, the gaussian "
+                   "points and the partitions (default 0: the same command builds the same LP)")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
                    "its suffix: .npy (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z)")
     p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
@@ -341,7 +344,10 @@ def run(args: argparse.Namespace) -> int:
 
         plot_format(args.plot)
     dataset = load_secret_dataset(args)
-    seed = args.seed
+    # the default seed 0 draws the same outputs and travel destinations every run (until stop 46 they
+    # came from the OS's entropy: the same command solved another LP, and a saved mechanism's
+    # columns could not be matched to their outputs again by `securelp perturb`)
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
     quiet = quiet_output(args.json_path)
 

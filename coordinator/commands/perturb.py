@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.mdp import add_dataset_options, load_secret_dataset
+from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, load_secret_dataset
 from coordinator.reporting import check_writable, write_json_report
 from solvers.errors import InputError
 from solvers.files import write_atomically
@@ -47,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--outputs", type=int, default=None,
                    help="number of outputs K the mechanism was computed with (default: every record)")
     p.add_argument("--seed", default=None,
-                   help="the seed 'securelp mdp' was given (draws the outputs of --outputs and the gaussian "
-                        "points); it does not seed the noise")
+                   help="the --seed 'securelp mdp' was given (it draws the outputs of --outputs and the gaussian "
+                        "points; default 0, as there); it does not seed the noise")
     p.add_argument("--mechanism", required=True, help="the saved mechanism: .npy, .csv or .mat (variable Z)")
     p.add_argument("--true", dest="true_path", required=True,
                    help="the true records, one per line: a record's label (a grid's r2c3, a word of --dataset "
@@ -93,10 +93,7 @@ def run(args: argparse.Namespace) -> int:
     dataset = load_secret_dataset(args)
     eps = dataset.default_eps if args.eps is None else float(args.eps)
     eta = dataset.default_eta if args.eta is None else float(args.eta)
-    if args.outputs is not None and args.outputs < dataset.n and args.seed is None:
-        raise InputError(f"--outputs {args.outputs} names outputs drawn at random: give the --seed 'securelp mdp' "
-                         "was run with (without one its draw cannot be made again)")
-    outputs = choose_outputs(dataset.n, args.outputs, args.seed)
+    outputs = choose_outputs(dataset.n, args.outputs, DEFAULT_SEED if args.seed is None else args.seed)
     Z = load_mechanism(args.mechanism)
     true_records = read_true_records(args.true_path, dataset.labels, by_index=args.by_index)
     if args.noise_seed is not None:

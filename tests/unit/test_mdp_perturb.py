@@ -85,7 +85,6 @@ def test_a_mechanism_not_private_at_the_given_eps_releases_nothing(saved: Path, 
     (["3", "16"], ["--by-index"], "line 2: record index 16 is outside 0..15"),
     (["r0c0"], ["--by-index"], "line 1: 'r0c0' is not a record index"),
     (["# only a comment"], [], "no records in it"),
-    (["r0c0"], ["--outputs", "8"], "--outputs 8 names outputs drawn at random: give the --seed"),
     (["r0c0"], ["--outputs", "8", "--seed", "1"], "the mechanism is 16 x 16, but the dataset has 16 records and 8 outputs"),
     (["r0c0"], ["--eps", "0"], "--eps must be > 0"),
 ])
@@ -136,10 +135,17 @@ def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> 
         perturb_records(Z, np.zeros(3, dtype=np.int64), ds.distance, 0.5, 1.5, choose_outputs(16), seed=1)
 
 
-def test_outputs_drawn_with_a_seed_are_drawn_again(tmp_path: Path) -> None:
-    grid = [*GRID, "--outputs", "6", "--seed", "11"]
-    assert main(["mdp", *grid, "--save-mechanism", str(tmp_path / "Z.npy"), "--json", str(tmp_path / "m.json")]) == 0
-    outputs = json.loads((tmp_path / "m.json").read_text())["outputs"]
-    assert len(outputs) == 6 and outputs == sorted(outputs)
+@pytest.mark.parametrize("seed", [[], ["--seed", "11"]])
+def test_the_outputs_of_a_run_are_drawn_again(tmp_path: Path, seed: list[str]) -> None:
+    """``--outputs K`` draws K records with ``--seed`` (default 0): the same command gives the same
+    outputs (until stop 46 an unseeded run drew them from the OS), which perturb draws again."""
+    grid = [*GRID, "--outputs", "6", *seed]
+    drawn = []
+    for _ in range(2):
+        assert main(["mdp", *grid, "--save-mechanism", str(tmp_path / "Z.npy"), "--json", str(tmp_path / "m.json")]) == 0
+        drawn.append(json.loads((tmp_path / "m.json").read_text())["outputs"])
+    assert drawn[0] == drawn[1] and len(drawn[0]) == 6 and drawn[0] == sorted(drawn[0])
     rc, rows, rep = _perturb(tmp_path, tmp_path / "Z.npy", ["r0c0"] * 50, grid=grid)
-    assert rc == 0 and rep["n_outputs"] == 6 and {int(r["index"]) for r in rows} <= set(outputs)
+    assert rc == 0 and rep["n_outputs"] == 6 and {int(r["index"]) for r in rows} <= set(drawn[0])
+    other = [*GRID, "--outputs", "6", "--seed", "12" if seed else "11"]
+    assert json.loads((tmp_path / "m.json").read_text())["outputs"] != choose_outputs(16, 6, other[-1]).tolist()
