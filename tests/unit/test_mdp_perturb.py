@@ -149,3 +149,11 @@ def test_the_outputs_of_a_run_are_drawn_again(tmp_path: Path, seed: list[str]) -
     assert rc == 0 and rep["n_outputs"] == 6 and {int(r["index"]) for r in rows} <= set(drawn[0])
     other = [*GRID, "--outputs", "6", "--seed", "12" if seed else "11"]
     assert json.loads((tmp_path / "m.json").read_text())["outputs"] != choose_outputs(16, 6, other[-1]).tolist()
+
+
+def test_the_python_example_in_the_docs_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "mdp.md").read_text()
+    block = text.split("## From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/mdp.md", "exec"), {})
+    released = eval(capsys.readouterr().out.strip().splitlines()[-1])  # (HiGHS may print its banner first)
+    assert len(released) == 3 and all(label.startswith("r") for label in released)
