@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "points; default 0, as there); it does not seed the noise")
     p.add_argument("--mechanism", required=True, help="the saved mechanism: .npy, .csv or .mat (variable Z)")
     p.add_argument("--true", dest="true_path", required=True,
-                   help="the true records, one per line: a record's label (a grid's r2c3, a word of --dataset "
+                   help="the true records ('-' = standard input), one per line: a record's label (a grid's r2c3, a word of --dataset "
                         "text, a points file's label or p<i>), or with --by-index its 0-based index")
     p.add_argument("--by-index", action="store_true", help="--true holds record indices, not labels")
     p.add_argument("--out", required=True,

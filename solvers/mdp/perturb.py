@@ -12,6 +12,7 @@ floating-point transform of random bits), from a ChaCha20 keystream seeded by th
 from __future__ import annotations
 
 import logging
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ def load_mechanism(path: str | Path) -> np.ndarray:
 
 
 def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool = False) -> np.ndarray:
-    """The true records to perturb, one per line: each a record's label (``r2c3`` on a grid, a word
+    """The true records to perturb (``path`` ``-``: standard input), one per line: each a record's label (``r2c3`` on a grid, a word
     of the text dataset, a points file's label or ``p<i>``) or, ``by_index``, its 0-based index.
     Blank lines and lines starting with ``#`` are skipped.
 
@@ -85,9 +86,10 @@ def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool
     InputError
         An unreadable file, no records, an unknown label or an index out of range (line named).
     """
-    path = Path(path)
+    stdin = str(path) == "-"
+    path = Path("<stdin>" if stdin else path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = sys.stdin.read() if stdin else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read true records {path}: {getattr(exc, 'strerror', None) or exc}") from None
     index: dict[str, int] = {}

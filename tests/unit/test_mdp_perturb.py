@@ -160,3 +160,13 @@ def test_the_python_example_in_the_docs_runs(tmp_path: Path, capsys: pytest.Capt
     runpy.run_path(str(script))
     released = ast.literal_eval(capsys.readouterr().out.strip().splitlines()[-1])  # (after HiGHS's banner, if any)
     assert len(released) == 3 and all(label.startswith("r") for label in released)
+
+
+def test_true_records_from_standard_input(saved: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("r0c0\nr3c3\n"))
+    assert main(["perturb", *GRID, "--mechanism", str(saved / "Z.npy"), "--true", "-", "--out", "-"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0] == "label,index,coord1,coord2" and len(out.out.splitlines()) == 3
+    assert "released 2 records" in out.err
