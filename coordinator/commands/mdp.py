@@ -201,6 +201,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "dual_ascent": list((result.details or {}).get("dual_ascent", [])),
         "dominated_outputs": list((result.details or {}).get("dominated_outputs", [])),
         "lazy_rows": list((result.details or {}).get("lazy_rows", [])),
+        "expmech_components": (result.details or {}).get("expmech_components"),
     }
 
 

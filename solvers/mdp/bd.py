@@ -126,10 +126,15 @@ def _expmech_incumbent(problem: PMOProblem) -> tuple[float, Any] | None:
     return r.objective, (r.mechanism, r.verification, dict(UNREPAIRED))
 
 
-def _on_cheapest_outputs(cost: np.ndarray) -> np.ndarray:
-    """Each row of ``cost`` (records x outputs) as a 0/1 row with its 1 on its cheapest output."""
-    Z = np.zeros(cost.shape)
-    Z[np.arange(cost.shape[0]), np.argmin(cost, axis=1)] = 1.0
+def _on_cheapest_outputs(loss: np.ndarray) -> np.ndarray:
+    """Each row of ``loss`` (records x outputs) as a 0/1 row with its 1 on its cheapest output.
+
+    Given the loss ``c``, not the objective's ``p * c``: the two agree where ``p_i > 0``, and a record
+    of prior 0 goes to its nearest output instead of output 0 (every ``p_i c_ik`` is 0 there), whose
+    mass the repair's closure would spread onto its neighbours (a 20x20 grid at eps 1/km with 80 %
+    of the prior zero: 1.669 against 3.418 after the repair, stop 46)."""
+    Z = np.zeros(loss.shape)
+    Z[np.arange(loss.shape[0]), np.argmin(loss, axis=1)] = 1.0
     return Z
 
 
@@ -140,7 +145,7 @@ def _cheapest_incumbent(problem: PMOProblem) -> tuple[float, Any]:
     the 20x25 grid at eps 1/km 1.675 against 3.433 (optimum 1.638), at eps 10/km 1.77134e-4
     against 0.0298 (optimum 1.77133e-4), Rome at eps 10/km 0.01395 against 0.0745, gaussian 500
     1.598 against 1.870; one repair, 0.6-4.3 s there."""
-    X, report, info = finalize_mechanism(_on_cheapest_outputs(problem.cost), problem)
+    X, report, info = finalize_mechanism(_on_cheapest_outputs(problem.loss), problem)
     return problem.objective_of(X), (X, report, info)
 
 
@@ -408,11 +413,11 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
         # phase-1 solutions, each assembly repaired exactly and verified; the better is kept. (a)
         # is near-optimal at large eps d (a 5x5 grid at eps 10: 1.47881e-4 at iteration 1, optimum
         # 1.47879e-4); (b) ignores the loss (0.217 there) and is kept for small eps d.
-        a = verified(assemble(x, [y if ok else _on_cheapest_outputs(problem.cost[Im])
+        a = verified(assemble(x, [y if ok else _on_cheapest_outputs(problem.loss[Im])
                                   for Im, y, ok in zip(internal_ids, ys, feasible)]))
         if all(y is None for y, ok in zip(ys, feasible) if not ok):
             return a
-        b = verified(assemble(x, [_on_cheapest_outputs(problem.cost[Im]) if y is None else y
+        b = verified(assemble(x, [_on_cheapest_outputs(problem.loss[Im]) if y is None else y
                                   for Im, y in zip(internal_ids, ys)]))
         return min(a, b, key=lambda candidate: candidate[0])
 
