@@ -60,7 +60,8 @@ def load_mechanism(path: str | Path) -> np.ndarray:
 
             data = loadmat(path)
             if "Z" not in data:
-                raise InputError(f"mechanism {path}: no variable Z (found {', '.join(sorted(k for k in data if not k.startswith('__'))) or 'none'})")
+                found = ", ".join(sorted(k for k in data if not k.startswith("__"))) or "none"
+                raise InputError(f"mechanism {path}: no variable Z (found {found})")
             Z = data["Z"]
     except InputError:
         raise
@@ -77,9 +78,9 @@ def load_mechanism(path: str | Path) -> np.ndarray:
 
 
 def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool = False) -> np.ndarray:
-    """The true records to perturb (``path`` ``-``: standard input), one per line: each a record's label (``r2c3`` on a grid, a word
-    of the text dataset, a points file's label or ``p<i>``) or, ``by_index``, its 0-based index.
-    Blank lines and lines starting with ``#`` are skipped.
+    """The true records to perturb (``path`` ``-``: standard input), one per line: each a record's
+    label (``r2c3`` on a grid, a word of the text dataset, a points file's label or ``p<i>``) or,
+    ``by_index``, its 0-based index. Blank lines and lines starting with ``#`` are skipped.
 
     Raises
     ------
