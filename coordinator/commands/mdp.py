@@ -252,8 +252,9 @@ def resolve_decomposition(args: argparse.Namespace) -> None:
         columns = [flag for dest, flag in given.items() if dest in COLUMN_OPTIONS]
         if args.decomposition is None:
             if records and columns:
-                raise InputError(f"{', '.join(records)} ask for Qiu's record BD and {', '.join(columns)} for the "
-                                 "column decomposition: give the options of one, or --decomposition")
+                raise InputError(f"{', '.join(records)} {'ask' if len(records) > 1 else 'asks'} for Qiu's record BD "
+                                 f"and {', '.join(columns)} for the column decomposition: give the options of one, "
+                                 "or --decomposition")
             args.decomposition = "records" if records else "columns"
         refuse_inapplicable(args, "--decomposition", args.decomposition, {
             **{dest: (flag, ("records",)) for dest, flag in RECORD_OPTIONS.items()},

@@ -95,7 +95,7 @@ def test_the_summary_line_names_the_decomposition_that_ran(capsys: pytest.Captur
     (["--method", "bd", "--decomposition", "records", "--first-order", "ipm"],
      "--decomposition records does not use --first-order (for --decomposition columns)"),
     (["--method", "bd", "--partitioner", "bsc", "--dual-ascent", "5"],
-     "--partitioner ask for Qiu's record BD and --dual-ascent for the column decomposition"),
+     "--partitioner asks for Qiu's record BD and --dual-ascent for the column decomposition"),
     (["--method", "direct", "--subsets", "3"], "--method direct does not use --subsets (for --method bd)"),
     (["--method", "colgen", "--decomposition", "records"], "--method colgen does not use --decomposition"),
     (["--method", "expmech", "--first-order", "pdlp"], "does not use --first-order (for --method bd, colgen)"),
