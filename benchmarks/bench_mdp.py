@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from coordinator.commands.common import positive_float
 from solvers.errors import SecureLPError
 from solvers.mdp.datasets import load_dataset
 from solvers.mdp.graph import build_graph
@@ -247,19 +248,6 @@ def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> l
     return rows
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text}")
-    return value
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -267,7 +255,7 @@ def main() -> None:
     s = sub.add_parser("solve")
     s.add_argument("name", choices=sorted(INSTANCES))
     s.add_argument("--method", choices=["direct", "bd", "colgen"], default="bd")
-    s.add_argument("--cap", type=_seconds, default=600.0, help="time cap in seconds")
+    s.add_argument("--cap", type=positive_float, default=600.0, help="time cap in seconds")
     s.add_argument("--partitioner", default="kmdv")
     s.add_argument("--subsets", type=int, default=25)
     s.add_argument("--decomposition", choices=["records", "columns"], default="records",
@@ -281,9 +269,9 @@ def main() -> None:
     sub.add_parser("graph")
     b = sub.add_parser("scoreboard")
     b.add_argument("--quick", action="store_true", help="the 6x6 grid only (seconds; what the test runs)")
-    b.add_argument("--direct-cap", type=_seconds, default=600.0, help="HiGHS's limit on the whole PMO (seconds)")
-    b.add_argument("--columns-cap", type=_seconds, default=1800.0, help="bd --decomposition columns' limit (seconds)")
-    b.add_argument("--records-cap", type=_seconds, default=600.0, help="Qiu's record bd's limit (seconds)")
+    b.add_argument("--direct-cap", type=positive_float, default=600.0, help="HiGHS's limit on the whole PMO (seconds)")
+    b.add_argument("--columns-cap", type=positive_float, default=1800.0, help="bd --decomposition columns' limit (seconds)")
+    b.add_argument("--records-cap", type=positive_float, default=600.0, help="Qiu's record bd's limit (seconds)")
     b.add_argument("--only", nargs="+", metavar="NAME", choices=[name for name, _ in SCOREBOARD + QUICK_SCOREBOARD],
                    help="instances to run (default: all of the scoreboard): "
                         + ", ".join(name for name, _ in SCOREBOARD + QUICK_SCOREBOARD))
