@@ -1724,13 +1724,10 @@ def _expmech_rows(problem: PMOProblem, idx: np.ndarray) -> np.ndarray | None:
     private on every pair, so a component's rows where its column generation stopped above their
     loss (the 100x100 grid with the Gowalla prior at a 300 s limit returned 23.03 where these give
     3.953; stop 46). ``None`` where a row's far entries would underflow beside a neighbour's."""
-    from solvers.mdp.expmech import exponent_spread, exponential_mechanism
-    from solvers.mdp.le import MAX_EXPONENT
+    from solvers.mdp.expmech import private_exponential_mechanism
 
-    D = np.asarray(problem.dataset.distance)[np.ix_(idx, problem.outputs)]
-    if exponent_spread(D, problem.eps) > MAX_EXPONENT:
-        return None
-    return exponential_mechanism(D, problem.eps)
+    return private_exponential_mechanism(np.asarray(problem.dataset.distance)[np.ix_(idx, problem.outputs)],
+                                         problem.eps)
 
 
 def _polish(cg: _ComponentCG, start: FirstOrderStart, deadline: float) -> tuple[np.ndarray, dict[str, float]]:

@@ -18,7 +18,7 @@ from solvers.mdp.le import MAX_EXPONENT
 from solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem
 from solvers.mdp.verify import verify_mechanism
 
-__all__ = ["exponent_spread", "exponential_mechanism", "solve_expmech"]
+__all__ = ["exponent_spread", "exponential_mechanism", "private_exponential_mechanism", "solve_expmech"]
 
 
 def exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.ndarray:
@@ -37,18 +37,27 @@ def exponent_spread(distance_to_outputs: np.ndarray, eps: float) -> float:
     return 0.5 * float(eps) * (float(np.max(D.max(axis=1) - D.min(axis=1))) if D.size else 0.0)
 
 
+def private_exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.ndarray | None:
+    """:func:`exponential_mechanism`, or ``None`` where :func:`exponent_spread` exceeds
+    :data:`~solvers.mdp.le.MAX_EXPONENT` (its far entries would underflow beside a neighbour's
+    positive ones, so it would not be private as computed). Its rows are independent: the rows of
+    some records only (a component's) are these rows of the whole."""
+    if exponent_spread(distance_to_outputs, eps) > MAX_EXPONENT:
+        return None
+    return exponential_mechanism(distance_to_outputs, eps)
+
+
 def solve_expmech(problem: PMOProblem) -> MechanismResult:
     """The exponential mechanism on ``problem``'s records and outputs, verified; its loss is the objective."""
     t0 = time.perf_counter()
     D = np.asarray(problem.dataset.distance)[:, problem.outputs]
-    spread = exponent_spread(D, problem.eps)
-    if spread > MAX_EXPONENT:
+    X = private_exponential_mechanism(D, problem.eps)
+    if X is None:
         # the verifier would reject it (as ldp's em refuses it up front)
         raise VerificationError(
-            f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {spread:.3g} "
+            f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {exponent_spread(D, problem.eps):.3g} "
             f"> {MAX_EXPONENT:.0f} within a row): far outputs would get probability 0 and break the ratio bound; "
             f"lower eps")
-    X = exponential_mechanism(D, problem.eps)
     report = verify_mechanism(X, problem.dataset.distance, problem.eps, eta=problem.eta)
     obj = problem.objective_of(X)
     elapsed = time.perf_counter() - t0

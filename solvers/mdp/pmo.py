@@ -499,8 +499,7 @@ def _repair_reference(problem: Any, K: int) -> tuple[np.ndarray, np.ndarray] | N
     (``to_outputs``, or the dataset's distances and ``outputs``) and its costs (for a matrix over
     the outputs ``kept``, those columns of them), or where
     ``exp(-eps d / 2)`` would underflow within a row (then it is not private as computed)."""
-    from solvers.mdp.expmech import exponent_spread, exponential_mechanism
-    from solvers.mdp.le import MAX_EXPONENT
+    from solvers.mdp.expmech import private_exponential_mechanism
 
     cost = getattr(problem, "cost", None)
     D = getattr(problem, "to_outputs", None)
@@ -514,9 +513,8 @@ def _repair_reference(problem: Any, K: int) -> tuple[np.ndarray, np.ndarray] | N
         D, cost = D[:, kept], np.asarray(cost)[:, kept]
     if D.shape[1] != K:
         return None
-    if exponent_spread(D, problem.eps) > MAX_EXPONENT:
-        return None
-    return exponential_mechanism(D, problem.eps), np.asarray(cost)
+    X = private_exponential_mechanism(D, problem.eps)
+    return None if X is None else (X, np.asarray(cost))
 
 
 def repair_mechanism(Z: np.ndarray, problem: PMOProblem, deadline: float = math.inf
