@@ -14,7 +14,6 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -118,29 +117,13 @@ def add_dataset_options(p: argparse.ArgumentParser) -> None:
                    help="metric of a points file (default euclidean; haversine: lat,lon in degrees, km)")
 
 
-def _savemat(handle: Any, Z: np.ndarray) -> None:
-    from scipy.io import savemat
-
-    savemat(handle, {"Z": Z})
-
-
-#: ``--save-mechanism``'s formats by suffix: how each writes the matrix to a binary file
-MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
-    ".npy": lambda handle, Z: np.save(handle, Z),
-    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
-    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
-    ".mat": _savemat,
-}
-
-
 def mechanism_writer(path: str) -> Callable[[Any, np.ndarray], None]:
-    """How ``--save-mechanism PATH`` is written, by its suffix (:data:`MECHANISM_FORMATS`);
-    another suffix is an :class:`InputError`, raised before the solve."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in MECHANISM_FORMATS:
-        raise InputError(f"cannot write --save-mechanism {path}: its name must end in one of "
-                         f"{', '.join(MECHANISM_FORMATS)} (the format), not {suffix or 'no suffix'}")
-    return MECHANISM_FORMATS[suffix]
+    """How ``--save-mechanism PATH`` is written, by its suffix
+    (:data:`solvers.mdp.perturb.MECHANISM_FORMATS`); another suffix is an :class:`InputError`,
+    raised before the solve."""
+    from solvers.mdp.perturb import MECHANISM_FORMATS, mechanism_suffix
+
+    return MECHANISM_FORMATS[mechanism_suffix(path, f"cannot write --save-mechanism {path}")]
 
 
 def load_secret_dataset(args: argparse.Namespace):

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,30 @@ from solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
-#: the formats ``securelp mdp --save-mechanism`` writes, by suffix
-MECHANISM_SUFFIXES = (".npy", ".csv", ".mat")
+def _savemat(handle: Any, Z: np.ndarray) -> None:
+    from scipy.io import savemat
+
+    savemat(handle, {"Z": Z})
+
+
+#: ``securelp mdp --save-mechanism``'s formats by suffix: how each writes the matrix to a binary
+#: file (:func:`load_mechanism` reads each back)
+MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
+    ".npy": lambda handle, Z: np.save(handle, Z),
+    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
+    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
+    ".mat": _savemat,
+}
+
+
+def mechanism_suffix(path: str | Path, where: str) -> str:
+    """The format of a mechanism file, its name's suffix (lower case), one of
+    :data:`MECHANISM_FORMATS`; another is an :class:`InputError` that starts with ``where``."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in MECHANISM_FORMATS:
+        raise InputError(f"{where}: its name must end in one of {', '.join(MECHANISM_FORMATS)} (the format), "
+                         f"not {suffix or 'no suffix'}")
+    return suffix
 
 
 def load_mechanism(path: str | Path) -> np.ndarray:
@@ -41,10 +64,7 @@ def load_mechanism(path: str | Path) -> np.ndarray:
         A missing or unreadable file, another suffix, a file that is not a 2-D array of numbers.
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in MECHANISM_SUFFIXES:
-        raise InputError(f"mechanism {path}: its name must end in one of {', '.join(MECHANISM_SUFFIXES)} "
-                         f"(the format), not {suffix or 'no suffix'}")
+    suffix = mechanism_suffix(path, f"mechanism {path}")
     if not path.is_file():
         raise InputError(f"mechanism {path}: no such file")
     try:
