@@ -126,6 +126,14 @@ def mechanism_writer(path: str) -> Callable[[Any, np.ndarray], None]:
     return MECHANISM_FORMATS[mechanism_suffix(path, f"cannot write --save-mechanism {path}")]
 
 
+def check_eps_eta(args: argparse.Namespace) -> None:
+    """Refuse a given ``--eps`` or ``--eta`` that is not > 0 (``mdp`` and ``perturb``), before anything is loaded."""
+    if args.eps is not None and not args.eps > 0:
+        raise InputError(f"--eps must be > 0, got {args.eps}")
+    if args.eta is not None and not args.eta > 0:
+        raise InputError(f"--eta must be > 0, got {args.eta}")
+
+
 def load_secret_dataset(args: argparse.Namespace):
     """The dataset that :func:`add_dataset_options`' options (and ``--prior``, ``--seed``) name."""
     from solvers.mdp.datasets import load_dataset
@@ -312,10 +320,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--dual-ascent must be a number of seconds >= 0, got {args.dual_ascent}")
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
-    if args.eps is not None and not args.eps > 0:
-        raise InputError(f"--eps must be > 0, got {args.eps}")
-    if args.eta is not None and not args.eta > 0:
-        raise InputError(f"--eta must be > 0, got {args.eta}")
+    check_eps_eta(args)
     if args.outputs is not None and args.outputs < 1:
         raise InputError(f"--outputs (K) must be >= 1, got {args.outputs}")
     # every output is checked before the solve, which can take an hour

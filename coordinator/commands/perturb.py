@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, load_secret_dataset
+from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
 from coordinator.reporting import check_writable, write_json_report
 from solvers.errors import InputError
 from solvers.files import write_atomically
@@ -82,10 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from solvers.mdp.pmo import choose_outputs
 
     t0 = time.perf_counter()
-    if args.eps is not None and not args.eps > 0:
-        raise InputError(f"--eps must be > 0, got {args.eps}")
-    if args.eta is not None and not args.eta > 0:
-        raise InputError(f"--eta must be > 0, got {args.eta}")
+    check_eps_eta(args)
     check_writable(args.out, "--out")
     check_writable(args.json_path, "--json")
     if args.out == "-" and args.json_path == "-":
