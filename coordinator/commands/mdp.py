@@ -231,16 +231,14 @@ def resolve_decomposition(args: argparse.Namespace) -> None:
         Naming the options that do not apply, or both kinds of options given without a
         ``--decomposition``.
     """
-    given = {dest: flag for dest, flag in {**RECORD_OPTIONS, **COLUMN_OPTIONS}.items()
-             if getattr(args, dest) is not None}
+    records = [flag for dest, flag in RECORD_OPTIONS.items() if getattr(args, dest) is not None]
+    columns = [flag for dest, flag in COLUMN_OPTIONS.items() if getattr(args, dest) is not None]
     if args.method != "bd":
         applies = {"decomposition": ("--decomposition", ("bd",))}
         applies.update({dest: (flag, ("bd",)) for dest, flag in RECORD_OPTIONS.items()})
         applies.update({dest: (flag, ("bd", "colgen")) for dest, flag in COLUMN_OPTIONS.items()})
         refuse_inapplicable(args, "--method", args.method, applies)
     else:
-        records = [flag for dest, flag in given.items() if dest in RECORD_OPTIONS]
-        columns = [flag for dest, flag in given.items() if dest in COLUMN_OPTIONS]
         if args.decomposition is None:
             if records and columns:
                 raise InputError(f"{', '.join(records)} {'ask' if len(records) > 1 else 'asks'} for Qiu's record BD "
@@ -252,7 +250,7 @@ def resolve_decomposition(args: argparse.Namespace) -> None:
             **{dest: (flag, ("columns",)) for dest, flag in COLUMN_OPTIONS.items()}})
     if args.subsets is not None and args.subsets < 1:
         raise InputError(f"--subsets must be >= 1, got {args.subsets}")
-    args.partition_flags = [flag for dest, flag in given.items() if dest in RECORD_OPTIONS]  # for exit 8's hint
+    args.partition_flags = records  # for exit 8's hint
     args.partitioner = args.partitioner or DEFAULT_PARTITIONER
     args.subsets = DEFAULT_SUBSETS if args.subsets is None else args.subsets
     args.no_initial_cuts = bool(args.no_initial_cuts)
