@@ -14,6 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", default=None, help="seed for the outputs of --outputs, the travel destinations, the gaussian "
                    "points and the partitions (default 0: the same command builds the same LP)")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
-                   "its suffix: .npy (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z)")
+                   "its suffix: .npz (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z), each "
+                   "with its description (dataset, eps, eta, outputs) for 'securelp perturb'; or .npy (the bare matrix)")
     p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
                    "2-D data, the partition")
     p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
@@ -117,7 +119,7 @@ def add_dataset_options(p: argparse.ArgumentParser) -> None:
                    help="metric of a points file (default euclidean; haversine: lat,lon in degrees, km)")
 
 
-def mechanism_writer(path: str) -> Callable[[Any, np.ndarray], None]:
+def mechanism_writer(path: str) -> Callable[[Any, np.ndarray, dict[str, Any]], None]:
     """How ``--save-mechanism PATH`` is written, by its suffix
     (:data:`solvers.mdp.perturb.MECHANISM_FORMATS`); another suffix is an :class:`InputError`,
     raised before the solve."""
@@ -134,16 +136,15 @@ def check_eps_eta(args: argparse.Namespace) -> None:
         raise InputError(f"--eta must be > 0, got {args.eta}")
 
 
-def load_secret_dataset(args: argparse.Namespace):
-    """The dataset that :func:`add_dataset_options`' options (and ``--prior``, ``--seed``) name."""
-    from solvers.mdp.datasets import load_dataset
-
+def dataset_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The dataset that :func:`add_dataset_options`' options (and ``--seed``) name, as its name and the
+    options :func:`solvers.mdp.datasets.load_dataset` takes (the prior apart)."""
     name = args.dataset
     refuse_inapplicable(args, "--dataset", name, {
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
         "records": ("--records", ("gaussian", "text", "road")), "points": ("--points", ("points",)),
         "metric": ("--metric", ("points",))})
-    params: dict[str, Any] = {"prior": getattr(args, "prior", None)}
+    params: dict[str, Any] = {}
     if name == "grid":
         rows, cols, cell_km = grid_size(args)
         params.update(rows=rows, cols=cols, cell_km=cell_km)
@@ -155,7 +156,24 @@ def load_secret_dataset(args: argparse.Namespace):
         params.update(n_records=args.records if args.records is not None else 500)
         if name == "gaussian" or args.seed is not None:
             params.update(seed=args.seed if args.seed is not None else 0)
-    return load_dataset(name, **params)
+    return name, params
+
+
+def load_secret_dataset(args: argparse.Namespace):
+    """The dataset that :func:`add_dataset_options`' options (and ``--prior``, ``--seed``) name."""
+    from solvers.mdp.datasets import load_dataset
+
+    name, params = dataset_options(args)
+    return load_dataset(name, prior=getattr(args, "prior", None), **params)
+
+
+def saved_dataset_options(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`dataset_options` as a saved mechanism's description keeps them: a points file by its
+    absolute path, so ``securelp perturb`` finds it from another directory."""
+    options = dataset_options(args)[1]
+    if "path" in options:
+        options["path"] = str(Path(options["path"]).resolve())
+    return options
 
 
 def report_dict(result: Any, problem: Any) -> dict[str, Any]:
@@ -366,7 +384,11 @@ def run(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
     report = report_dict(result, problem)
     if args.save_mechanism:
-        write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism))
+        from solvers.mdp.perturb import describe_mechanism
+
+        description = describe_mechanism(dataset, saved_dataset_options(args), problem.eps, problem.eta,
+                                         problem.outputs)
+        write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism, description))
     if args.plot:
         from solvers.mdp.plotting import plot_result
 

@@ -1,7 +1,9 @@
 """``securelp perturb``: release true records through a mechanism saved by ``securelp mdp``.
 
-The mechanism file is verified again against the dataset's metric, ``eps`` and ``eta`` before
-anything is drawn; each true record is then replaced by an output drawn exactly from its row
+A mechanism file keeps its description (dataset, ``eps``, ``eta``, outputs; every format but a bare
+``.npy``), so the dataset need not be named again; dataset options that are given must name the
+same dataset. The mechanism is verified again against the dataset's metric, ``eps`` and ``eta``
+before anything is drawn; each true record is then replaced by an output drawn exactly from its row
 (:mod:`solvers.mdp.perturb`). The released outputs go to ``--out`` (CSV, in the order of the true
 records); the report (``--json``) holds counts and the verification, never a record.
 """
@@ -27,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 NAME = "perturb"
 
+#: the dataset options (flag, argparse key) whose presence means the dataset is named on the command line
+DATASET_FLAGS = (("--dataset", "dataset"), ("--rows", "rows"), ("--cols", "cols"), ("--cell-km", "cell_km"),
+                 ("--records", "records"), ("--points", "points"), ("--metric", "metric"))
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``perturb`` subcommand."""
@@ -36,20 +42,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Read a mechanism written by 'securelp mdp --save-mechanism', verify it against the "
             "dataset's metric, --eps and --eta, and replace each true record by an output drawn "
-            "exactly from its row, with noise from the OS's entropy. Give the dataset options, "
-            "--eps, --eta, --outputs and --seed that 'securelp mdp' was run with."
+            "exactly from its row, with noise from the OS's entropy. A .npz, .csv or .mat file says "
+            "which dataset, eps, eta and outputs it was computed for, so no dataset option is needed "
+            "(those given are checked against it); for a bare .npy give the dataset options, --eps, "
+            "--eta, --outputs and --seed that 'securelp mdp' was run with."
         ),
     )
     add_dataset_options(p)
+    p.set_defaults(dataset=None)  # grid for a bare .npy; a described file's own dataset otherwise
     p.add_argument("--eps", type=float, default=None,
-                   help="the privacy parameter per distance unit to verify the mechanism at (dataset default)")
-    p.add_argument("--eta", type=float, default=None, help="neighbourhood radius (dataset default)")
+                   help="the privacy parameter per distance unit to verify the mechanism at (default: the "
+                        "file's, else the dataset's)")
+    p.add_argument("--eta", type=float, default=None,
+                   help="neighbourhood radius (default: the file's, else the dataset's)")
     p.add_argument("--outputs", type=int, default=None,
-                   help="number of outputs K the mechanism was computed with (default: every record)")
+                   help="number of outputs K the mechanism was computed with (default: the file's, else every "
+                        "record)")
     p.add_argument("--seed", default=None,
                    help="the --seed 'securelp mdp' was given (it draws the outputs of --outputs and the gaussian "
                         "points; default 0, as there); it does not seed the noise")
-    p.add_argument("--mechanism", required=True, help="the saved mechanism: .npy, .csv or .mat (variable Z)")
+    p.add_argument("--mechanism", required=True,
+                   help="the saved mechanism: .npz, .csv or .mat (with its description) or .npy (the bare matrix)")
     p.add_argument("--true", dest="true_path", required=True,
                    help="the true records ('-' = standard input), one per line: a record's label (a grid's r2c3, a word of --dataset "
                         "text, a points file's label or p<i>), or with --by-index its 0-based index")
@@ -76,10 +89,49 @@ def released_csv(dataset: Any, released: np.ndarray) -> str:
     return buf.getvalue()
 
 
+def _dataset_and_outputs(args: argparse.Namespace, description: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
+    """The dataset and the outputs to release through: a described file's own, loaded again, unless
+    dataset options are given (then checked against it); for a bare ``.npy``, the options' (grid by
+    default) and the outputs ``--outputs`` and ``--seed`` draw."""
+    from solvers.mdp.datasets import load_dataset
+    from solvers.mdp.perturb import check_same_dataset, describe_dataset
+    from solvers.mdp.pmo import choose_outputs
+
+    where = f"mechanism {args.mechanism}"
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    given = [flag for flag, key in DATASET_FLAGS if getattr(args, key) is not None]
+    if description is None:
+        if args.dataset is None:
+            args.dataset = "grid"
+        logger.warning("%s holds no description (a .npy is the bare matrix): its dataset, eps, eta and outputs are "
+                       "taken from the options given (save it as .npz, .csv or .mat to keep them)", where)
+        dataset = load_secret_dataset(args)
+        return dataset, choose_outputs(dataset.n, args.outputs, seed)
+    name, options = description["dataset"], description["dataset_options"]
+    if given:
+        if args.dataset is None:
+            args.dataset = name
+        dataset = load_secret_dataset(args)
+        check_same_dataset(description, dataset, where, f"named by {', '.join(given)}")
+    else:
+        try:
+            dataset = load_dataset(name, **options)
+        except (InputError, TypeError, ValueError) as exc:  # the latter two: an edited description's option values
+            raise InputError(f"{where} was computed for {describe_dataset(name, options, description['n_records'])}, "
+                             f"which cannot be loaded again ({exc}); name it with the dataset options") from None
+        check_same_dataset(description, dataset, where, "loaded again from its description")
+    outputs = np.asarray(description["outputs"], dtype=np.int64)
+    if args.outputs is not None or args.seed is not None:
+        K = args.outputs if args.outputs is not None else outputs.size
+        if not np.array_equal(choose_outputs(dataset.n, K, seed), outputs):
+            raise InputError(f"{where}: its {outputs.size} outputs are not those --outputs {K} --seed {seed} draw; "
+                             "omit --outputs and --seed to use the file's")
+    return dataset, outputs
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp perturb``."""
     from solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
-    from solvers.mdp.pmo import choose_outputs
 
     t0 = time.perf_counter()
     check_eps_eta(args)
@@ -87,11 +139,12 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.json_path, "--json")
     if args.out == "-" and args.json_path == "-":
         raise InputError("--out and --json cannot both be standard output")
-    dataset = load_secret_dataset(args)
-    eps = dataset.default_eps if args.eps is None else float(args.eps)
-    eta = dataset.default_eta if args.eta is None else float(args.eta)
-    outputs = choose_outputs(dataset.n, args.outputs, DEFAULT_SEED if args.seed is None else args.seed)
-    Z = load_mechanism(args.mechanism)
+    saved = load_mechanism(args.mechanism)
+    dataset, outputs = _dataset_and_outputs(args, saved.description)
+    desc = saved.description or {}
+    eps = float(args.eps if args.eps is not None else desc.get("eps", dataset.default_eps))
+    eta = float(args.eta if args.eta is not None else desc.get("eta", dataset.default_eta))
+    Z = saved.Z
     true_records = read_true_records(args.true_path, dataset.labels, by_index=args.by_index)
     if args.noise_seed is not None:
         logger.warning("--noise-seed: the noise is reproducible, so this release is NOT private (simulations only)")
@@ -112,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         "n_outputs": int(outputs.size),
         "n_released": int(true_records.size),
         "verification": result.verification.as_dict(),
+        "described": saved.description is not None,
         "reproducible": result.reproducible,
         "time_s": time.perf_counter() - t0,
     }
@@ -119,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         write_json_report(args.json_path, report)
     else:
         v = report["verification"]
-        print(f"perturb: released {report['n_released']} records through a verified {dataset.n} x {outputs.size} "
+        n = report["n_released"]
+        print(f"perturb: released {n} record{'s' if n != 1 else ''} through a verified {dataset.n} x {outputs.size} "
               f"mechanism at eps {eps:g}, eta {eta:g} (row err {v['max_row_sum_error']:.1e}, mDP violation "
               f"{v['max_mdp_violation']:.1e}); wrote {'them above' if args.out == '-' else args.out}",
               file=sys.stderr if args.out == "-" else sys.stdout)

@@ -1,17 +1,23 @@
 """Applying a saved mDP mechanism: each true record is replaced by an output drawn exactly from its row.
 
-``securelp mdp --save-mechanism Z.npy`` writes a verified ``n x K`` matrix; this module reads it back
-(:func:`load_mechanism`), and :func:`perturb_records` verifies it again against the dataset's metric,
-``eps`` and ``eta`` -- a file is not trusted because it was once verified: it may have been written
-for another ``eps``, edited, or truncated -- before any row is sampled. Rows are sampled with
-:class:`solvers.mdp.sampling.RowSampler`, which draws the row's float64 weights *exactly* (no
-floating-point transform of random bits), from a ChaCha20 keystream seeded by the OS
+``securelp mdp --save-mechanism Z.npz`` writes a verified ``n x K`` matrix and its description
+(:func:`describe_mechanism`: the dataset and how to load it again, ``eps``, ``eta``, the outputs, and
+what recognises the dataset: its labels' digest and a few distances; ``.npy`` is the bare matrix).
+This module reads it back (:func:`load_mechanism`), checks a dataset against the description
+(:func:`check_same_dataset`), and :func:`perturb_records` verifies the matrix again against the
+dataset's metric, ``eps`` and ``eta`` -- a file is not trusted because it was once verified: it may
+have been written for another ``eps``, edited, or truncated -- before any row is sampled. Rows are
+sampled with :class:`solvers.mdp.sampling.RowSampler`, which draws the row's float64 weights
+*exactly* (no floating-point transform of random bits), from a ChaCha20 keystream seeded by the OS
 (:class:`solvers.randomness.SecureRandom`); a seeded draw is for reproducible simulations only.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -28,19 +34,44 @@ from solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
-def _savemat(handle: Any, Z: np.ndarray) -> None:
+#: what a described mechanism file says it is (its ``format`` key), and the version of the description
+DESCRIPTION_FORMAT = "securelp-mdp-mechanism"
+DESCRIPTION_VERSION = 1
+#: a ``.csv`` mechanism's description is its first line: this prefix, then the description's JSON
+CSV_DESCRIPTION_PREFIX = "# securelp-mechanism "
+#: pairs of records whose distance a description keeps, to recognise its metric again
+PROBE_PAIRS = 64
+#: how far (relative) a probed distance may move and still be the same metric: a dataset rebuilt on
+#: another machine may differ in its last bits (the text dataset's embeddings), another ``--cell-km``
+#: or metric by far more
+PROBE_RTOL = 1e-6
+
+
+def _save_npy(handle: Any, Z: np.ndarray, description: dict[str, Any]) -> None:
+    np.save(handle, Z)  # a bare matrix: the format has no room for a description
+
+
+def _save_npz(handle: Any, Z: np.ndarray, description: dict[str, Any]) -> None:
+    np.savez(handle, Z=Z, description=np.array(json.dumps(description)))
+
+
+def _save_csv(handle: Any, Z: np.ndarray, description: dict[str, Any]) -> None:
+    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
+    header = json.dumps(description, separators=(",", ":"))
+    np.savetxt(handle, Z, fmt="%.17g", delimiter=",", header=header, comments=CSV_DESCRIPTION_PREFIX)
+
+
+def _save_mat(handle: Any, Z: np.ndarray, description: dict[str, Any]) -> None:
     from scipy.io import savemat
 
-    savemat(handle, {"Z": Z})
+    savemat(handle, {"Z": Z, "description": json.dumps(description)})
 
 
-#: ``securelp mdp --save-mechanism``'s formats by suffix: how each writes the matrix to a binary
-#: file (:func:`load_mechanism` reads each back)
-MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray], None]] = {
-    ".npy": lambda handle, Z: np.save(handle, Z),
-    # 17 significant digits read back as the same doubles: the saved matrix is the verified one
-    ".csv": lambda handle, Z: np.savetxt(handle, Z, fmt="%.17g", delimiter=","),
-    ".mat": _savemat,
+#: ``securelp mdp --save-mechanism``'s formats by suffix: how each writes the matrix and its
+#: description (:func:`describe_mechanism`) to a binary file; :func:`load_mechanism` reads each back.
+#: Every format but ``.npy`` keeps the description
+MECHANISM_FORMATS: dict[str, Callable[[Any, np.ndarray, dict[str, Any]], None]] = {
+    ".npz": _save_npz, ".csv": _save_csv, ".mat": _save_mat, ".npy": _save_npy,
 }
 
 
@@ -54,26 +85,116 @@ def mechanism_suffix(path: str | Path, where: str) -> str:
     return suffix
 
 
-def load_mechanism(path: str | Path) -> np.ndarray:
-    """Read a mechanism saved by ``securelp mdp --save-mechanism``: ``.npy``, ``.csv`` (comma
-    separated) or ``.mat`` (variable ``Z``), by the name's suffix.
+def _probe_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:data:`PROBE_PAIRS` record pairs spread over ``n`` records (the same for the same ``n``)."""
+    if n < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    i = np.unique(np.linspace(0, n - 1, min(PROBE_PAIRS, n)).astype(np.int64))
+    j = (i * 7919 + 1 + n // 2) % n
+    j = np.where(j == i, (i + 1) % n, j)
+    return i, j
+
+
+def labels_digest(labels: Sequence[str]) -> str:
+    """SHA-256 of the records' labels in order: the same records, in the same order."""
+    return hashlib.sha256("\n".join(labels).encode("utf-8")).hexdigest()
+
+
+def describe_mechanism(dataset: Any, options: dict[str, Any], eps: float, eta: float,
+                       outputs: np.ndarray) -> dict[str, Any]:
+    """What a saved mechanism was computed for: the dataset (its name and the options that load it
+    again, :func:`solvers.mdp.datasets.load_dataset`; no prior), ``eps``, ``eta``, the outputs as
+    record indices, and what recognises the dataset again (its labels' digest and a few distances).
+    Nothing in it is private: the dataset is the set of possible records, not anyone's record."""
+    i, j = _probe_pairs(dataset.n)
+    d = np.asarray(dataset.distance)
+    return {
+        "format": DESCRIPTION_FORMAT, "version": DESCRIPTION_VERSION,
+        "dataset": dataset.name, "dataset_options": options,
+        "eps": float(eps), "eta": float(eta), "unit": dataset.unit,
+        "n_records": int(dataset.n), "outputs": [int(k) for k in outputs],
+        "labels_sha256": labels_digest(dataset.labels),
+        "distance_probe": [[int(a), int(b), float(d[a, b])] for a, b in zip(i, j)],
+    }
+
+
+@dataclass(frozen=True)
+class SavedMechanism:
+    """A mechanism file read back: the matrix and, unless it is a bare ``.npy``, its description
+    (:func:`describe_mechanism`)."""
+
+    Z: np.ndarray
+    description: dict[str, Any] | None
+
+
+def _check_description(raw: str, where: str, shape: tuple[int, int]) -> dict[str, Any]:
+    """The description of a mechanism file, checked: its keys, types and agreement with the matrix."""
+    try:
+        desc = json.loads(raw)
+    except ValueError as exc:
+        raise InputError(f"{where}: its description is not JSON: {exc}") from None
+    if not isinstance(desc, dict) or desc.get("format") != DESCRIPTION_FORMAT:
+        raise InputError(f"{where}: its description is not a {DESCRIPTION_FORMAT} description")
+    if desc.get("version") != DESCRIPTION_VERSION:
+        raise InputError(f"{where}: its description has version {desc.get('version')!r}; this securelp reads "
+                         f"version {DESCRIPTION_VERSION}")
+    n, outputs = desc.get("n_records"), desc.get("outputs")
+    options = desc.get("dataset_options")
+    ok = (isinstance(desc.get("dataset"), str) and isinstance(options, dict)
+          and all(isinstance(v, (str, int, float)) for v in options.values())
+          and all(isinstance(desc.get(k), (int, float)) and not isinstance(desc.get(k), bool) and desc[k] > 0
+                  for k in ("eps", "eta"))
+          and isinstance(n, int) and isinstance(outputs, list) and all(isinstance(k, int) for k in outputs)
+          and isinstance(desc.get("labels_sha256"), str) and isinstance(desc.get("distance_probe"), list))
+    if not ok:
+        raise InputError(f"{where}: its description lacks a key or has one of the wrong type")
+    if shape != (n, len(outputs)) or not all(0 <= k < n for k in outputs):
+        raise InputError(f"{where}: its description ({n} records, {len(outputs)} outputs) does not fit the "
+                         f"{shape[0]} x {shape[1]} matrix")
+    return desc
+
+
+def load_mechanism(path: str | Path) -> SavedMechanism:
+    """Read a mechanism saved by ``securelp mdp --save-mechanism``, by the name's suffix: ``.npz``
+    (arrays ``Z`` and ``description``), ``.csv`` (comma separated, the description on its first
+    line), ``.mat`` (variables ``Z`` and ``description``) or ``.npy`` (the bare matrix). A file
+    without a description (``.npy``, or written by hand) is read all the same.
 
     Raises
     ------
     InputError
-        A missing or unreadable file, another suffix, a file that is not a 2-D array of numbers.
+        A missing or unreadable file, another suffix, a file that is not a 2-D array of numbers, a
+        description that is malformed or does not fit the matrix.
     """
     path = Path(path)
-    suffix = mechanism_suffix(path, f"mechanism {path}")
+    where = f"mechanism {path}"
+    suffix = mechanism_suffix(path, where)
     if not path.is_file():
-        raise InputError(f"mechanism {path}: no such file")
+        raise InputError(f"{where}: no such file")
+    raw = None
     try:
-        if suffix == ".npy":
+        if suffix in (".npy", ".npz"):
             with path.open("rb") as f:
-                if f.read(6) != b"\x93NUMPY":  # np.load would take it for a pickle and say so
-                    raise InputError(f"mechanism {path}: not a .npy file (no NPY header)")
-            Z = np.load(path, allow_pickle=False)
+                magic = f.read(6)
+            if suffix == ".npy" and magic != b"\x93NUMPY":  # np.load would take it for a pickle and say so
+                raise InputError(f"{where}: not a .npy file (no NPY header)")
+            if suffix == ".npz" and not magic.startswith(b"PK"):
+                raise InputError(f"{where}: not a .npz file (not a zip archive)")
+            loaded = np.load(path, allow_pickle=False)
+            if suffix == ".npy":
+                Z = loaded
+            else:
+                with loaded:
+                    if "Z" not in loaded.files:
+                        raise InputError(f"{where}: no array Z (found {', '.join(loaded.files) or 'none'})")
+                    Z = loaded["Z"]
+                    if "description" in loaded.files:
+                        raw = str(loaded["description"][()])
         elif suffix == ".csv":
+            with path.open(encoding="utf-8") as f:
+                first = f.readline()
+            if first.startswith(CSV_DESCRIPTION_PREFIX):
+                raw = first[len(CSV_DESCRIPTION_PREFIX):]
             Z = np.loadtxt(path, delimiter=",", ndmin=2, dtype=float)
         else:
             from scipy.io import loadmat
@@ -81,20 +202,55 @@ def load_mechanism(path: str | Path) -> np.ndarray:
             data = loadmat(path)
             if "Z" not in data:
                 found = ", ".join(sorted(k for k in data if not k.startswith("__"))) or "none"
-                raise InputError(f"mechanism {path}: no variable Z (found {found})")
+                raise InputError(f"{where}: no variable Z (found {found})")
             Z = data["Z"]
+            if "description" in data:
+                text = np.asarray(data["description"])
+                raw = str(text.ravel()[0]) if text.size else ""
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 -- a parser's every failure on a bad file (scipy's MatReadError too)
         # numpy's and scipy's messages name the bad token or header; the first line is enough
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"mechanism {path}: cannot read it as {suffix[1:]}: {first}") from None
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{where}: cannot read it as {suffix[1:]}: {first_line}") from None
     Z = np.asarray(Z)
     if Z.ndim != 2 or Z.size == 0:
-        raise InputError(f"mechanism {path}: expected a records x outputs matrix, got shape {Z.shape}")
+        raise InputError(f"{where}: expected a records x outputs matrix, got shape {Z.shape}")
     if not np.issubdtype(Z.dtype, np.number) or np.issubdtype(Z.dtype, np.complexfloating):
-        raise InputError(f"mechanism {path}: expected real numbers, got {Z.dtype}")
-    return np.ascontiguousarray(Z, dtype=np.float64)
+        raise InputError(f"{where}: expected real numbers, got {Z.dtype}")
+    description = None if raw is None else _check_description(raw, where, Z.shape)
+    return SavedMechanism(np.ascontiguousarray(Z, dtype=np.float64), description)
+
+
+def describe_dataset(name: str, options: dict[str, Any], n: int) -> str:
+    """``grid (rows 4, cols 4, cell_km 1.0; 16 records)``: a dataset in messages."""
+    opts = ", ".join(f"{k} {v}" for k, v in options.items())
+    return f"{name} ({opts + '; ' if opts else ''}{n} records)"
+
+
+def check_same_dataset(description: dict[str, Any], dataset: Any, where: str, given: str) -> None:
+    """Refuse ``dataset`` unless it is the one ``description`` was computed for: its name, its number
+    of records, its labels (digest) and its metric (the probed distances, :data:`PROBE_RTOL`).
+    ``given`` says in the message where ``dataset`` came from."""
+    saved = describe_dataset(description["dataset"], description["dataset_options"], description["n_records"])
+    why = None
+    if dataset.name != description["dataset"] or dataset.n != description["n_records"]:
+        why = f"that is {dataset.name} with {dataset.n} records"
+    elif labels_digest(dataset.labels) != description["labels_sha256"]:
+        why = "its records are other records (their labels differ)"
+    else:
+        d = np.asarray(dataset.distance)
+        for entry in description["distance_probe"]:
+            a, b, value = (entry + [None, None, None])[:3]
+            if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < dataset.n and 0 <= b < dataset.n
+                    and isinstance(value, (int, float))):
+                raise InputError(f"{where}: its description's distance_probe is malformed")
+            if not math.isclose(float(d[a, b]), float(value), rel_tol=PROBE_RTOL, abs_tol=1e-300):
+                why = (f"its metric differs (records {dataset.labels[a]} and {dataset.labels[b]}: {float(d[a, b]):.6g} "
+                       f"{dataset.unit} apart, {float(value):.6g} in the file)").replace("  ", " ")
+                break
+    if why is not None:
+        raise InputError(f"{where} was computed for {saved}, not for the dataset {given}: {why}")
 
 
 def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool = False) -> np.ndarray:

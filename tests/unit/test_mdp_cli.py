@@ -24,24 +24,27 @@ def _run(tmp_path: Path, *extra: str) -> tuple[int, dict]:
 
 
 def test_save_mechanism_writes_the_format_of_its_suffix_and_refuses_others_first(tmp_path: Path, capsys) -> None:
-    """.npy, .csv and .mat (any case) hold the same doubles; another suffix is refused before the solve
-    (exit 3, nothing written), where a .txt name used to get a numpy file."""
+    """.npy, .npz, .csv and .mat (any case) hold the same doubles (a .csv's description line is a comment
+    to numpy); another suffix is refused before the solve (exit 3, nothing written), where a .txt name
+    used to get a numpy file."""
     from scipy.io import loadmat
 
     base = ["--dataset", "grid", "--rows", "3", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "direct"]
-    for name in ("z.npy", "z.csv", "Z.MAT"):
+    for name in ("z.npy", "z.npz", "z.csv", "Z.MAT"):
         rc, _ = _run(tmp_path, *base, "--save-mechanism", str(tmp_path / name))
         assert rc == 0
     Z = np.load(tmp_path / "z.npy")
     assert Z.shape == (12, 12)
     assert np.array_equal(np.loadtxt(tmp_path / "z.csv", delimiter=","), Z)
     assert np.array_equal(loadmat(tmp_path / "Z.MAT")["Z"], Z)
+    with np.load(tmp_path / "z.npz") as f:
+        assert np.array_equal(f["Z"], Z)
     capsys.readouterr()
     for name in ("z.txt", "z"):
         (tmp_path / "r.json").unlink(missing_ok=True)
         rc, rep = _run(tmp_path, *base, "--save-mechanism", str(tmp_path / name))
         assert rc == 3 and rep == {} and not (tmp_path / name).exists()
-        assert "must end in one of .npy, .csv, .mat" in capsys.readouterr().err
+        assert "must end in one of .npz, .csv, .mat, .npy" in capsys.readouterr().err
 
 
 def test_bd_report_keys_plot_and_mechanism(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ GRID = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta"
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 4x4 grid's optimal mechanism, saved in every format."""
     d = tmp_path_factory.mktemp("mech")
-    for suffix in (".npy", ".csv", ".mat"):
+    for suffix in (".npy", ".npz", ".csv", ".mat"):
         assert main(["mdp", *GRID, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
     return d
 
@@ -44,11 +44,11 @@ def _perturb(tmp_path: Path, mechanism: Path, lines: list[str], *extra: str, gri
     return rc, rows, (json.loads(rep.read_text()) if rep.exists() else {})
 
 
-@pytest.mark.parametrize("suffix", [".npy", ".csv", ".mat"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv", ".mat"])
 def test_every_saved_format_releases_one_record_per_true_record(saved: Path, tmp_path: Path, suffix: str) -> None:
     truth = ["r0c0", "r3c3", "r1c2", "r1c2", "# a comment", ""]
     rc, rows, rep = _perturb(tmp_path, saved / f"Z{suffix}", truth)
-    assert rc == 0 and len(rows) == 4
+    assert rc == 0 and len(rows) == 4 and rep["described"] is (suffix != ".npy")
     labels = load_dataset("grid", rows=4, cols=4).labels
     assert all(labels[int(r["index"])] == r["label"] for r in rows)
     assert set(rows[0]) == {"label", "index", "coord1", "coord2"}
@@ -74,6 +74,7 @@ def test_a_mechanism_not_private_at_the_given_eps_releases_nothing(saved: Path, 
     assert rc == int(ExitCode.VERIFICATION) and rows == [] and rep == {} and "mDP violated" in err
     # a tampered file: one entry moved within its row (the row still sums to 1)
     Z = np.load(saved / "Z.npy")
+    assert np.array_equal(Z, load_mechanism(saved / "Z.csv").Z)  # every format reads back the same doubles
     Z[5, 5] += 0.05
     Z[5, 6] -= 0.05
     np.save(tmp_path / "T.npy", Z)
@@ -109,7 +110,11 @@ def test_bad_mechanism_files_are_named(tmp_path: Path) -> None:
     savemat(tmp_path / "f.mat", {"Y": np.eye(2)})
     cases = {"a.npy": "not a .npy file", "b.csv": "cannot read it as csv", "c.mat": "cannot read it as mat",
              "d.npy": "expected a records x outputs matrix, got shape (4,)", "e.npy": "cannot read it as npy",
-             "f.mat": "no variable Z (found Y)", "g.npy": "no such file", "Z.txt": "must end in one of .npy, .csv, .mat"}
+             "f.mat": "no variable Z (found Y)", "g.npy": "no such file",
+             "Z.txt": "must end in one of .npz, .csv, .mat, .npy", "h.npz": "not a .npz file (not a zip archive)",
+             "i.npz": "no array Z (found Y)"}
+    (tmp_path / "h.npz").write_text("not a zip")
+    np.savez(tmp_path / "i.npz", Y=np.eye(2))
     for name, needle in cases.items():
         with pytest.raises(InputError) as exc:
             load_mechanism(tmp_path / name)
@@ -128,7 +133,7 @@ def test_labels_given_twice_in_a_points_file_are_refused_only_where_asked_for(tm
 def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> None:
     """Chi-square (alpha 1e-6, PRIVACY_TESTING.md) of 20,000 releases of one record against its row;
     the same draws against a neighbour's row are rejected, so the test can fail."""
-    Z = load_mechanism(saved / "Z.npy")
+    Z = load_mechanism(saved / "Z.npy").Z
     ds = load_dataset("grid", rows=4, cols=4)
     released = perturb_records(Z, np.full(20_000, 5), ds.distance, 1.0, 1.5, choose_outputs(16), seed="chi2")
     assert not chi_square_test(released.columns, Z[5]).rejected
@@ -170,3 +175,129 @@ def test_true_records_from_standard_input(saved: Path, tmp_path: Path, monkeypat
     out = capsys.readouterr()
     assert out.out.splitlines()[0] == "label,index,coord1,coord2" and len(out.out.splitlines()) == 3
     assert "released 2 records" in out.err
+
+
+# --- a mechanism file's description (stop 47): no dataset options needed, mismatched ones refused ---
+
+SIX = [*GRID, "--outputs", "6", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def described(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 4x4 grid at eps 1 with 6 outputs drawn by seed 3, saved in every format."""
+    d = tmp_path_factory.mktemp("described")
+    for suffix in (".npy", ".npz", ".csv", ".mat"):
+        assert main(["mdp", *SIX, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
+    return d
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv", ".mat"])
+def test_a_described_file_needs_no_dataset_options(described: Path, tmp_path: Path, suffix: str) -> None:
+    outputs = json.loads((described / "r.json").read_text())["outputs"]
+    assert load_mechanism(described / f"Z{suffix}").description["outputs"] == outputs
+    rc, rows, rep = _perturb(tmp_path, described / f"Z{suffix}", ["r0c0", "r3c3"] * 40, grid=[])
+    assert rc == 0 and rep["described"] is True and rep["n_outputs"] == 6 and (rep["eps"], rep["eta"]) == (1.0, 1.5)
+    assert {int(r["index"]) for r in rows} <= set(outputs) and len(rows) == 80
+    # the same options as mdp's are accepted, and checked
+    rc, rows, rep = _perturb(tmp_path, described / f"Z{suffix}", ["r0c0"], grid=SIX)
+    assert rc == 0 and int(rows[0]["index"]) in outputs
+
+
+def test_a_bare_npy_without_its_options_is_taken_for_the_default_grid(described: Path, tmp_path: Path, capsys,
+                                                                       caplog) -> None:
+    """The negative control: the same matrix as a bare .npy, with no options, is read against the
+    default 10x10 grid and refused, and the warning says why."""
+    rc, rows, _ = _perturb(tmp_path, described / "Z.npy", ["r0c0"], grid=[])
+    assert rc == int(ExitCode.INPUT) and rows == []
+    assert "the mechanism is 16 x 6, but the dataset has 100 records" in capsys.readouterr().err
+    assert "holds no description" in caplog.text
+
+
+@pytest.mark.parametrize("options, needle", [
+    (["--rows", "4", "--cols", "4", "--cell-km", "2"], ("not for the dataset named by --rows, --cols, --cell-km: its "
+                                                        "metric differs (records r0c0 and r2c1: 4.47214 km apart, "
+                                                        "2.23607 in the file)")),
+    (["--rows", "5", "--cols", "4"], "not for the dataset named by --rows, --cols: that is grid with 20 records"),
+    (["--dataset", "rome"], "that is rome with 500 records"),
+    (["--seed", "4"], "its 6 outputs are not those --outputs 6 --seed 4 draw; omit --outputs and --seed"),
+    (["--outputs", "7"], "its 6 outputs are not those --outputs 7 --seed 0 draw"),
+    (["--records", "5"], "--dataset grid does not use --records"),
+])
+def test_options_that_name_another_dataset_or_outputs_are_refused(described: Path, tmp_path: Path, capsys, options,
+                                                                 needle) -> None:
+    rc, rows, rep = _perturb(tmp_path, described / "Z.npz", ["r0c0"], grid=options)
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and rows == [] and rep == {}
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    if "Z.npz was computed for" in err:
+        assert "computed for grid (rows 4, cols 4, cell_km 1.0; 16 records)" in err
+
+
+def test_eps_and_eta_default_to_the_files(tmp_path: Path) -> None:
+    """A mechanism computed at eps 2 is verified at 2 without --eps; the grid's default, 1, would refuse it."""
+    grid = ["--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "2", "--eta", "1.5"]
+    assert main(["mdp", *grid, "--save-mechanism", str(tmp_path / "Z.npz"), "--json", str(tmp_path / "m.json")]) == 0
+    rc, _, rep = _perturb(tmp_path, tmp_path / "Z.npz", ["r1c1"], grid=[])
+    assert rc == 0 and (rep["eps"], rep["eta"]) == (2.0, 1.5)
+    rc, rows, _ = _perturb(tmp_path, tmp_path / "Z.npz", ["r1c1"], grid=["--eps", "1"])
+    assert rc == int(ExitCode.VERIFICATION) and rows == []
+
+
+def test_a_points_file_is_found_from_elsewhere_and_its_changes_are_seen(tmp_path: Path, monkeypatch, capsys) -> None:
+    pts = tmp_path / "pts.csv"
+    pts.write_text("x,y\n0,0\n1,0\n0,1\n1,1\n2,2\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["mdp", "--dataset", "points", "--points", "pts.csv", "--save-mechanism", "P.csv",
+                 "--json", "m.json"]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rc, rows, rep = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=[])
+    assert rc == 0 and rep["n_records"] == 5 and rows[0]["label"].startswith("p")
+    moved = tmp_path / "moved.csv"
+    pts.rename(moved)
+    capsys.readouterr()
+    rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=[])
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.INPUT) and "which cannot be loaded again" in err and "name it with the dataset options" in err
+    rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=["--dataset", "points", "--points", str(moved)])
+    assert rc == 0 and len(rows) == 1
+    moved.write_text("x,y\n0,0\n1,0\n0,1\n1,1\n2,3\n")  # one point moved: another metric
+    rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=["--dataset", "points", "--points", str(moved)])
+    assert rc == int(ExitCode.INPUT) and rows == [] and "its metric differs" in capsys.readouterr().err
+
+
+def test_a_damaged_description_is_named(described: Path, tmp_path: Path, capsys) -> None:
+    text = (described / "Z.csv").read_text()
+    first, body = text.split("\n", 1)
+    desc = json.loads(first.removeprefix("# securelp-mechanism "))
+
+    def write(d: object) -> Path:
+        f = tmp_path / "D.csv"
+        f.write_text(f"# securelp-mechanism {d if isinstance(d, str) else json.dumps(d)}\n{body}")
+        return f
+
+    cases = [
+        ("{not json", "its description is not JSON"),
+        ({**desc, "format": "other"}, "is not a securelp-mdp-mechanism description"),
+        ({**desc, "version": 2}, "its description has version 2; this securelp reads version 1"),
+        ({k: v for k, v in desc.items() if k != "eps"}, "lacks a key or has one of the wrong type"),
+        ({**desc, "eta": -1}, "lacks a key or has one of the wrong type"),
+        ({**desc, "dataset_options": {"rows": [4], "cols": 4}}, "lacks a key or has one of the wrong type"),
+        ({**desc, "outputs": desc["outputs"][:5]}, "its description (16 records, 5 outputs) does not fit the 16 x 6 matrix"),
+        ({**desc, "outputs": [*desc["outputs"][:5], 16]}, "does not fit the 16 x 6 matrix"),
+    ]
+    for d, needle in cases:
+        with pytest.raises(InputError) as exc:
+            load_mechanism(write(d))
+        assert needle in str(exc.value) and "D.csv" in str(exc.value)
+    # loaded, but its dataset cannot be: both are one-line errors through the CLI
+    for d, needle in [({**desc, "dataset_options": {"rows": 4, "colz": 4}}, "unexpected keyword argument 'colz'"),
+                      ({**desc, "dataset_options": {"rows": "four", "cols": 4}}, "which cannot be loaded again"),
+                      ({**desc, "dataset": "nope"}, "unknown dataset 'nope'"),
+                      ({**desc, "distance_probe": [[0, 99, 1.0]]}, "its description's distance_probe is malformed"),
+                      ({**desc, "labels_sha256": "0" * 64}, "its records are other records (their labels differ)")]:
+        capsys.readouterr()
+        rc, rows, _ = _perturb(tmp_path, write(d), ["r0c0"], grid=[])
+        err = capsys.readouterr().err
+        assert rc == int(ExitCode.INPUT) and rows == [] and needle in err and len(err.strip().splitlines()) == 1
