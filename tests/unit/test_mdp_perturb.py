@@ -22,13 +22,17 @@ from solvers.mdp.sampling import chi_square_test
 GRID = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5"]
 
 
+def _save_every_format(d: Path, options: list[str]) -> Path:
+    """``securelp mdp OPTIONS`` with the mechanism saved as ``d/Z.<suffix>`` in every format (report ``d/r.json``)."""
+    for suffix in (".npy", ".npz", ".csv", ".mat"):
+        assert main(["mdp", *options, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
+    return d
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 4x4 grid's optimal mechanism, saved in every format."""
-    d = tmp_path_factory.mktemp("mech")
-    for suffix in (".npy", ".npz", ".csv", ".mat"):
-        assert main(["mdp", *GRID, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
-    return d
+    return _save_every_format(tmp_path_factory.mktemp("mech"), GRID)
 
 
 def _perturb(tmp_path: Path, mechanism: Path, lines: list[str], *extra: str, grid: list[str] = GRID
@@ -185,10 +189,7 @@ SIX = [*GRID, "--outputs", "6", "--seed", "3"]
 @pytest.fixture(scope="module")
 def described(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 4x4 grid at eps 1 with 6 outputs drawn by seed 3, saved in every format."""
-    d = tmp_path_factory.mktemp("described")
-    for suffix in (".npy", ".npz", ".csv", ".mat"):
-        assert main(["mdp", *SIX, "--save-mechanism", str(d / f"Z{suffix}"), "--json", str(d / "r.json")]) == 0
-    return d
+    return _save_every_format(tmp_path_factory.mktemp("described"), SIX)
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".csv", ".mat"])
