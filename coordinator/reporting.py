@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from solvers.files import check_writable, write_atomically
+from solvers.files import check_distinct, check_writable, write_atomically
 
-__all__ = ["check_writable", "human_stream", "quiet_output", "write_json_report"]
+__all__ = ["check_distinct", "check_writable", "human_stream", "quiet_output", "write_json_report"]
 
 
 def _clean(obj: Any) -> Any:

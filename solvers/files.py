@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from solvers.errors import InputError, ResourceError
 
-__all__ = ["check_writable", "refuse_directories", "require_file", "write_atomically"]
+__all__ = ["check_distinct", "check_writable", "refuse_directories", "require_file", "write_atomically"]
 
 
 def require_file(path: str | os.PathLike[str], what: str) -> Path:
@@ -54,6 +54,41 @@ def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
         raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {option} {target}: directory {directory} is not writable")
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: the same existing file (links, ``..`` and other spellings
+    included), or the same place once resolved."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a name the system refuses
+        return False
+
+
+def check_distinct(outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
+                   inputs: Sequence[tuple[str, str | os.PathLike[str] | None]] = ()) -> None:
+    """Refuse, before any work, an output path (``(option, path)``; ``None`` and ``-`` pass) that
+    names the same file as another output or as an input: the command would overwrite its own
+    input (a mechanism replaced by the released records, a points file by a report) or lose one
+    output under another.
+
+    Raises
+    ------
+    InputError
+        Naming both options and the file.
+    """
+    given = [(o, p) for o, p in outputs if p is not None and str(p) != "-"]
+    sources = [(o, p) for o, p in inputs if p is not None and str(p) != "-"]
+    for i, (option, path) in enumerate(given):
+        for other, other_path in given[:i]:
+            if _same_file(path, other_path):
+                raise InputError(f"{other} and {option} name the same file {path}: one would overwrite the other")
+        for other, other_path in sources:
+            if _same_file(path, other_path):
+                raise InputError(f"{option} {path} is the input {other} {other_path}: writing it would destroy the "
+                                 "input; choose another name")
 
 
 def refuse_directories(directory: str | os.PathLike[str], names: Sequence[str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from coordinator.commands.common import non_negative_int, positive_int
-from coordinator.reporting import check_writable, quiet_output, write_json_report
+from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 from solvers.files import write_atomically
 from solvers.hierarchy import mechanisms as mech
@@ -126,6 +126,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """The report and counts paths, before any work."""
     check_writable(args.json, "--json")
     check_writable(args.out, "--out")
+    inputs = [(flag, getattr(args, key, None)) for flag, key in (("--data", "data"), ("--noisy", "noisy"))]
+    check_distinct([("--json", args.json), ("--out", args.out)], inputs)
 
 
 def run_release(args: argparse.Namespace) -> int:

@@ -59,10 +59,11 @@ def run(args: argparse.Namespace) -> int:
     from coordinator.grpc_link import ChannelTls, GrpcPartyLink
     from coordinator.protocol import SessionConfig, run_secure_lp
     from coordinator.report import build_report, format_report
-    from coordinator.reporting import check_writable, human_stream, write_json_report
+    from coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
     from solvers.lp.partition import load_public
 
     check_writable(args.json, "--json")
+    check_distinct([("--json", args.json)], [("--public", args.public)])
 
     if args.certs and args.insecure:
         raise ConfigError("--certs and --insecure were both given; choose one")

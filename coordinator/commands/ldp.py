@@ -12,7 +12,7 @@ import logging
 import sys
 
 from coordinator.commands.common import grid_size, refuse_inapplicable
-from coordinator.reporting import check_writable, quiet_output, write_json_report
+from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from solvers.mdp.ldp import simulate
 
     check_writable(args.json_path, "--json")
+    check_distinct([("--json", args.json_path)], [("--prior", args.prior)])
     domain, _ = _domain(args)
     prior = None
     if args.prior is not None:

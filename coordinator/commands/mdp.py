@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from coordinator.commands.common import grid_size, refuse_inapplicable
-from coordinator.reporting import check_writable, quiet_output, write_json_report
+from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from solvers.errors import ExitCode, InputError
 from solvers.files import write_atomically
 
@@ -205,6 +205,7 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "unit": problem.dataset.unit,
         "loss": problem.loss_name,
         "n_components": problem.graph.n_components,
+        "isolated_records": problem.graph.n_isolated,
         "partitioner": part.get("method"),
         "decomposition": part.get("decomposition", "records" if result.method == "bd" else None),
         "dual_ascent": list((result.details or {}).get("dual_ascent", [])),
@@ -317,6 +318,7 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp mdp``."""
     from coordinator.cli import exit_promptly_on_interrupt
+    from solvers.mdp.graph import weak_guarantees
     from solvers.mdp.pmo import build_pmo
 
     exit_promptly_on_interrupt()
@@ -345,6 +347,8 @@ def run(args: argparse.Namespace) -> int:
         save = mechanism_writer(args.save_mechanism)
     check_writable(args.plot, "--plot")
     check_writable(args.json_path, "--json")
+    check_distinct([("--save-mechanism", args.save_mechanism), ("--plot", args.plot), ("--json", args.json_path)],
+                   [("--points", args.points), ("--prior", args.prior)])
     if args.plot:
         from solvers.mdp.plotting import plot_format
 
@@ -355,6 +359,8 @@ def run(args: argparse.Namespace) -> int:
     # columns could not be matched to their outputs again by `securelp perturb`)
     seed = DEFAULT_SEED if args.seed is None else args.seed
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
+    for note in weak_guarantees(problem.graph, dataset.distance, problem.eps):
+        logger.warning("%s", note)
     quiet = quiet_output(args.json_path)
 
     line_open = False  # a progress line is on the terminal, not yet ended
@@ -387,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
         from solvers.mdp.perturb import describe_mechanism
 
         description = describe_mechanism(dataset, saved_dataset_options(args), problem.eps, problem.eta,
-                                         problem.outputs)
+                                         problem.outputs, seed)
         write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism, description))
     if args.plot:
         from solvers.mdp.plotting import plot_result

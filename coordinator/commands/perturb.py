@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
-from coordinator.reporting import check_writable, write_json_report
+from coordinator.reporting import check_distinct, check_writable, write_json_report
 from solvers.errors import InputError
 from solvers.files import write_atomically
 
@@ -89,48 +89,69 @@ def released_csv(dataset: Any, released: np.ndarray) -> str:
     return buf.getvalue()
 
 
+#: a described file's dataset options, as the ``args`` keys they fill when some dataset options are given
+OPTION_KEYS = {"rows": "rows", "cols": "cols", "cell_km": "cell_km", "path": "points", "metric": "metric",
+               "n_records": "records", "seed": "seed"}
+
+
 def _dataset_and_outputs(args: argparse.Namespace, description: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
-    """The dataset and the outputs to release through: a described file's own, loaded again, unless
-    dataset options are given (then checked against it); for a bare ``.npy``, the options' (grid by
-    default) and the outputs ``--outputs`` and ``--seed`` draw."""
+    """The dataset and the outputs to release through. A described file's own dataset, loaded again;
+    dataset options that are given replace the file's (the others are the file's) and the result is
+    checked against it; ``--seed`` and ``--outputs`` must be the file's. For a bare ``.npy``: the
+    options' dataset (grid by default) and the outputs ``--outputs`` and ``--seed`` draw."""
     from solvers.mdp.datasets import load_dataset
     from solvers.mdp.perturb import check_same_dataset, describe_dataset
     from solvers.mdp.pmo import choose_outputs
 
     where = f"mechanism {args.mechanism}"
-    seed = DEFAULT_SEED if args.seed is None else args.seed
     given = [flag for flag, key in DATASET_FLAGS if getattr(args, key) is not None]
     if description is None:
         if args.dataset is None:
             args.dataset = "grid"
-        logger.warning("%s holds no description (a .npy is the bare matrix): its dataset, eps, eta and outputs are "
+        logger.warning("%s holds no description of its dataset, eps, eta and outputs (a .npy never does): they are "
                        "taken from the options given (save it as .npz, .csv or .mat to keep them)", where)
         dataset = load_secret_dataset(args)
-        return dataset, choose_outputs(dataset.n, args.outputs, seed)
+        return dataset, choose_outputs(dataset.n, args.outputs, DEFAULT_SEED if args.seed is None else args.seed)
     name, options = description["dataset"], description["dataset_options"]
+    outputs = np.asarray(description["outputs"], dtype=np.int64)
+    if args.seed is not None and str(args.seed) != description["seed"]:
+        raise InputError(f"{where} was computed with --seed {description['seed'][:80]}, not {str(args.seed)[:80]}; "
+                         "omit --seed to use the file's")
+    if args.outputs is not None and args.outputs != outputs.size:
+        raise InputError(f"{where} has {outputs.size} outputs, not --outputs {args.outputs}; omit --outputs to use "
+                         "the file's")
     if given:
-        if args.dataset is None:
+        if args.dataset in (None, name):
             args.dataset = name
+            for key, value in options.items():
+                if key in OPTION_KEYS and getattr(args, OPTION_KEYS[key]) is None:
+                    setattr(args, OPTION_KEYS[key], value)
         dataset = load_secret_dataset(args)
         check_same_dataset(description, dataset, where, f"named by {', '.join(given)}")
     else:
         try:
             dataset = load_dataset(name, **options)
-        except (InputError, TypeError, ValueError) as exc:  # the latter two: an edited description's option values
+        except (InputError, TypeError, ValueError, OverflowError) as exc:  # the others: an edited description's values
             raise InputError(f"{where} was computed for {describe_dataset(name, options, description['n_records'])}, "
-                             f"which cannot be loaded again ({exc}); name it with the dataset options") from None
+                             f"which cannot be loaded again ({str(exc)[:200]}); name it with the dataset options") from None
         check_same_dataset(description, dataset, where, "loaded again from its description")
-    outputs = np.asarray(description["outputs"], dtype=np.int64)
-    if args.outputs is not None or args.seed is not None:
-        K = args.outputs if args.outputs is not None else outputs.size
-        if not np.array_equal(choose_outputs(dataset.n, K, seed), outputs):
-            raise InputError(f"{where}: its {outputs.size} outputs are not those --outputs {K} --seed {seed} draw; "
-                             "omit --outputs and --seed to use the file's")
     return dataset, outputs
+
+
+def _parameter(given: float | None, description: dict[str, Any] | None, key: str, default: float
+               ) -> tuple[float, str]:
+    """``eps`` or ``eta`` and where it came from: the option, else the file's, else the dataset's default."""
+    if given is not None:
+        return float(given), "option"
+    if description is not None:
+        return float(description[key]), "file"
+    return float(default), "dataset default"
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp perturb``."""
+    from solvers.errors import VerificationError
+    from solvers.mdp.graph import build_graph, weak_guarantees
     from solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
 
     t0 = time.perf_counter()
@@ -139,16 +160,26 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.json_path, "--json")
     if args.out == "-" and args.json_path == "-":
         raise InputError("--out and --json cannot both be standard output")
+    written = [("--out", args.out), ("--json", args.json_path)]
+    check_distinct(written, [("--mechanism", args.mechanism), ("--true", args.true_path), ("--points", args.points)])
     saved = load_mechanism(args.mechanism)
-    dataset, outputs = _dataset_and_outputs(args, saved.description)
-    desc = saved.description or {}
-    eps = float(args.eps if args.eps is not None else desc.get("eps", dataset.default_eps))
-    eta = float(args.eta if args.eta is not None else desc.get("eta", dataset.default_eta))
-    Z = saved.Z
+    desc = saved.description
+    dataset, outputs = _dataset_and_outputs(args, desc)
+    if dataset.name == "points":  # the file's own points file, which the options did not name
+        check_distinct(written, [("--points", args.points or (desc or {}).get("dataset_options", {}).get("path"))])
+    eps, eps_from = _parameter(args.eps, desc, "eps", dataset.default_eps)
+    eta, eta_from = _parameter(args.eta, desc, "eta", dataset.default_eta)
     true_records = read_true_records(args.true_path, dataset.labels, by_index=args.by_index)
+    graph = build_graph(dataset.distance, eta)
+    for note in weak_guarantees(graph, dataset.distance, eps):
+        logger.warning("%s", note)
     if args.noise_seed is not None:
         logger.warning("--noise-seed: the noise is reproducible, so this release is NOT private (simulations only)")
-    result = perturb_records(Z, true_records, dataset.distance, eps, eta, outputs, seed=args.noise_seed)
+    try:
+        result = perturb_records(saved.Z, true_records, dataset.distance, eps, eta, outputs, seed=args.noise_seed)
+    except VerificationError as exc:
+        raise VerificationError(f"mechanism {args.mechanism} is not private at eps {eps:g} ({eps_from}), eta {eta:g} "
+                                f"({eta_from}); nothing released: {exc}") from None
     text = released_csv(dataset, result.released)
     if args.out == "-":
         sys.stdout.write(text)
@@ -160,12 +191,15 @@ def run(args: argparse.Namespace) -> int:
         "dataset": dataset.name,
         "eps": eps,
         "eta": eta,
+        "eps_from": eps_from,
+        "eta_from": eta_from,
         "unit": dataset.unit,
         "n_records": dataset.n,
         "n_outputs": int(outputs.size),
         "n_released": int(true_records.size),
+        "isolated_records": graph.n_isolated,
         "verification": result.verification.as_dict(),
-        "described": saved.description is not None,
+        "described": desc is not None,
         "reproducible": result.reproducible,
         "time_s": time.perf_counter() - t0,
     }
@@ -174,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         v = report["verification"]
         n = report["n_released"]
+        source = "" if eps_from == eta_from == "option" else f" ({eps_from}, {eta_from})"
         print(f"perturb: released {n} record{'s' if n != 1 else ''} through a verified {dataset.n} x {outputs.size} "
-              f"mechanism at eps {eps:g}, eta {eta:g} (row err {v['max_row_sum_error']:.1e}, mDP violation "
+              f"mechanism at eps {eps:g}, eta {eta:g}{source} (row err {v['max_row_sum_error']:.1e}, mDP violation "
               f"{v['max_mdp_violation']:.1e}); wrote {'them above' if args.out == '-' else args.out}",
               file=sys.stderr if args.out == "-" else sys.stdout)
     return 0

@@ -8,7 +8,7 @@ import logging
 from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
 from coordinator.protocol import SessionConfig
 from coordinator.report import build_report, format_report
-from coordinator.reporting import check_writable, human_stream, write_json_report
+from coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
 from coordinator.simulation import TRANSPORTS, simulate
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, split_columns
@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_writable(args.json, "--json")
+    check_distinct([("--json", args.json)], [("FILE", args.file)])
     lp = read_mps(args.file)
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     public, blocks = split_columns(lp, sizes)

@@ -183,6 +183,9 @@ def load_prior(source: str | Path | np.ndarray, n: int) -> np.ndarray:
 #: records of a grid or points dataset at most: every dataset keeps its n x n distances (3.2 GB at
 #: 20,000; a 100,000-point file would have needed 80 GB before the limit covered points files)
 MAX_DENSE_RECORDS = 20_000
+#: a points file larger than this is refused before it is read (20,000 records of a label and two
+#: coordinates take about 1 MB; ``--points /dev/zero`` used to end in a MemoryError)
+MAX_POINTS_FILE_BYTES = 64 << 20
 
 
 def validate_dataset(ds: SecretDataset) -> SecretDataset:
@@ -282,8 +285,9 @@ def gaussian_dataset(n_records: int = 500, seed: int | str | None = None,
     from solvers.randomness import SecureRandom
 
     n_records = int(n_records)
-    if n_records < 1:
-        raise InputError(f"gaussian needs n_records >= 1, got {n_records}")
+    if not 1 <= n_records <= MAX_DENSE_RECORDS:
+        raise InputError(f"gaussian needs 1 to {MAX_DENSE_RECORDS:,} records (its n x n distances are kept), "
+                         f"got {n_records:,}")
     rng = SecureRandom(seed, label="mdp-gaussian")
     coords = rng.standard_normal((n_records, 3)).astype(float)
     labels = [f"g{i}" for i in range(n_records)]
@@ -308,7 +312,12 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
     path = Path(path)
     if metric not in ("euclidean", "haversine"):
         raise InputError(f"unknown metric {metric!r}: use euclidean or haversine")
+    if path.exists() and not path.is_file():  # a directory, a device such as /dev/zero, a pipe
+        raise InputError(f"points file {path} is not a regular file")
     try:
+        if path.stat().st_size > MAX_POINTS_FILE_BYTES:
+            raise InputError(f"points file {path} is larger than {MAX_POINTS_FILE_BYTES >> 20} MiB (at most "
+                             f"{MAX_DENSE_RECORDS:,} records are read)")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read points file {path}: {getattr(exc, 'strerror', None) or exc}") from None

@@ -71,10 +71,34 @@ class NeighbourGraph:
         w = np.ones(self.rows.size) if distance is None else np.asarray(distance)[self.rows, self.cols]
         return sp.csr_matrix((w, (self.rows, self.cols)), shape=(self.n, self.n))
 
+    @property
+    def n_isolated(self) -> int:
+        """Records with no neighbour: mDP constrains nothing for them."""
+        return self.n - int(np.unique(self.rows).size)
+
     def component_members(self) -> list[np.ndarray]:
         """Record indices of each component, largest first."""
         groups = [np.flatnonzero(self.component == c) for c in range(self.n_components)]
         return sorted(groups, key=lambda g: (-g.size, int(g[0])))
+
+
+#: ``eps d`` above which ``exp(eps d)`` exceeds 1e304: a ratio bound that protects nothing in practice
+VACUOUS_EPS_D = 700.0
+
+
+def weak_guarantees(graph: NeighbourGraph, distance: np.ndarray, eps: float) -> list[str]:
+    """What an ``eps``-mDP guarantee on ``graph`` (at its ``eta``) does not give, one sentence each
+    (empty: nothing to say). Such a mechanism is still verified -- the definition holds -- but a
+    record without neighbours may be released unchanged, and at ``eps d`` above
+    :data:`VACUOUS_EPS_D` on every neighbouring pair no ratio is bounded in practice."""
+    notes = []
+    if graph.n_isolated:
+        notes.append(f"{graph.n_isolated} of {graph.n} records have no neighbour within eta = {graph.eta:g}: mDP "
+                     "constrains nothing for them, and a mechanism may release them unchanged (raise eta)")
+    if graph.rows.size and eps * float(np.min(np.asarray(distance)[graph.rows, graph.cols])) > VACUOUS_EPS_D:
+        notes.append(f"eps x d is above {VACUOUS_EPS_D:g} on every neighbouring pair: the bound exp(eps d) on their "
+                     "probability ratios exceeds 1e304 and protects nothing in practice (lower eps)")
+    return notes
 
 
 def build_graph(distance: np.ndarray, eta: float) -> NeighbourGraph:

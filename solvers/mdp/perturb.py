@@ -15,10 +15,13 @@ sampled with :class:`solvers.mdp.sampling.RowSampler`, which draws the row's flo
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
+import re
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -101,10 +104,10 @@ def labels_digest(labels: Sequence[str]) -> str:
 
 
 def describe_mechanism(dataset: Any, options: dict[str, Any], eps: float, eta: float,
-                       outputs: np.ndarray) -> dict[str, Any]:
+                       outputs: np.ndarray, seed: str) -> dict[str, Any]:
     """What a saved mechanism was computed for: the dataset (its name and the options that load it
     again, :func:`solvers.mdp.datasets.load_dataset`; no prior), ``eps``, ``eta``, the outputs as
-    record indices, and what recognises the dataset again (its labels' digest and a few distances).
+    record indices and the ``--seed`` that drew them, and what recognises the dataset again (its labels' digest and a few distances).
     Nothing in it is private: the dataset is the set of possible records, not anyone's record."""
     i, j = _probe_pairs(dataset.n)
     d = np.asarray(dataset.distance)
@@ -112,7 +115,7 @@ def describe_mechanism(dataset: Any, options: dict[str, Any], eps: float, eta: f
         "format": DESCRIPTION_FORMAT, "version": DESCRIPTION_VERSION,
         "dataset": dataset.name, "dataset_options": options,
         "eps": float(eps), "eta": float(eta), "unit": dataset.unit,
-        "n_records": int(dataset.n), "outputs": [int(k) for k in outputs],
+        "n_records": int(dataset.n), "outputs": [int(k) for k in outputs], "seed": str(seed),
         "labels_sha256": labels_digest(dataset.labels),
         "distance_probe": [[int(a), int(b), float(d[a, b])] for a, b in zip(i, j)],
     }
@@ -127,30 +130,67 @@ class SavedMechanism:
     description: dict[str, Any] | None
 
 
+#: the longest description read (gaussian's 20,000 outputs take about 120 kB)
+DESCRIPTION_MAX_CHARS = 16_000_000
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int  # bool is an int subclass, and True is no record index
+
+
+def _is_real(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
 def _check_description(raw: str, where: str, shape: tuple[int, int]) -> dict[str, Any]:
-    """The description of a mechanism file, checked: its keys, types and agreement with the matrix."""
+    """The description of a mechanism file, checked key by key, and against the matrix it came with
+    (what ``securelp mdp`` writes passes; an edited file is refused with the key named)."""
+    if len(raw) > DESCRIPTION_MAX_CHARS:
+        raise InputError(f"{where}: its description is longer than {DESCRIPTION_MAX_CHARS:,} characters")
     try:
         desc = json.loads(raw)
-    except ValueError as exc:
-        raise InputError(f"{where}: its description is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise InputError(f"{where}: its description is not JSON: {first}") from None
     if not isinstance(desc, dict) or desc.get("format") != DESCRIPTION_FORMAT:
         raise InputError(f"{where}: its description is not a {DESCRIPTION_FORMAT} description")
-    if desc.get("version") != DESCRIPTION_VERSION:
-        raise InputError(f"{where}: its description has version {desc.get('version')!r}; this securelp reads "
+    version = desc.get("version")
+    if not _is_int(version) or version != DESCRIPTION_VERSION:
+        raise InputError(f"{where}: its description has version {str(version)[:40]}; this securelp reads "
                          f"version {DESCRIPTION_VERSION}")
-    n, outputs = desc.get("n_records"), desc.get("outputs")
-    options = desc.get("dataset_options")
-    ok = (isinstance(desc.get("dataset"), str) and isinstance(options, dict)
-          and all(isinstance(v, (str, int, float)) for v in options.values())
-          and all(isinstance(desc.get(k), (int, float)) and not isinstance(desc.get(k), bool) and desc[k] > 0
-                  for k in ("eps", "eta"))
-          and isinstance(n, int) and isinstance(outputs, list) and all(isinstance(k, int) for k in outputs)
-          and isinstance(desc.get("labels_sha256"), str) and isinstance(desc.get("distance_probe"), list))
-    if not ok:
-        raise InputError(f"{where}: its description lacks a key or has one of the wrong type")
-    if shape != (n, len(outputs)) or not all(0 <= k < n for k in outputs):
+
+    def bad(key: str, what: str) -> InputError:
+        return InputError(f"{where}: its description's {key} {what}")
+
+    n, outputs, options = desc.get("n_records"), desc.get("outputs"), desc.get("dataset_options")
+    name = desc.get("dataset")
+    if not isinstance(name, str) or not 0 < len(name) <= 40:
+        raise bad("dataset", "is not a dataset name")
+    if not isinstance(options, dict) or not all(
+            isinstance(k, str) and len(k) <= 40
+            and ((isinstance(v, str) and len(v) <= 4096) or (_is_real(v) and abs(v) <= 1e12)) for k, v in options.items()):
+        raise bad("dataset_options", "are not names with a number or a text each")
+    for key in ("eps", "eta"):
+        if not (_is_real(desc.get(key)) and desc[key] > 0):
+            raise bad(key, "is not a finite number > 0")
+    if not isinstance(desc.get("seed"), str) or len(desc["seed"]) > 4096:
+        raise bad("seed", "is not a text")
+    if not (_is_int(n) and n >= 1):
+        raise bad("n_records", "is not a number of records")
+    if not (isinstance(outputs, list) and all(_is_int(k) for k in outputs)
+            and all(0 <= a < b < n for a, b in itertools.pairwise(outputs)) and outputs and 0 <= outputs[0] < n):
+        raise bad("outputs", "are not record indices in increasing order, each below n_records")
+    if shape != (n, len(outputs)):
         raise InputError(f"{where}: its description ({n} records, {len(outputs)} outputs) does not fit the "
                          f"{shape[0]} x {shape[1]} matrix")
+    digest = desc.get("labels_sha256")
+    if not (isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        raise bad("labels_sha256", "is not a SHA-256 in hex")
+    probe = desc.get("distance_probe")
+    if not (isinstance(probe, list) and (probe or n < 2) and len(probe) <= PROBE_PAIRS and all(
+            isinstance(e, list) and len(e) == 3 and _is_int(e[0]) and _is_int(e[1]) and 0 <= e[0] < n
+            and 0 <= e[1] < n and _is_real(e[2]) and e[2] >= 0 for e in probe)):
+        raise bad("distance_probe", f"is not a list of up to {PROBE_PAIRS} [record, record, distance] triples")
     return desc
 
 
@@ -170,7 +210,7 @@ def load_mechanism(path: str | Path) -> SavedMechanism:
     where = f"mechanism {path}"
     suffix = mechanism_suffix(path, where)
     if not path.is_file():
-        raise InputError(f"{where}: no such file")
+        raise InputError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
     raw = None
     try:
         if suffix in (".npy", ".npz"):
@@ -191,11 +231,14 @@ def load_mechanism(path: str | Path) -> SavedMechanism:
                     if "description" in loaded.files:
                         raw = str(loaded["description"][()])
         elif suffix == ".csv":
-            with path.open(encoding="utf-8") as f:
+            # utf-8-sig: a byte-order mark (a spreadsheet's export) is not part of the first number
+            with path.open(encoding="utf-8-sig") as f:
                 first = f.readline()
             if first.startswith(CSV_DESCRIPTION_PREFIX):
                 raw = first[len(CSV_DESCRIPTION_PREFIX):]
-            Z = np.loadtxt(path, delimiter=",", ndmin=2, dtype=float)
+            with warnings.catch_warnings():  # an empty file: numpy warns, and the shape check below says it
+                warnings.simplefilter("ignore", UserWarning)
+                Z = np.loadtxt(path, delimiter=",", ndmin=2, dtype=float, encoding="utf-8-sig")
         else:
             from scipy.io import loadmat
 
@@ -223,8 +266,8 @@ def load_mechanism(path: str | Path) -> SavedMechanism:
 
 
 def describe_dataset(name: str, options: dict[str, Any], n: int) -> str:
-    """``grid (rows 4, cols 4, cell_km 1.0; 16 records)``: a dataset in messages."""
-    opts = ", ".join(f"{k} {v}" for k, v in options.items())
+    """``grid (rows 4, cols 4, cell_km 1.0; 16 records)``: a dataset in messages (long values cut)."""
+    opts = ", ".join(f"{k} {str(v)[:80]}" for k, v in options.items())
     return f"{name} ({opts + '; ' if opts else ''}{n} records)"
 
 
@@ -240,11 +283,7 @@ def check_same_dataset(description: dict[str, Any], dataset: Any, where: str, gi
         why = "its records are other records (their labels differ)"
     else:
         d = np.asarray(dataset.distance)
-        for entry in description["distance_probe"]:
-            a, b, value = (entry + [None, None, None])[:3]
-            if not (isinstance(a, int) and isinstance(b, int) and 0 <= a < dataset.n and 0 <= b < dataset.n
-                    and isinstance(value, (int, float))):
-                raise InputError(f"{where}: its description's distance_probe is malformed")
+        for a, b, value in description["distance_probe"]:  # indices below n_records = dataset.n, checked
             if not math.isclose(float(d[a, b]), float(value), rel_tol=PROBE_RTOL, abs_tol=1e-300):
                 why = (f"its metric differs (records {dataset.labels[a]} and {dataset.labels[b]}: {float(d[a, b]):.6g} "
                        f"{dataset.unit} apart, {float(value):.6g} in the file)").replace("  ", " ")
@@ -253,10 +292,17 @@ def check_same_dataset(description: dict[str, Any], dataset: Any, where: str, gi
         raise InputError(f"{where} was computed for {saved}, not for the dataset {given}: {why}")
 
 
+#: a record index in a ``--by-index`` file: ASCII digits only (``int()`` would also take ``1_0`` and
+#: other scripts' digits)
+INDEX_TOKEN = re.compile(r"[0-9]+")
+
+
 def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool = False) -> np.ndarray:
     """The true records to perturb (``path`` ``-``: standard input), one per line: each a record's
     label (``r2c3`` on a grid, a word of the text dataset, a points file's label or ``p<i>``) or,
-    ``by_index``, its 0-based index. Blank lines and lines starting with ``#`` are skipped.
+    ``by_index``, its 0-based index. Blank lines and lines starting with ``#`` are skipped, and a
+    byte-order mark at the start. An error names the line, never what is on it: the lines are the
+    true records, private data.
 
     Raises
     ------
@@ -269,6 +315,7 @@ def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool
         text = sys.stdin.read() if stdin else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read true records {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    text = text.removeprefix("\ufeff")
     index: dict[str, int] = {}
     for i, label in enumerate(labels):
         index.setdefault(label, i)
@@ -281,19 +328,17 @@ def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool
         if not token or token.startswith("#"):
             continue
         if by_index:
-            try:
-                i = int(token)
-            except ValueError:
-                raise InputError(f"{path}, line {lineno}: {token[:40]!r} is not a record index") from None
-            if not 0 <= i < n:
-                raise InputError(f"{path}, line {lineno}: record index {i} is outside 0..{n - 1}")
+            if not INDEX_TOKEN.fullmatch(token):
+                raise InputError(f"{path}, line {lineno}: not a record index (digits 0-9 only)")
+            i = int(token)
+            if not i < n:
+                raise InputError(f"{path}, line {lineno}: the record index is outside 0..{n - 1}")
         else:
             if token not in index:
-                hint = " (use --by-index for record numbers)" if token.lstrip("-").isdigit() else ""
-                raise InputError(f"{path}, line {lineno}: no record is labelled {token[:40]!r}{hint}")
+                hint = " (use --by-index for record numbers)" if INDEX_TOKEN.fullmatch(token.lstrip("-")) else ""
+                raise InputError(f"{path}, line {lineno}: no record has that label{hint}")
             if token in repeated:
-                raise InputError(f"{path}, line {lineno}: the label {token[:40]!r} names more than one record; "
-                                 "use --by-index")
+                raise InputError(f"{path}, line {lineno}: that label names more than one record; use --by-index")
             i = index[token]
         out.append(i)
     if not out:

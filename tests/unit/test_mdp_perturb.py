@@ -87,20 +87,30 @@ def test_a_mechanism_not_private_at_the_given_eps_releases_nothing(saved: Path, 
 
 
 @pytest.mark.parametrize("lines, extra, needle", [
-    (["r0c0", "r9c9"], [], "line 2: no record is labelled 'r9c9'"),
-    (["3"], [], "no record is labelled '3' (use --by-index for record numbers)"),
-    (["3", "16"], ["--by-index"], "line 2: record index 16 is outside 0..15"),
-    (["r0c0"], ["--by-index"], "line 1: 'r0c0' is not a record index"),
+    (["r0c0", "r9c9"], [], "line 2: no record has that label"),
+    (["3"], [], "line 1: no record has that label (use --by-index for record numbers)"),
+    (["3", "16"], ["--by-index"], "line 2: the record index is outside 0..15"),
+    (["r0c0"], ["--by-index"], "line 1: not a record index (digits 0-9 only)"),
+    (["1_0"], ["--by-index"], "line 1: not a record index"),
+    (["\u0663"], ["--by-index"], "line 1: not a record index"),
     (["# only a comment"], [], "no records in it"),
     (["r0c0"], ["--outputs", "8", "--seed", "1"], "the mechanism is 16 x 16, but the dataset has 16 records and 8 outputs"),
+    (["r0c0"], ["--out", "{mechanism}"], "--out {mechanism} is the input --mechanism"),
+    (["r0c0"], ["--json", "{true}"], "is the input --true"),
     (["r0c0"], ["--eps", "0"], "--eps must be > 0"),
 ])
 def test_bad_true_records_and_options_are_one_line_errors(saved: Path, tmp_path: Path, capsys, lines, extra,
                                                           needle) -> None:
+    paths = {"mechanism": str(saved / "Z.npy"), "true": str(tmp_path / "true.txt")}
+    extra = tuple(x.format(**paths) for x in extra)
+    before = (saved / "Z.npy").read_bytes()
     rc, rows, rep = _perturb(tmp_path, saved / "Z.npy", lines, *extra)
     err = capsys.readouterr().err
     assert rc == int(ExitCode.INPUT) and rows == [] and rep == {}
-    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert needle.format(**paths) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert (saved / "Z.npy").read_bytes() == before and (tmp_path / "true.txt").exists()
+    # an error names the line of the true records, never what is on it (private data)
+    assert not any(line.strip() and line.strip() in err for line in lines if line.strip() not in ("3", "16"))
 
 
 def test_bad_mechanism_files_are_named(tmp_path: Path) -> None:
@@ -220,8 +230,9 @@ def test_a_bare_npy_without_its_options_is_taken_for_the_default_grid(described:
                                                         "2.23607 in the file)")),
     (["--rows", "5", "--cols", "4"], "not for the dataset named by --rows, --cols: that is grid with 20 records"),
     (["--dataset", "rome"], "that is rome with 500 records"),
-    (["--seed", "4"], "its 6 outputs are not those --outputs 6 --seed 4 draw; omit --outputs and --seed"),
-    (["--outputs", "7"], "its 6 outputs are not those --outputs 7 --seed 0 draw"),
+    (["--seed", "4"], "was computed with --seed 3, not 4; omit --seed to use the file's"),
+    (["--outputs", "7"], "has 6 outputs, not --outputs 7; omit --outputs"),
+    (["--cell-km", "2"], "its metric differs"),
     (["--records", "5"], "--dataset grid does not use --records"),
 ])
 def test_options_that_name_another_dataset_or_outputs_are_refused(described: Path, tmp_path: Path, capsys, options,
@@ -255,13 +266,18 @@ def test_a_points_file_is_found_from_elsewhere_and_its_changes_are_seen(tmp_path
     monkeypatch.chdir(elsewhere)
     rc, rows, rep = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=[])
     assert rc == 0 and rep["n_records"] == 5 and rows[0]["label"].startswith("p")
+    # the points file the description names is an input too: --out may not overwrite it
+    true = elsewhere / "t.txt"
+    true.write_text("p0\n")
+    assert main(["perturb", "--mechanism", str(tmp_path / "P.csv"), "--true", str(true), "--out", str(pts)]) == 3
+    assert "is the input --points" in capsys.readouterr().err and pts.read_text().startswith("x,y")
     moved = tmp_path / "moved.csv"
     pts.rename(moved)
     capsys.readouterr()
     rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=[])
     err = capsys.readouterr().err
     assert rc == int(ExitCode.INPUT) and "which cannot be loaded again" in err and "name it with the dataset options" in err
-    rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=["--dataset", "points", "--points", str(moved)])
+    rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=["--points", str(moved)])
     assert rc == 0 and len(rows) == 1
     moved.write_text("x,y\n0,0\n1,0\n0,1\n1,1\n2,3\n")  # one point moved: another metric
     rc, rows, _ = _perturb(elsewhere, tmp_path / "P.csv", ["p0"], grid=["--dataset", "points", "--points", str(moved)])
@@ -282,11 +298,25 @@ def test_a_damaged_description_is_named(described: Path, tmp_path: Path, capsys)
         ("{not json", "its description is not JSON"),
         ({**desc, "format": "other"}, "is not a securelp-mdp-mechanism description"),
         ({**desc, "version": 2}, "its description has version 2; this securelp reads version 1"),
-        ({k: v for k, v in desc.items() if k != "eps"}, "lacks a key or has one of the wrong type"),
-        ({**desc, "eta": -1}, "lacks a key or has one of the wrong type"),
-        ({**desc, "dataset_options": {"rows": [4], "cols": 4}}, "lacks a key or has one of the wrong type"),
+        ({**desc, "version": 1.0}, "has version 1.0"),
+        ("[" * 100_000 + "]" * 100_000, "its description is not JSON"),  # too deep for the parser
+        ({k: v for k, v in desc.items() if k != "eps"}, "description's eps is not a finite number > 0"),
+        ({**desc, "eta": -1}, "description's eta is not a finite number > 0"),
+        ({**desc, "eps": float("inf")}, "description's eps is not a finite number > 0"),
+        ({**desc, "dataset": "x" * 1000}, "description's dataset is not a dataset name"),
+        ({**desc, "dataset_options": {"rows": [4], "cols": 4}}, "description's dataset_options are not"),
+        ({**desc, "dataset_options": {"rows": float("inf"), "cols": 4}}, "description's dataset_options are not"),
+        ({**desc, "dataset_options": {"rows": 4, "cols": 4, "cell_km": True}}, "description's dataset_options are not"),
+        ({**desc, "seed": 3}, "description's seed is not a text"),
         ({**desc, "outputs": desc["outputs"][:5]}, "its description (16 records, 5 outputs) does not fit the 16 x 6 matrix"),
-        ({**desc, "outputs": [*desc["outputs"][:5], 16]}, "does not fit the 16 x 6 matrix"),
+        ({**desc, "outputs": [*desc["outputs"][:5], 16]}, "description's outputs are not record indices in increasing"),
+        ({**desc, "outputs": desc["outputs"][::-1]}, "description's outputs are not record indices in increasing"),
+        ({**desc, "outputs": [True] * 6}, "description's outputs are not"),
+        ({**desc, "labels_sha256": "xyz"}, "description's labels_sha256 is not a SHA-256"),
+        ({**desc, "distance_probe": []}, "description's distance_probe is not a list"),
+        ({**desc, "distance_probe": [1, 2, 3]}, "description's distance_probe is not a list"),
+        ({**desc, "distance_probe": [[True, False, 1.0]]}, "description's distance_probe is not a list"),
+        ({**desc, "distance_probe": [[0, 99, 1.0]]}, "description's distance_probe is not a list"),
     ]
     for d, needle in cases:
         with pytest.raises(InputError) as exc:
@@ -296,9 +326,52 @@ def test_a_damaged_description_is_named(described: Path, tmp_path: Path, capsys)
     for d, needle in [({**desc, "dataset_options": {"rows": 4, "colz": 4}}, "unexpected keyword argument 'colz'"),
                       ({**desc, "dataset_options": {"rows": "four", "cols": 4}}, "which cannot be loaded again"),
                       ({**desc, "dataset": "nope"}, "unknown dataset 'nope'"),
-                      ({**desc, "distance_probe": [[0, 99, 1.0]]}, "its description's distance_probe is malformed"),
                       ({**desc, "labels_sha256": "0" * 64}, "its records are other records (their labels differ)")]:
         capsys.readouterr()
         rc, rows, _ = _perturb(tmp_path, write(d), ["r0c0"], grid=[])
         err = capsys.readouterr().err
         assert rc == int(ExitCode.INPUT) and rows == [] and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_options_given_replace_the_files_and_the_rest_are_the_files(described: Path, tmp_path: Path) -> None:
+    """``--dataset grid`` or ``--rows 4`` alone name the file's 4x4 grid (the missing options are the
+    file's, not the 10x10 default's); ``--cell-km 2`` alone names another metric (refused above)."""
+    for options in (["--dataset", "grid"], ["--rows", "4"], ["--cols", "4", "--cell-km", "1", "--seed", "3",
+                                                            "--outputs", "6"]):
+        rc, released, rep = _perturb(tmp_path, described / "Z.npz", ["r0c0"], grid=options)
+        assert rc == 0 and rep["n_records"] == 16 and rep["n_outputs"] == 6 and len(released) == 1, options
+
+
+def test_the_release_says_where_eps_and_eta_came_from_and_a_failure_names_them(described: Path, tmp_path: Path,
+                                                                                capsys) -> None:
+    rc, _, rep = _perturb(tmp_path, described / "Z.npz", ["r0c0"], "--eps", "2", grid=[])
+    assert rc == 0 and (rep["eps"], rep["eps_from"], rep["eta"], rep["eta_from"]) == (2.0, "option", 1.5, "file")
+    rc, _, rep = _perturb(tmp_path, described / "Z.npy", ["r0c0"], grid=["--rows", "4", "--cols", "4", "--outputs",
+                                                                          "6", "--seed", "3", "--eta", "1.5"])
+    assert rc == 0 and (rep["eps_from"], rep["eta_from"], rep["described"]) == ("dataset default", "option", False)
+    capsys.readouterr()
+    rc, rows, _ = _perturb(tmp_path, described / "Z.npz", ["r0c0"], "--eps", "0.5", grid=[])
+    err = capsys.readouterr().err
+    assert rc == int(ExitCode.VERIFICATION) and rows == []
+    assert "Z.npz is not private at eps 0.5 (option), eta 1.5 (file); nothing released: " in err
+
+
+def test_records_without_neighbours_are_warned_of(tmp_path: Path, caplog) -> None:
+    """At eta below the cell size no record has a neighbour: the mechanism mDP allows is the identity,
+    which releases every record unchanged. It verifies (the definition holds), and both commands say so."""
+    grid = ["--dataset", "grid", "--rows", "3", "--cols", "3", "--eta", "0.5"]
+    assert main(["mdp", *grid, "--save-mechanism", str(tmp_path / "Z.npz"), "--json", str(tmp_path / "m.json")]) == 0
+    report = json.loads((tmp_path / "m.json").read_text())
+    assert report["isolated_records"] == 9 and report["objective"] == 0.0
+    assert "9 of 9 records have no neighbour within eta = 0.5" in caplog.text
+    caplog.clear()
+    rc, rows, rep = _perturb(tmp_path, tmp_path / "Z.npz", ["r1c1"] * 5, grid=[])
+    assert rc == 0 and rep["isolated_records"] == 9 and {r["label"] for r in rows} == {"r1c1"}
+    assert "9 of 9 records have no neighbour" in caplog.text
+    caplog.clear()
+    rc, _, rep = _perturb(tmp_path, tmp_path / "Z.npz", ["r1c1"], "--eps", "1000", "--eta", "1.5", grid=[])
+    assert rc == int(ExitCode.VERIFICATION)  # the identity is not private where records have neighbours
+    assert "eps x d is above 700 on every neighbouring pair" in caplog.text
+    caplog.clear()
+    assert main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--json", str(tmp_path / "g.json")]) == 0
+    assert "no neighbour" not in caplog.text and json.loads((tmp_path / "g.json").read_text())["isolated_records"] == 0

@@ -173,3 +173,50 @@ def test_an_input_file_that_is_a_directory_is_called_one(tmp_path: Path, capsys,
     assert main([a.format(dir=tmp_path) for a in argv]) == ExitCode.INPUT
     err = capsys.readouterr().err
     assert f"{tmp_path}" in err and "is a directory, not a file" in err and "Traceback" not in err
+
+
+def test_check_distinct_sees_one_file_under_other_names(tmp_path: Path) -> None:
+    from solvers.files import check_distinct
+
+    f = tmp_path / "in.csv"
+    f.write_text("x")
+    (tmp_path / "link.csv").symlink_to(f)
+    (tmp_path / "sub").mkdir()
+    check_distinct([("--json", tmp_path / "r.json"), ("--out", "-"), ("--plot", None)], [("--points", f), ("--prior", None)])
+    for spelling in (f, tmp_path / "link.csv", tmp_path / "sub" / ".." / "in.csv"):
+        with pytest.raises(InputError, match=r"--json .* is the input --points .*: writing it would destroy the input"):
+            check_distinct([("--json", spelling)], [("--points", f)])
+    with pytest.raises(InputError, match=r"--out and --json name the same file"):
+        check_distinct([("--out", tmp_path / "new.csv"), ("--json", tmp_path / "sub" / ".." / "new.csv")])
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["mdp", "--dataset", "points", "--points", "{dir}/pts.csv", "--save-mechanism", "{dir}/pts.csv"],
+     "--save-mechanism {dir}/pts.csv is the input --points"),
+    (["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--save-mechanism", "{dir}/z.npz", "--json", "{dir}/z.npz"],
+     "--save-mechanism and --json name the same file"),
+    (["mdp", "--dataset", "grid", "--rows", "2", "--cols", "2", "--prior", "{dir}/p.txt", "--json", "{dir}/p.txt"],
+     "--json {dir}/p.txt is the input --prior"),
+    (["ldp", "--domain", "grid", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", "{dir}/p.txt", "--json",
+      "{dir}/p.txt"], "--json {dir}/p.txt is the input --prior"),
+    (["census", "release", "--data", "{dir}/c.csv", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json",
+      "--out", "{dir}/c.csv"], "--out {dir}/c.csv is the input --data"),
+    (["census", "postprocess", "--noisy", "{dir}/c.csv", "--total", "5", "--mechanism", "hdp", "--json", "{dir}/c.csv"],
+     "--json {dir}/c.csv is the input --noisy"),
+    (["solve", "{dir}/lp.mps", "--json", "{dir}/lp.mps"], "--json {dir}/lp.mps is the input FILE"),
+    (["coordinator", "--public", "{dir}/public.npz", "--party", "a=127.0.0.1:1", "--insecure", "--json",
+      "{dir}/public.npz"], "--json {dir}/public.npz is the input --public"),
+])
+def test_no_command_writes_over_its_own_input(tmp_path: Path, capsys, argv, fragment) -> None:
+    """Until stop 47 each of these ran and replaced its input file (a mechanism or a points file by a
+    report, a census file by its release); now each is refused before any work, the input intact."""
+    inputs = {"pts.csv": "0,0\n1,0\n0,1\n", "p.txt": "0.25 0.25 0.25 0.25\n", "c.csv": "level,region_id\n",
+              "lp.mps": "NAME x\n", "public.npz": "x", "z.npz": None}
+    for name, text in inputs.items():
+        if text is not None:
+            (tmp_path / name).write_text(text)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert main([a.format(dir=tmp_path) for a in argv]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert fragment.format(dir=tmp_path) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
