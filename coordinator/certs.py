@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solvers.errors import ConfigError, InputError
-from solvers.files import refuse_directories, write_atomically
+from solvers.files import refuse_directories, write_atomically, written_together
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,6 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     ca_cert = _certificate("securelp session CA", ca_key, "securelp session CA", ca_key, ca=True, days=days,
                            server=False, client=False)
     ca_path = out / CA_FILE
-    # atomically, each file's mode set before any byte lands (keys are never world-readable)
-    write_atomically(ca_path, _pem_cert(ca_cert), mode=0o644)
 
     def issue(name: str, *, server: bool, client: bool) -> tuple[Path, Path]:
         key = _new_key()
@@ -193,8 +191,12 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
         write_atomically(cert_path, _pem_cert(cert), mode=0o644)
         return cert_path, key_path
 
-    coordinator = issue(COORDINATOR_ID, server=False, client=True)
-    parties = {pid: issue(pid, server=True, client=False) for pid in ids}
+    # atomically, each file's mode set before any byte lands (keys are never world-readable), and
+    # all of them together: a failure part-way leaves no CA without its certificates
+    with written_together():
+        write_atomically(ca_path, _pem_cert(ca_cert), mode=0o644)
+        coordinator = issue(COORDINATOR_ID, server=False, client=True)
+        parties = {pid: issue(pid, server=True, client=False) for pid in ids}
     log.info("wrote a session CA, a coordinator certificate and %d party certificates to %s", len(ids), out)
     return CertificateSet(out, ca_path, coordinator, parties)
 

@@ -8,16 +8,20 @@ directory, then a rename, so a reader never sees half a file and an error leaves
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
+import io
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from solvers.errors import InputError, ResourceError
 
-__all__ = ["check_distinct", "check_writable", "refuse_directories", "require_file", "write_atomically"]
+__all__ = ["check_distinct", "check_writable", "refuse_directories", "require_file", "write_atomically",
+           "written_together"]
 
 
 def require_file(path: str | os.PathLike[str], what: str) -> Path:
@@ -49,6 +53,8 @@ def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
     target = Path(path)
     if target.is_dir():
         raise InputError(f"cannot write {option} {target}: it is a directory")
+    if str(path).endswith(os.sep):  # Path() drops the slash: "out/" would become a file named "out"
+        raise InputError(f"cannot write {option} {path}: it names a directory, which does not exist; give a file name")
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
@@ -119,6 +125,72 @@ def _umask() -> int:
     return mask
 
 
+#: the files a :func:`written_together` block has staged: (temporary file or None, target, bytes for
+#: a special file, the ``what`` of messages), renamed (or written) when the block ends without an error
+_staged: contextvars.ContextVar[list[tuple[str | None, Path, bytes | None, str]] | None] = contextvars.ContextVar(
+    "securelp_staged_writes", default=None)
+
+
+@contextlib.contextmanager
+def written_together() -> Iterator[None]:
+    """Inside the block, :func:`write_atomically` writes each file to its temporary file only; the
+    temporaries are renamed over their targets together when the block ends, and removed when it
+    raises. So a command with several outputs (a report and a CSV, a mechanism and a plot) leaves
+    all of them or none: a report no longer describes a release whose ``--out`` failed."""
+    if _staged.get() is not None:  # nested: the outer block commits
+        yield
+        return
+    staged: list[tuple[str | None, Path, bytes | None, str]] = []
+    token = _staged.set(staged)
+    try:
+        yield
+    except BaseException:
+        for tmp, _target, _data, _what in staged:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        raise
+    finally:
+        _staged.reset(token)
+    for i, (tmp, target, data, what) in enumerate(staged):
+        try:
+            if tmp is None:
+                _write_special(target, data or b"")
+            else:
+                os.replace(tmp, target)
+        except OSError as exc:
+            for later, _t, _d, _w in staged[i + 1:]:
+                if later is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(later)
+            with contextlib.suppress(OSError):
+                if tmp is not None:
+                    os.unlink(tmp)
+            raise _write_error(exc, what, target) from exc
+
+
+def _write_error(exc: OSError, what: str, target: Path) -> Exception:
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return (ResourceError if full else InputError)(f"cannot write {what}{target}: {exc.strerror or exc}")
+
+
+def _write_special(target: Path, data: bytes) -> None:
+    """Write ``data`` straight into a device or a FIFO (``/dev/null``, a pipe a reader waits on): a
+    rename would put a regular file in its place."""
+    with open(target, "wb") as handle:
+        handle.write(data)
+
+
+def _as_bytes(data: bytes | str | Callable[[BinaryIO], None]) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    buffer = io.BytesIO()
+    data(buffer)
+    return buffer.getvalue()
+
+
 def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[[BinaryIO], None], *,
                      what: str = "", mode: int | None = None) -> None:
     """Write ``data`` (bytes, text as UTF-8, or a function that writes to the binary file it is
@@ -130,6 +202,11 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
     Private data (keys, a party's block) passes ``0o600``. ``what`` prefixes the path in
     messages (e.g. ``"report "``).
 
+    A symbolic link is followed: its target is replaced, the link stays (until stop 47 the link
+    was replaced by a file). A device or a FIFO is written into, not replaced (until stop 47
+    ``--json /dev/full`` left a regular file in /dev). Inside :func:`written_together` the rename
+    (or the write into a device) waits for the end of the block.
+
     Raises
     ------
     InputError
@@ -138,11 +215,24 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
         The disk (or the quota) is full.
     """
     target = Path(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(f"cannot write {what}{target}: directory {directory} does not exist")
     if target.is_dir():
         raise InputError(f"cannot write {what}{target}: it is a directory")
+    staged = _staged.get()
+    if target.exists() and not target.is_file():  # a device, a FIFO, a socket
+        payload = _as_bytes(data)
+        if staged is not None:
+            staged.append((None, target, payload, what))
+            return
+        try:
+            _write_special(target, payload)
+        except OSError as exc:
+            raise _write_error(exc, what, target) from exc
+        return
     tmp = None
     if mode is None:
         mode = 0o666 & ~_umask()
@@ -156,6 +246,9 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
                 handle.write(data)
             else:
                 data(handle)
+        if staged is not None:
+            staged.append((tmp, target, None, what))
+            return
         os.replace(tmp, target)
     except BaseException as exc:
         if tmp is not None:
@@ -164,7 +257,5 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
             except OSError:
                 pass
         if isinstance(exc, OSError):
-            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-            raise (ResourceError if full else InputError)(
-                f"cannot write {what}{target}: {exc.strerror or exc}") from exc
+            raise _write_error(exc, what, target) from exc
         raise

@@ -59,11 +59,14 @@ def _domain(args: argparse.Namespace):
             raise InputError(f"--rows and --cols must be >= 1, got {args.rows} x {args.cols}")
         if args.rows * args.cols < 2:
             raise InputError("the grid needs at least 2 cells")
+
         return GridDomain(args.rows, args.cols, args.cell_km), None
     from solvers.mdp.datasets import load_dataset
 
     params = {"n_records": args.records} if args.domain in ("text", "road") else {}
     ds = load_dataset(args.domain, **params)
+    if ds.n < 2:
+        raise InputError(f"--domain {args.domain} needs at least 2 records, got {ds.n}")
     return DenseDomain(ds.distance, ds.name), ds
 
 

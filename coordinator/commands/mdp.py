@@ -22,7 +22,7 @@ import numpy as np
 from coordinator.commands.common import grid_size, refuse_inapplicable
 from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from solvers.errors import ExitCode, InputError
-from solvers.files import write_atomically
+from solvers.files import write_atomically, written_together
 
 logger = logging.getLogger(__name__)
 
@@ -389,19 +389,20 @@ def run(args: argparse.Namespace) -> int:
         if line_open:  # ended before anything else is written, an error message included
             print(file=sys.stderr)
     report = report_dict(result, problem)
-    if args.save_mechanism:
-        from solvers.mdp.perturb import describe_mechanism
+    with written_together():  # the mechanism, the plot and the report appear together or not at all
+        if args.save_mechanism:
+            from solvers.mdp.perturb import describe_mechanism
 
-        description = describe_mechanism(dataset, saved_dataset_options(args), problem.eps, problem.eta,
-                                         problem.outputs, seed)
-        write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism, description))
-    if args.plot:
-        from solvers.mdp.plotting import plot_result
+            description = describe_mechanism(dataset, saved_dataset_options(args), problem.eps, problem.eta,
+                                             problem.outputs, seed)
+            write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism, description))
+        if args.plot:
+            from solvers.mdp.plotting import plot_result
 
-        plot_result(result, problem, args.plot)
-    if args.json_path:
-        write_json_report(args.json_path, report)
-    else:
+            plot_result(result, problem, args.plot)
+        if args.json_path:
+            write_json_report(args.json_path, report)
+    if not args.json_path:
         v = report["verification"]
         print(f"{method_label(args)}: status {result.status}, objective {result.objective:.10g}, "
               f"bounds [{result.lower_bound:.10g}, {result.upper_bound:.10g}], gap {result.rel_gap:.2e}, "

@@ -23,7 +23,7 @@ import numpy as np
 from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
 from coordinator.reporting import check_distinct, check_writable, write_json_report
 from solvers.errors import InputError
-from solvers.files import write_atomically
+from solvers.files import write_atomically, written_together
 
 logger = logging.getLogger(__name__)
 
@@ -181,11 +181,6 @@ def run(args: argparse.Namespace) -> int:
         raise VerificationError(f"mechanism {args.mechanism} is not private at eps {eps:g} ({eps_from}), eta {eta:g} "
                                 f"({eta_from}); nothing released: {exc}") from None
     text = released_csv(dataset, result.released)
-    if args.out == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        write_atomically(args.out, text, what="released records ")
     report = {
         "command": NAME,
         "dataset": dataset.name,
@@ -203,9 +198,15 @@ def run(args: argparse.Namespace) -> int:
         "reproducible": result.reproducible,
         "time_s": time.perf_counter() - t0,
     }
-    if args.json_path:
-        write_json_report(args.json_path, report)
-    else:
+    if args.out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    with written_together():  # the released records and the report appear together or not at all
+        if args.out != "-":
+            write_atomically(args.out, text, what="released records ")
+        if args.json_path:
+            write_json_report(args.json_path, report)
+    if not args.json_path:
         v = report["verification"]
         n = report["n_released"]
         source = "" if eps_from == eta_from == "option" else f" ({eps_from}, {eta_from})"

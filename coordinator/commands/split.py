@@ -13,7 +13,7 @@ from pathlib import Path
 from coordinator.certs import validate_party_ids
 from coordinator.commands.common import positive_int
 from solvers.errors import InputError
-from solvers.files import refuse_directories
+from solvers.files import refuse_directories, written_together
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
@@ -55,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
         if not out.parent.is_dir():
             raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
         out.mkdir()
-    save_public(public, out / PUBLIC_FILE)
-    for block in blocks:
-        save_block(block, out / f"{block.party_id}.npz")
+    with written_together():  # the public rows and every party's block, or none of them
+        save_public(public, out / PUBLIC_FILE)
+        for block in blocks:
+            save_block(block, out / f"{block.party_id}.npz")
     print(f"{lp.name or args.file}: {lp.n_rows} rows, {lp.n_cols} columns -> {out / PUBLIC_FILE} and "
           + ", ".join(f"{b.party_id}.npz ({b.n_cols} columns)" for b in blocks))
     return 0

@@ -36,6 +36,7 @@ import csv
 import importlib
 import logging
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,10 @@ def haversine_km(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
     return d
 
 
+#: a number in a prior file: a decimal, optionally with an exponent (inf and nan are read, then refused)
+DECIMAL_TOKEN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+
+
 def load_prior(source: str | Path | np.ndarray, n: int) -> np.ndarray:
     """Load and validate a prior over ``n`` records.
 
@@ -155,20 +160,26 @@ def load_prior(source: str | Path | np.ndarray, n: int) -> np.ndarray:
     else:
         path = Path(source)
         where = f"prior file {path}"
+        if path.exists() and not path.is_file():
+            raise InputError(f"cannot read {where}: not a regular file")
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except OSError as exc:
             raise InputError(f"cannot read {where}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:  # until stop 47 a traceback
+            raise InputError(f"cannot read {where}: not UTF-8 text (byte {exc.start})") from None
         items: list[float] = []
         for lineno, line in enumerate(text.splitlines(), start=1):
             for token in line.replace(",", " ").replace(";", " ").split():
                 try:
+                    if not DECIMAL_TOKEN.fullmatch(token):  # float() also takes "1_0" and other scripts' digits
+                        raise ValueError(token)
                     items.append(float(token))
                 except ValueError:
                     raise InputError(f"{where}, line {lineno}: {token[:40]!r} is not a number") from None
         values = np.asarray(items, dtype=float)
     if values.size != n:
-        raise InputError(f"{where} has {values.size} entries but the dataset has {n} records")
+        raise InputError(f"{where} has {values.size} entries but there are {n} records (domain elements)")
     if not np.all(np.isfinite(values)):
         raise InputError(f"{where} has a non-finite entry (index {int(np.argmax(~np.isfinite(values)))})")
     if np.any(values < 0):

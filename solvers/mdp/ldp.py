@@ -375,6 +375,31 @@ def require_memory_for_users(users: int) -> None:
                             f"simulate at most {fit:,} (the empirical errors' spread falls as 1/sqrt(users))")
 
 
+#: bytes of memory per domain value a mechanism's computation holds at most (``le`` and ``em`` on a
+#: grid, whose rows are built one at a time: 595 MB of peak RSS at 150 x 150 cells, 1.89 GB at
+#: 300 x 300, stop 47; ``grr`` and ``oue`` 75-150 MB at both sizes). Until stop 47 a 100,000 x
+#: 100,000 grid ended in numpy's MemoryError traceback
+BYTES_PER_VALUE = {"le": 24_000, "em": 24_000, "pl": 24_000, "grr": 64, "oue": 64}
+
+
+def require_memory_for_domain(m: int, mechanism: str) -> None:
+    """Refuse, before any allocation, a domain of ``m`` values whose computation under ``mechanism``
+    would not fit in :data:`USERS_MEMORY_SHARE` of the memory available.
+
+    Raises
+    ------
+    ResourceError
+        Saying how much the domain needs and how much there is.
+    """
+    from solvers.resources import available_memory
+
+    avail = available_memory()
+    need = m * BYTES_PER_VALUE.get(mechanism, 24_000)
+    if avail is not None and need > USERS_MEMORY_SHARE * avail:
+        raise ResourceError(f"{mechanism} on a domain of {m:,} values needs about {need / 2**30:,.1f} GiB, more than "
+                            f"{USERS_MEMORY_SHARE:.0%} of the {avail / 2**30:.1f} GiB available")
+
+
 def simulate(
     domain: Domain,
     mechanism: str,
@@ -411,6 +436,7 @@ def simulate(
     users = int(users)
     require_memory_for_users(users)
     m = domain.m
+    require_memory_for_domain(m, mechanism)
     if prior is None:
         prior = np.full(m, 1.0 / m)
     prior = np.asarray(prior, float)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -216,7 +217,9 @@ class KernelOperator:
             try:
                 self._factor = ("chol", sla.cho_factor(K, lower=True, check_finite=False))
             except np.linalg.LinAlgError:
-                lu = sla.lu_factor(K, check_finite=False)
+                with warnings.catch_warnings():  # a singular kernel is refused below, in one line
+                    warnings.simplefilter("ignore", sla.LinAlgWarning)
+                    lu = sla.lu_factor(K, check_finite=False)
                 if np.any(np.diag(lu[0]) == 0):
                     raise InputError("the kernel exp(-eps d) is singular on this domain: LE has no solution") from None
                 self._factor = ("lu", lu)

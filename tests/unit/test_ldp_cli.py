@@ -65,13 +65,45 @@ def test_cli_bad_input_is_one_line_error(capsys: pytest.CaptureFixture[str], arg
     assert needle in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("content, needle", [("0.5,0.5", "entries"), (",".join(["0.3"] * 4), "sums to")])
-def test_cli_bad_prior(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str) -> None:
+@pytest.mark.parametrize("content, needle", [
+    ("0.5,0.5", "has 2 entries but there are 4 records"),
+    (",".join(["0.3"] * 4), "sums to"),
+    (b"\xff\xfe\x00\x01", "not UTF-8 text (byte 0)"),  # until stop 47 a UnicodeDecodeError traceback
+    ("0.25 0.25 0.25 0.2_5", "line 1: '0.2_5' is not a number"),  # float() would take it
+    ("0.25 0.25 0.25 \u0660.25", "is not a number"),  # an Arabic-Indic zero
+])
+def test_cli_bad_prior(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, needle: str) -> None:
     prior = tmp_path / "p.csv"
-    prior.write_text(content)
+    if isinstance(content, bytes):
+        prior.write_bytes(content)
+    else:
+        prior.write_text(content)
     rc = main(["ldp", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", str(prior)])
     assert rc == int(ExitCode.INPUT)
-    assert needle in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_a_prior_with_a_byte_order_mark_and_exponents_is_read(tmp_path: Path) -> None:
+    prior = tmp_path / "p.csv"
+    prior.write_text("\ufeff0.25, .25 2.5e-1\n+0.25\n", encoding="utf-8")
+    assert main(["ldp", "--rows", "2", "--cols", "2", "--eps", "1", "--users", "100", "--prior", str(prior),
+                 "--json", str(tmp_path / "r.json")]) == 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--rows", "100000", "--cols", "100000", "--eps", "100"], "le on a domain of 10,000,000,000 values needs about"),
+    (["--domain", "text", "--records", "1", "--eps", "1"], "--domain text needs at least 2 records, got 1"),
+    (["--rows", "3", "--cols", "3", "--cell-km", "1e-300", "--eps", "1"], "the kernel exp(-eps d) is singular"),
+])
+def test_cli_domains_that_cannot_be_computed_are_one_line_errors(capsys: pytest.CaptureFixture[str], args: list[str],
+                                                                 needle: str) -> None:
+    """Until stop 47: numpy's MemoryError traceback (a 10^10-cell grid), "range must be >= 0, got inf"
+    (one record), and scipy's LinAlgWarning lines before the error (a singular kernel)."""
+    rc = main(["ldp", *args, "--users", "100"])
+    err = capsys.readouterr().err
+    assert rc in (int(ExitCode.INPUT), int(ExitCode.RESOURCE)) and needle in err
+    assert "Traceback" not in err and "Warning" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_more_users_than_memory_holds_are_refused_before_any_allocation(capsys: pytest.CaptureFixture[str],

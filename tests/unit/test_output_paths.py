@@ -27,6 +27,8 @@ def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monke
         check_writable(tmp_path, "--save-mechanism")
     with pytest.raises(InputError, match=r"--json .*: directory .*missing does not exist"):
         check_writable(tmp_path / "missing" / "r.json", "--json")
+    with pytest.raises(InputError, match=r"--json .*new/: it names a directory, which does not exist"):
+        check_writable(f"{tmp_path}/new/", "--json")  # until stop 47 a file named "new" was written
     # root may write anywhere, so the permission check is shown through os.access
     monkeypatch.setattr(files.os, "access", lambda *_a: False)
     with pytest.raises(InputError, match=r"--out .*: directory .* is not writable"):
@@ -220,3 +222,75 @@ def test_no_command_writes_over_its_own_input(tmp_path: Path, capsys, argv, frag
     err = capsys.readouterr().err
     assert fragment.format(dir=tmp_path) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_link_is_followed_and_a_device_or_fifo_is_written_into(tmp_path: Path) -> None:
+    """Until stop 47 the rename put a regular file in place of a symbolic link, a device
+    (``--json /dev/full`` as root replaced the device node) or a FIFO (its reader waited forever)."""
+    import threading
+
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    (tmp_path / "link.json").symlink_to(target)
+    write_atomically(tmp_path / "link.json", "new")
+    assert (tmp_path / "link.json").is_symlink() and target.read_text() == "new"
+    write_atomically("/dev/null", "discarded")
+    assert Path("/dev/null").is_char_device()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_json_report(fifo, {"a": 1})
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and got and b'"a": 1' in got[0]
+    if Path("/dev/full").exists():
+        with pytest.raises(ResourceError, match="No space left on device"):
+            write_atomically("/dev/full", "x")
+        assert Path("/dev/full").is_char_device()
+
+
+def test_files_written_together_appear_together_or_not_at_all(tmp_path: Path) -> None:
+    from solvers.files import written_together
+
+    with pytest.raises(RuntimeError, match="the command failed"), written_together():
+        write_atomically(tmp_path / "a.csv", "a")
+        write_json_report(tmp_path / "r.json", {"a": 1})
+        assert _leftovers(tmp_path)[0].startswith(".a.csv.") and not (tmp_path / "a.csv").exists()
+        raise RuntimeError("the command failed")
+    assert _leftovers(tmp_path) == []  # neither file, no temporary
+    # the second write fails (its directory is gone by then): the first is not left alone
+    (tmp_path / "gone").mkdir()
+    with pytest.raises(InputError, match="does not exist"), written_together():
+        write_atomically(tmp_path / "a.csv", "a")
+        (tmp_path / "gone").rmdir()
+        write_atomically(tmp_path / "gone" / "r.json", "{}")
+    assert _leftovers(tmp_path) == []
+    with written_together():
+        write_atomically(tmp_path / "a.csv", "a")
+        with written_together():  # nested: the outer block commits
+            write_atomically(tmp_path / "b.csv", "b")
+        assert not (tmp_path / "b.csv").exists()
+    assert (tmp_path / "a.csv").read_text() == "a" and (tmp_path / "b.csv").read_text() == "b"
+    assert _leftovers(tmp_path) == ["a.csv", "b.csv"]
+
+
+def test_perturb_leaves_no_report_when_its_released_records_cannot_be_written(tmp_path: Path, monkeypatch,
+                                                                              capsys) -> None:
+    """The report is written after the released records; a failure on either leaves neither."""
+    assert main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--save-mechanism",
+                 str(tmp_path / "Z.npz"), "--json", str(tmp_path / "m.json")]) == ExitCode.OK
+    (tmp_path / "t.txt").write_text("r0c0\n")
+    real = files.os.replace
+
+    def refuse_csv(src, dst):
+        if str(dst).endswith(".csv"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", refuse_csv)
+    before = _leftovers(tmp_path)
+    rc = main(["perturb", "--mechanism", str(tmp_path / "Z.npz"), "--true", str(tmp_path / "t.txt"), "--json",
+               str(tmp_path / "p.json"), "--out", str(tmp_path / "o.csv")])
+    assert rc == ExitCode.RESOURCE and "No space left on device" in capsys.readouterr().err
+    assert _leftovers(tmp_path) == before
