@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.common import non_negative_int, positive_int
+from coordinator.commands.common import non_negative_int, positive_int, refuse_inapplicable
 from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from solvers.errors import InputError
-from solvers.files import write_atomically
+from solvers.files import write_atomically, written_together
 from solvers.hierarchy import mechanisms as mech
-from solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
 from solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
@@ -65,11 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--synthetic", choices=["census"], help="the bundled census-scale synthetic instance")
     r.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
     r.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
-    r.add_argument("--seed", default=None, help="reproducible-simulation mode: seed of the noise (flagged in the report)")
+    r.add_argument("--seed", default=None, help="reproducible-simulation mode: seed of the noise (flagged in the report; "
+                                                "NOT private, simulations only)")
     r.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="independent releases (default 1)")
     r.add_argument("--max-size", type=positive_int, default=None, metavar="N",
                    help="largest group size (default: the data's; synthetic: 1000)")
-    r.add_argument("--synthetic-seed", type=non_negative_int, default=0, help="seed of the synthetic instance (default 0)")
+    r.add_argument("--synthetic-seed", type=non_negative_int, default=None,
+                   help="--synthetic only: seed of the synthetic instance (default 0)")
     r.add_argument("--total", type=non_negative_int, default=None, metavar="G",
                    help="optional check: the public total G must equal the data's number of groups")
     r.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
@@ -85,14 +87,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
     q.add_argument("--max-size", type=positive_int, default=None, metavar="N",
                    help="largest group size (default: the largest size in the file)")
-    q.add_argument("--cumulative-order", choices=["ge", "le"], default="ge",
-                   help="cumulative inputs: ge (default) c_s = #groups of size >= s (c_1 = total); "
+    q.add_argument("--cumulative-order", choices=["ge", "le"], default=None,
+                   help="cdp/chain/cqp only: ge (default) c_s = #groups of size >= s (c_1 = total); "
                         "le: c_s = #groups of size <= s (c_N = total)")
     q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
     _add_time_limit(q)
     q.set_defaults(func=run_postprocess)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+
+
+def _check_total(total: int | None) -> None:
+    """--total within the bound on counts (2**50), as the data files."""
+    if total is not None and total > MAX_COUNT:
+        raise InputError(f"--total {total} exceeds the largest accepted total 2**50 = {MAX_COUNT:,}")
 
 
 def _progress(args: argparse.Namespace, text: str) -> None:
@@ -134,14 +142,22 @@ def run_release(args: argparse.Namespace) -> int:
     _check_outputs(args)
     eps = parse_epsilon(args.eps)
     time_limit = _time_limit(args)
+    _check_total(args.total)
+    if args.data and args.synthetic_seed is not None:
+        raise InputError("--synthetic-seed is for --synthetic census only; --data FILE is read as it is "
+                         "(remove --synthetic-seed)")
+    if args.seed is not None:
+        logger.warning("--seed: the noise is reproducible, so this release is NOT private (simulations only)")
+    bytes_per_cell = mech.BYTES_PER_CELL[args.mechanism]
     if args.data:
-        data = read_counts_csv(args.data, max_size=args.max_size)
+        data = read_counts_csv(args.data, max_size=args.max_size, bytes_per_cell=bytes_per_cell)
         source = args.data
     else:
         from solvers.hierarchy.synthetic import census_synthetic
 
-        data = census_synthetic(max_size=args.max_size or 1000, seed=args.synthetic_seed)
-        source = f"synthetic:census(seed={args.synthetic_seed})"
+        seed = args.synthetic_seed or 0
+        data = census_synthetic(max_size=args.max_size or 1000, seed=seed, bytes_per_cell=bytes_per_cell)
+        source = f"synthetic:census(seed={seed})"
     total = data.total
     if args.total is not None and args.total != total:
         raise InputError(f"--total {args.total} does not match the data's number of groups G = {total}")
@@ -185,16 +201,20 @@ def run_release(args: argparse.Namespace) -> int:
                     "max_size": data.max_size, "total": total},
         "runs": runs,
     }
-    write_json_report(args.json, report)
-    if args.out:
-        write_atomically(args.out, counts_csv_text(hier, last.counts))
+    with written_together():  # the counts and the report that describes them, together or not at all
+        if args.out:
+            write_atomically(args.out, counts_csv_text(hier, last.counts))
+        write_json_report(args.json, report)
     return 0
 
 
 def run_postprocess(args: argparse.Namespace) -> int:
     _check_outputs(args)
     time_limit = _time_limit(args)
-    noisy = read_noisy_csv(args.noisy, max_size=args.max_size)
+    _check_total(args.total)
+    refuse_inapplicable(args, "--mechanism", args.mechanism, {
+        "cumulative_order": ("--cumulative-order", tuple(m for m in mech.MECHANISMS if m in mech.CUMULATIVE))})
+    noisy = read_noisy_csv(args.noisy, max_size=args.max_size, bytes_per_cell=mech.BYTES_PER_CELL[args.mechanism])
     hier = noisy.hierarchy
     values = noisy.values
     reverse = args.mechanism in mech.CUMULATIVE and args.cumulative_order == "le"
@@ -225,8 +245,9 @@ def run_postprocess(args: argparse.Namespace) -> int:
             hier.ids[r]: cum[r].tolist() for r in range(hier.size)
         } if pp.counts.size <= 10_000 else None
     report["counts"] = {hier.ids[r]: pp.counts[r].tolist() for r in range(hier.size)} if pp.counts.size <= 10_000 else None
-    write_json_report(args.json, report)
-    if args.out:
-        write_atomically(args.out, counts_csv_text(hier, pp.counts))
+    with written_together():
+        if args.out:
+            write_atomically(args.out, counts_csv_text(hier, pp.counts))
+        write_json_report(args.json, report)
     _progress(args, f"census postprocess {args.mechanism}: objective {pp.objective:g} in {elapsed:.2f}s")
     return 0

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from solvers.errors import InputError
-from solvers.hierarchy.model import GroupSizeData, Hierarchy, _check_cells
+from solvers.hierarchy.model import READER_BYTES_PER_CELL, GroupSizeData, Hierarchy, _check_cells
 
 POPULATION_CSV = Path(__file__).resolve().parents[1] / "data" / "census" / "us_county_state_pop2010.csv"
 NATIONAL_SHARES = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.025, 0.018])
@@ -40,7 +40,9 @@ PERSONS_PER_HOUSEHOLD = 2.58
 N_OUTLIERS = 50
 
 
-def census_synthetic(max_size: int = 1000, seed: int = 0, scale: float = 1.0) -> GroupSizeData:
+def census_synthetic(
+    max_size: int = 1000, seed: int = 0, scale: float = 1.0, *, bytes_per_cell: float = READER_BYTES_PER_CELL
+) -> GroupSizeData:
     """The synthetic nation/state/county household-size instance (see module docstring).
 
     Parameters
@@ -52,6 +54,9 @@ def census_synthetic(max_size: int = 1000, seed: int = 0, scale: float = 1.0) ->
     scale:
         Multiply every county population by this factor before building households (1.0 =
         real 2010 populations; smaller values make quick test instances).
+    bytes_per_cell:
+        Memory the caller will need per (region, size) cell, checked against the available memory
+        before the counts are allocated (ResourceError).
     """
     if max_size < 10:
         raise InputError(f"the synthetic census needs --max-size >= 10, got {max_size}")
@@ -69,7 +74,7 @@ def census_synthetic(max_size: int = 1000, seed: int = 0, scale: float = 1.0) ->
         if c["STATE"] not in state_name:
             raise InputError(f"county {c['CTYNAME']!r} has unknown state {c['STATE']}")
     hier = Hierarchy.from_parents(ids, parents)
-    _check_cells(hier.size, max_size, "synthetic census")
+    _check_cells(hier.size, max_size, "synthetic census", bytes_per_cell)
     index = {r: i for i, r in enumerate(hier.ids)}
     counts = np.zeros((hier.size, max_size), dtype=np.int64)
     pops = np.array([int(c["CENSUS2010POP"]) for c in counties], dtype=np.float64) * scale

@@ -294,3 +294,26 @@ def test_perturb_leaves_no_report_when_its_released_records_cannot_be_written(tm
                str(tmp_path / "p.json"), "--out", str(tmp_path / "o.csv")])
     assert rc == ExitCode.RESOURCE and "No space left on device" in capsys.readouterr().err
     assert _leftovers(tmp_path) == before
+
+
+def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Until stop 47 the report was written first: a failing ``--out`` left a report that described a
+    release nobody had."""
+    data = tmp_path / "d.csv"
+    data.write_text("level,region_id,parent_id,size,count\n1,R,,1,5\n1,R,,3,2\n2,a,R,1,3\n2,a,R,3,2\n2,b,R,1,2\n")
+    real = files.os.replace
+
+    def refuse_out(src, dst):
+        if str(dst).endswith("out.csv"):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", refuse_out)
+    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
+               str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")])
+    assert rc == ExitCode.INPUT and "Permission denied" in capsys.readouterr().err
+    assert _leftovers(tmp_path) == ["d.csv"]
+    monkeypatch.undo()
+    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
+                 str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")]) == ExitCode.OK
+    assert _leftovers(tmp_path) == ["d.csv", "out.csv", "r.json"]
