@@ -10,12 +10,13 @@ hello, mask, decode, close), carried by ``securelp.v1.PartyService``. Rules
   must present a certificate from the session CA whose SAN names exactly the party we
   meant to dial; plaintext only with an explicit ``insecure=True`` (logged warning);
   TLS material together with ``insecure=True`` is refused;
-- a deadline on every call (``deadline_s``, default 120 s);
+- a deadline on every call (``deadline_s``, default 120 s), enforced twice: by gRPC and by a
+  local watchdog that cancels a call (streaming ones included) still running at its deadline;
 - payloads (masked block, solution notice, decode reply) as 1 MiB chunks with a
   SHA-256 over the whole (``protos.codec``); per-message limit 8 MiB on both sides;
 - keepalive: a ping every 30 s, 20 s to answer, allowed without active calls;
 - retries declared in the service config, for UNAVAILABLE only (4 attempts, backoff
-  0.2 s doubling to 2 s);
+  0.2 s doubling to 2 s), and only for the idempotent calls (health check, Close);
 - ``grpc.RpcError`` never escapes: ``_rpc_error`` turns it into a typed error that
   names the party and its address.
 """
@@ -25,10 +26,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -42,6 +45,10 @@ from solvers import errors as E
 
 log = logging.getLogger(__name__)
 
+C = TypeVar("C")
+R = TypeVar("R")
+T_call = TypeVar("T_call")
+
 DEFAULT_MAX_MESSAGE_BYTES = 8 << 20
 DEFAULT_DEADLINE_S = 120.0
 #: Close is best effort; never wait long for a party that is going away
@@ -54,10 +61,17 @@ CHANNEL_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 )
-#: retries for UNAVAILABLE only (connection refused/reset before the call reached the party)
+#: retries for UNAVAILABLE only (connection refused/reset before the call reached the party), and only
+#: for the calls that are safe to repeat: the health check and Close (idempotent). Hello, Mask and
+#: Decode change the party's state (a repeated hello or mask is refused), and a retried streaming
+#: call on a connection the party reset mid-session never ended, whatever its deadline (the
+#: coordinator blocked for ever reading the Mask stream of a party killed after its hello). The
+#: retries are bounded by the call's deadline; every call also has a local watchdog
+#: (``_CallWatchdog``) that cancels it at its deadline whatever gRPC's retry machinery does.
+RETRIED_METHODS: tuple[tuple[str, str], ...] = ((SERVICE_NAME, "Close"), ("grpc.health.v1.Health", "Check"))
 SERVICE_CONFIG = {
     "methodConfig": [{
-        "name": [{"service": SERVICE_NAME}, {"service": "grpc.health.v1.Health"}],
+        "name": [{"service": service, "method": method} for service, method in RETRIED_METHODS],
         "retryPolicy": {
             "maxAttempts": 4,
             "initialBackoff": "0.2s",
@@ -67,6 +81,12 @@ SERVICE_CONFIG = {
         },
     }]
 }
+#: a call still running this long after its deadline is cancelled by ``_CallWatchdog``
+WATCHDOG_SLACK_S = 0.1
+#: ... and if its reader is still blocked this long after the cancel, the channel is closed
+STUCK_GRACE_S = 0.5
+#: trailing metadata of the Hello reply: the split id of the party's block (``securelp split``)
+SPLIT_ID_METADATA = "securelp-split-id"
 ERROR_CLASS_METADATA = "securelp-error-class"
 #: typed errors a party may report (class name in trailing metadata) and we re-raise as such
 _PARTY_ERRORS: dict[str, type[E.SecureLPError]] = {
@@ -141,6 +161,70 @@ def _looks_like_tls_failure(details: str, tls: bool) -> bool:
     return tls and "failed to connect" in low and any(marker in low for marker in _CLOSED_WHILE_CONNECTING)
 
 
+def _mismatch_hint(details: str, tls: bool) -> str:
+    """A TLS/plaintext mismatch, told from gRPC's connection error (cheap: no extra probe).
+
+    A TLS client dialling a plaintext server fails its handshake with BoringSSL's
+    ``WRONG_VERSION_NUMBER`` (the server answered with HTTP/2, not a TLS record); a plaintext
+    client dialling a TLS server sees the server close the socket while connecting.
+    """
+    low = details.lower()
+    if tls and "wrong_version_number" in low:
+        return "the party seems to serve plaintext (started with --insecure?) while the coordinator uses TLS"
+    if not tls and "failed to connect" in low and any(m in low for m in _CLOSED_WHILE_CONNECTING):
+        return ("the party closed the connection while it was set up: it probably requires TLS (--certs) while "
+                "the coordinator runs with --insecure")
+    return ""
+
+
+def _short_cause(details: str) -> str:
+    """The last, most specific part of a gRPC connection error ("Connection refused")."""
+    tail = details.rsplit(": ", 1)[-1].strip() if details else ""
+    return tail or details or "no answer"
+
+
+class _CallWatchdog:
+    """Ends a gRPC call that is still running ``seconds`` (+ ``WATCHDOG_SLACK_S``) after it started.
+
+    gRPC enforces ``timeout=`` itself, but a streaming call that the channel's retry machinery
+    had taken over after the party reset the connection was seen to block for ever: the call
+    had its status, yet the pending read never completed, and ``call.cancel()`` did not wake
+    the reader either (grpcio 1.85). So the watchdog cancels the call and, if the reader is
+    still blocked ``STUCK_GRACE_S`` later, calls ``on_stuck`` (the link closes its channel,
+    which does wake it, and opens a fresh one for a best-effort Close). ``fired`` tells the
+    caller why the call ended.
+    """
+
+    def __init__(self, seconds: float, on_stuck: Callable[[], None] | None = None) -> None:
+        self.seconds = seconds
+        self.fired = threading.Event()
+        self._done = threading.Event()
+        self._on_stuck = on_stuck
+        self._call: grpc.Future | None = None
+        self._timer = threading.Timer(seconds + WATCHDOG_SLACK_S, self._fire)
+        self._timer.daemon = True
+
+    def watch(self, call: T_call) -> T_call:
+        self._call = call  # type: ignore[assignment]
+        self._timer.start()
+        return call
+
+    def _fire(self) -> None:
+        if self._done.is_set():
+            return
+        self.fired.set()
+        if self._call is not None:
+            self._call.cancel()
+        if not self._done.wait(STUCK_GRACE_S) and self._on_stuck is not None:
+            self._on_stuck()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._timer.cancel()
+        if self._call is not None:
+            self._call.cancel()  # no-op for a finished call; ends a stream we stopped reading
+
+
 class GrpcPartyLink(PartyLink):
     """A party process reached over gRPC.
 
@@ -160,15 +244,31 @@ class GrpcPartyLink(PartyLink):
         self.address = address
         self.deadline_s = float(deadline_s)
         self._tls = not insecure
-        self._channel = create_channel(address, tls=tls, target_name=party_id, insecure=insecure,
-                                       max_message_bytes=max_message_bytes)
+        self._channel_args = {"tls": tls, "target_name": party_id, "insecure": insecure,
+                              "max_message_bytes": max_message_bytes}
+        self._channel_lock = threading.Lock()
+        self._channel = create_channel(address, **self._channel_args)  # type: ignore[arg-type]
         self._stub = pb_grpc.PartyServiceStub(self._channel)
 
     @property
     def transport(self) -> str:
         return "grpc"
 
+    def _replace_channel(self) -> None:
+        """Close the channel (waking a reader that gRPC left blocked) and open a fresh one."""
+        with self._channel_lock:
+            old = self._channel
+            self._channel = create_channel(self.address, **self._channel_args)  # type: ignore[arg-type]
+            self._stub = pb_grpc.PartyServiceStub(self._channel)
+        log.info("party %s: a call outlived its deadline and its cancel; channel replaced", self.party_id)
+        old.close()
+
     # -- the edge: RpcError -> typed error naming the party ------------------------
+    def _deadline_error(self, what: str, deadline_s: float) -> E.TransportError:
+        return E.TransportError(f"party {self.party_id} at {self.address} did not answer {what} within {deadline_s:g} s "
+                                "(deadline exceeded); is it overloaded or stopped? raise --deadline if the block is "
+                                "large")
+
     def _rpc_error(self, exc: grpc.RpcError, what: str, deadline_s: float) -> E.SecureLPError:
         code = exc.code() if hasattr(exc, "code") else None
         details = (exc.details() if hasattr(exc, "details") else "") or ""
@@ -184,11 +284,14 @@ class GrpcPartyLink(PartyLink):
             text = details if self.party_id in details else f"{who}: {details}"
             return _PARTY_ERRORS[cls_name](f"{what}: {text}")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return E.TransportError(f"{who} did not answer {what} within {deadline_s:g} s (deadline exceeded); "
-                                    "is it overloaded or stopped? raise --deadline if the block is large")
+            return self._deadline_error(what, deadline_s)
         if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
             return E.AuthenticationError(f"{who} refused the coordinator ({details})")
         if code == grpc.StatusCode.UNAVAILABLE:
+            hint = _mismatch_hint(details, self._tls)
+            if hint:
+                cls = E.AuthenticationError if self._tls else E.TransportError
+                return cls(f"{who} could not be reached during {what}: {hint} ({_short_cause(details)})")
             if _looks_like_tls_failure(details, self._tls):
                 return E.AuthenticationError(
                     f"TLS handshake with {who} failed: its certificate is not from this session's CA or does not "
@@ -205,27 +308,50 @@ class GrpcPartyLink(PartyLink):
         return E.SecureLPError(f"{who} failed during {what} ({code.name if code else 'unknown'}: {details})")
 
     @contextlib.contextmanager
-    def _edge(self, what: str, deadline_s: float) -> Iterator[None]:
+    def _edge(self, what: str, deadline_s: float, watchdog: _CallWatchdog | None = None) -> Iterator[None]:
         try:
             yield
-        except grpc.RpcError as exc:
+        except (grpc.RpcError, grpc.FutureCancelledError, grpc.FutureTimeoutError) as exc:
+            if (watchdog is not None and watchdog.fired.is_set()) or not isinstance(exc, grpc.RpcError):
+                raise self._deadline_error(what, deadline_s) from None
             raise self._rpc_error(exc, what, deadline_s) from None
         except E.ProtocolError as exc:  # a bad chunk stream from the party
             text = str(exc)
             raise E.ProtocolError(text if self.party_id in text else f"party {self.party_id}: {text}") from None
 
+    def _bounded(self, what: str, deadline_s: float, start: Callable[[], C], consume: Callable[[C], R]) -> R:
+        """Start a call (``start``: the stub invoked with ``timeout=deadline_s``), hand it to ``consume``,
+        and make sure it ends by the deadline: the watchdog cancels it otherwise (then the typed
+        error is the deadline one), and it is cancelled when ``consume`` stops early."""
+        watchdog = _CallWatchdog(deadline_s, self._replace_channel)
+        with self._edge(what, deadline_s, watchdog):
+            call = watchdog.watch(start())
+            try:
+                return consume(call)
+            finally:
+                watchdog.stop()
+
     # -- PartyLink ---------------------------------------------------------------------
     def hello(self, request: pb.HelloRequest) -> pb.HelloReply:
-        with self._edge("hello", self.deadline_s):
-            reply = self._stub.Hello(request, timeout=self.deadline_s, wait_for_ready=False)
+        def consume(call: grpc.Future) -> pb.HelloReply:
+            reply = call.result()
+            self.reported_split_id = None
+            for key, value in call.trailing_metadata() or ():  # type: ignore[attr-defined]
+                if key == SPLIT_ID_METADATA:
+                    self.reported_split_id = str(value)
+            return reply
+
+        reply = self._bounded("hello", self.deadline_s,
+                              lambda: self._stub.Hello.future(request, timeout=self.deadline_s, wait_for_ready=False),
+                              consume)
         self.bytes_received += request.ByteSize()
         self.bytes_sent += reply.ByteSize()
         return reply
 
     def mask(self, request: pb.MaskRequest) -> pb.MaskedBlock:
-        with self._edge("mask", self.deadline_s):
-            payload = join_chunks(self._stub.Mask(request, timeout=self.deadline_s),
-                                  peer=f"party {self.party_id}: masked block")
+        payload = self._bounded("mask", self.deadline_s,
+                                lambda: self._stub.Mask(request, timeout=self.deadline_s),
+                                lambda call: join_chunks(call, peer=f"party {self.party_id}: masked block"))
         self.bytes_received += request.ByteSize()
         self.bytes_sent += len(payload)
         try:
@@ -235,9 +361,9 @@ class GrpcPartyLink(PartyLink):
 
     def decode(self, notice: pb.SolutionNotice) -> pb.DecodeReply:
         request = notice.SerializeToString()
-        with self._edge("decode", self.deadline_s):
-            payload = join_chunks(self._stub.Decode(split_payload(request), timeout=self.deadline_s),
-                                  peer=f"party {self.party_id}: decode reply")
+        payload = self._bounded("decode", self.deadline_s,
+                                lambda: self._stub.Decode(split_payload(request), timeout=self.deadline_s),
+                                lambda call: join_chunks(call, peer=f"party {self.party_id}: decode reply"))
         self.bytes_received += len(request)
         self.bytes_sent += len(payload)
         try:
@@ -248,39 +374,65 @@ class GrpcPartyLink(PartyLink):
     def close(self, request: pb.CloseRequest) -> None:
         deadline = min(self.deadline_s, CLOSE_DEADLINE_S)
         try:
-            with self._edge("close", deadline):
-                reply = self._stub.Close(request, timeout=deadline)
+            reply = self._bounded("close", deadline, lambda: self._stub.Close.future(request, timeout=deadline),
+                                  lambda call: call.result())
             self.bytes_received += request.ByteSize()
             self.bytes_sent += reply.ByteSize()
         except E.SecureLPError as exc:  # best effort: a dead party cannot be told
             log.info("could not close party %s: %s", self.party_id, exc)
 
-    def wait_ready(self, timeout: float) -> None:
-        """Block until the party's health service reports SERVING.
+    def wait_ready(self, timeout: float, *, cancel: threading.Event | None = None) -> None:
+        """Block until the party's health service reports SERVING (``securelp coordinator --wait``),
+        or return early once ``cancel`` is set (another party already failed).
 
         Raises
         ------
-        TransportError / AuthenticationError naming the party when it is not ready in time.
+        TransportError naming the party, the ``--wait`` time and the last cause seen (connection
+        refused, a health status) when it is not ready in time; at once, AuthenticationError for a
+        TLS failure and TransportError for a TLS/plaintext mismatch (a plaintext coordinator whose
+        connection the party closes while it is set up).
         """
-        stub = health_pb2_grpc.HealthStub(self._channel)
+        request = health_pb2.HealthCheckRequest(service=SERVICE_NAME)
         end = time.monotonic() + timeout
-        last = "no answer"
+        who = f"party {self.party_id} at {self.address}"
+        cause = ""  # the most informative reason seen: a late poll's timeout does not hide "Connection refused"
         while True:
+            if cancel is not None and cancel.is_set():
+                return
             left = end - time.monotonic()
             if left <= 0:
-                raise E.TransportError(f"party {self.party_id} at {self.address} was not ready within "
-                                       f"{timeout:g} s ({last})")
+                raise E.TransportError(f"{who} was not ready within {timeout:g} s (--wait): "
+                                       f"{cause or 'no answer to the health check'}; check that the party process "
+                                       "runs and listens on that address, or raise --wait")
+            poll = min(left, 5.0)
+            watchdog = _CallWatchdog(poll, self._replace_channel)
+            stub = health_pb2_grpc.HealthStub(self._channel)
+            call = watchdog.watch(stub.Check.future(request, timeout=poll))
             try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=min(left, 5.0))
+                reply = call.result()
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return
-                last = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
-            except grpc.RpcError as exc:
-                err = self._rpc_error(exc, "health check", timeout)
-                if isinstance(err, E.AuthenticationError):
-                    raise err from None
-                last = str(err)
-            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+                cause = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
+            except (grpc.RpcError, grpc.FutureCancelledError) as exc:
+                code = exc.code() if isinstance(exc, grpc.RpcError) else None
+                if watchdog.fired.is_set() or code in (None, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    cause = cause or "no answer to the health check (deadline exceeded)"
+                else:
+                    details = exc.details() or ""  # type: ignore[union-attr]
+                    hint = _mismatch_hint(details, self._tls)
+                    if hint and not self._tls:
+                        raise E.TransportError(f"{who} is not usable: {hint} ({_short_cause(details)})") from None
+                    err = self._rpc_error(exc, "health check", poll)  # type: ignore[arg-type]
+                    if isinstance(err, E.AuthenticationError):
+                        raise err from None
+                    cause = _short_cause(details) if code == grpc.StatusCode.UNAVAILABLE else str(err)
+            finally:
+                watchdog.stop()
+            pause = min(0.1, max(0.0, end - time.monotonic()))
+            if cancel is not None:
+                cancel.wait(pause)
+            else:
+                time.sleep(pause)
 
     def shutdown(self) -> None:
         self._channel.close()

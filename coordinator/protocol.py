@@ -35,7 +35,7 @@ from coordinator.transport import PartyLink
 from party.session import PROTOCOL_VERSION
 from protos import securelp_pb2 as pb
 from protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
-from solvers.errors import ConfigError, ProtocolError, SecureLPError
+from solvers.errors import ConfigError, InputError, ProtocolError, SecureLPError
 from solvers.lp import HighsBackend, LinearProgram, SolveStatus
 from solvers.lp.partition import PublicRows
 
@@ -218,6 +218,31 @@ def _close_all(links: Sequence[PartyLink], session_id: str, reason: str,
         list(pool.map(close, links))
 
 
+def _check_blocks_against_roster(public: PublicRows, links: Sequence[PartyLink],
+                                 hellos: Sequence[pb.HelloReply]) -> None:
+    """Refuse (InputError, before any masked data moves) a party whose block is not the one the
+    split gave it: another column count, or another split id (a stale block of an earlier split,
+    a block of another LP with the same m). A party that reports no split id (a block file or a
+    party from before split ids existed) is accepted with a warning."""
+    roster = public.roster
+    if roster is None:
+        return
+    columns = roster.columns
+    for link, h in zip(links, hellos):
+        pid = link.party_id
+        reported = link.reported_split_id
+        if reported and reported != roster.split_id:
+            raise InputError(f"party {pid}: its block belongs to another split (split id {reported[:12]}..., the "
+                             f"public rows are from split {roster.split_id[:12]}...): a stale block or one of another "
+                             "LP; give every party its block from the same `securelp split`")
+        if int(h.n_cols) != columns[pid]:
+            raise InputError(f"party {pid}: its block has {int(h.n_cols)} columns but the split gave it "
+                             f"{columns[pid]}: the block is not from this split")
+        if not reported:
+            log.warning("party %s reported no split id (a block or a securelp party from before split ids): "
+                        "cannot confirm that its block belongs to this split", pid)
+
+
 def _finite(arr: np.ndarray | sp.spmatrix, party: str, what: str) -> None:
     data = arr.data if sp.issparse(arr) else arr
     if not np.all(np.isfinite(data)):
@@ -333,6 +358,11 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"duplicate party ids: {', '.join(dupes)}")
+    if public.roster is not None:  # before any call: a missing party would silently change the LP
+        public.roster.check_parties(ids)
+    else:
+        log.info("the public rows carry no party roster; the party set and the blocks cannot be checked "
+                 "against the split")
     session_id = config.session_id or secrets.token_hex(8)
     mode = BOUNDS_MODES[config.bounds_mode]
     m = public.n_rows
@@ -348,6 +378,7 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
                 raise ProtocolError(f"party {link.party_id}: block has {h.n_rows} rows, the public row data has {m}")
             if h.n_free + h.n_bounded != h.n_cols:
                 raise ProtocolError(f"party {link.party_id}: inconsistent column counts")
+        _check_blocks_against_roster(public, links, hellos)
         n = int(sum(h.n_cols for h in hellos))
         n_dense = int(sum((h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos))
         k = n_dense + K_MARGIN if config.k is None else int(config.k)

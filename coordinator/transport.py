@@ -6,6 +6,11 @@ in this process, but still round-trips every message through protobuf serializat
 the chunk framing of ``protos.codec`` -- so a simulation of hundreds of parties exercises
 the same bytes as a deployment. ``coordinator.grpc_link.GrpcPartyLink`` is the gRPC one.
 
+After ``hello``, ``reported_split_id`` holds the split id the party reported for its block
+(``securelp split`` writes the same random id into public.npz and every block; gRPC carries it
+in the Hello reply's trailing metadata ``securelp-split-id``); None when the party reported
+none (a block file or a party from before split ids existed).
+
 Byte counters are from the party's point of view: ``bytes_sent`` is what the party sent
 (replies), ``bytes_received`` what it received (requests), counted as serialized payload
 bytes (framing overhead excluded, identical for both transports).
@@ -26,6 +31,8 @@ class PartyLink(abc.ABC):
         self.party_id = party_id
         self.bytes_sent = 0
         self.bytes_received = 0
+        #: the split id the party reported with its hello (None: none reported)
+        self.reported_split_id: str | None = None
 
     @property
     def transport(self) -> str:
@@ -74,7 +81,9 @@ class InProcessLink(PartyLink):
         return parsed_reply
 
     def hello(self, request: pb.HelloRequest) -> pb.HelloReply:
-        return self._call(self._session.hello, request, pb.HelloRequest, pb.HelloReply)
+        reply = self._call(self._session.hello, request, pb.HelloRequest, pb.HelloReply)
+        self.reported_split_id = getattr(self._session, "split_id", "") or None
+        return reply
 
     def mask(self, request: pb.MaskRequest) -> pb.MaskedBlock:
         return self._call(self._session.mask, request, pb.MaskRequest, pb.MaskedBlock)

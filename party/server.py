@@ -66,6 +66,9 @@ SERVER_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
 )
 #: header carrying the typed error's class name to the coordinator
 ERROR_CLASS_METADATA = "securelp-error-class"
+#: trailing metadata of the Hello reply: the split id of the party's block (public, from
+#: ``securelp split``), so the coordinator can refuse a block of another split
+SPLIT_ID_METADATA = "securelp-split-id"
 
 # typed error -> status code; the one place where this mapping lives
 _STATUS_FOR: tuple[tuple[type[E.SecureLPError], grpc.StatusCode], ...] = (
@@ -139,7 +142,11 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     # -- RPCs -------------------------------------------------------------------------
     def Hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
-        return self._guard(context, lambda: self.session.hello(request))  # type: ignore[attr-defined]
+        reply = self._guard(context, lambda: self.session.hello(request))  # type: ignore[attr-defined]
+        split_id = getattr(self.session, "split_id", "")
+        if split_id:
+            context.set_trailing_metadata(((SPLIT_ID_METADATA, str(split_id)),))
+        return reply
 
     def Mask(self, request: pb.MaskRequest, context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
         reply = self._guard(context, lambda: self.session.mask(request))  # type: ignore[attr-defined]

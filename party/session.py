@@ -67,6 +67,8 @@ class PartySession:
     def __init__(self, block: ColumnBlock, *, seed: int | str | None = None) -> None:
         self.block = block
         self.party_id = block.party_id
+        #: the id of the split the block came from (public; reported with the hello, never data)
+        self.split_id: str = getattr(block, "split_id", "") or ""
         self._rng = SecureRandom(seed, label=f"party/{block.party_id}")
         self._lock = threading.Lock()
         self._session_id: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
@@ -36,7 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
-    """``NAME=HOST:PORT`` items -> [(name, address)]; duplicate names are refused."""
+    """``NAME=HOST:PORT`` items -> [(name, address)].
+
+    Duplicate names are refused (ConfigError); names that differ only in case (they are DNS
+    names in the certificates), reserved names (``coordinator``, ``ca``, ``public``) and names
+    that cannot be a party id are refused at once (InputError), not after the ``--wait``.
+    """
+    from coordinator.certs import validate_party_ids
+    from coordinator.commands.split import refuse_reserved_ids
     from coordinator.grpc_link import parse_address
 
     out: list[tuple[str, str]] = []
@@ -51,7 +59,33 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"duplicate party ids in --party: {', '.join(dupes)}; every party needs its own id")
+    try:
+        refuse_reserved_ids(names)
+        validate_party_ids(names)
+    except InputError as exc:
+        raise InputError(f"--party: {exc}") from None
     return out
+
+
+def _wait_all_ready(links: list, wait_s: float) -> None:  # type: ignore[type-arg]
+    """Wait for every party's health service; the first failure (refused TLS, a TLS/plaintext
+    mismatch, --wait exceeded) stops the other waits at once and is raised."""
+    cancel = threading.Event()
+
+    def one(link) -> None:  # type: ignore[no-untyped-def]
+        try:
+            link.wait_ready(wait_s, cancel=cancel)
+        except BaseException:
+            cancel.set()
+            raise
+
+    with ThreadPoolExecutor(max_workers=min(16, len(links))) as pool:
+        futures = [pool.submit(one, link) for link in links]
+        for fut in futures:
+            fut.exception()  # wait for all (each ends soon after a failure)
+    for fut in futures:
+        if fut.exception() is not None:
+            raise fut.exception()  # type: ignore[misc]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,15 +105,19 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--certs DIR is required (or --insecure, for debugging only)")
     parties = parse_parties(args.parties)
     public = load_public(args.public)
+    if public.roster is not None:  # before dialing anyone: the parties stay up for a corrected run
+        public.roster.check_parties([name for name, _ in parties], what="the --party set")
+    else:
+        log.warning("%s has no party roster (written by an older securelp split): the --party set and the "
+                    "parties' blocks cannot be checked against the split; a missing party would go unnoticed. "
+                    "Re-run securelp split to record one", args.public)
     config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
     tls = ChannelTls.from_dir(args.certs) if args.certs else None
     links: list[GrpcPartyLink] = []
     try:
         for name, address in parties:
             links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
-        with ThreadPoolExecutor(max_workers=min(16, len(links))) as pool:
-            for fut in [pool.submit(link.wait_ready, args.wait) for link in links]:
-                fut.result()
+        _wait_all_ready(links, args.wait)
         outcome = run_secure_lp(public, links, config)
     finally:
         for link in links:

@@ -1,8 +1,10 @@
 """``securelp split FILE.mps --parties N [--split a,b,c] --out DIR``: one private block per party.
 
-Writes ``DIR/public.npz`` (row bounds, sense, objective constant: what every participant
-may know) and ``DIR/<party>.npz`` (A_.j, c_j and the column bounds of party j's
-contiguous column block), each atomically. Hand each party only its own file.
+Writes ``DIR/public.npz`` (row bounds, sense, objective constant, and the roster: party ids,
+each block's column count and a random split id -- what every participant may know) and
+``DIR/<party>.npz`` (A_.j, c_j and the column bounds of party j's contiguous column block,
+plus the split id), each atomically. Hand each party only its own file. ``public`` is a
+reserved party id (its block would be ``public.npz``), as ``coordinator`` and ``ca`` are.
 """
 
 from __future__ import annotations
@@ -18,6 +20,17 @@ from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
 PUBLIC_FILE = "public.npz"
+#: party ids that split refuses besides those ``securelp certs`` reserves (case-insensitively):
+#: a party named ``public`` would have its private block written over ``public.npz``
+SPLIT_RESERVED_IDS = frozenset({Path(PUBLIC_FILE).stem})
+
+
+def refuse_reserved_ids(ids: list[str]) -> None:
+    """Refuse party ids reserved by ``split`` (InputError naming the id)."""
+    for pid in ids:
+        if pid.strip().lower() in SPLIT_RESERVED_IDS:
+            raise InputError(f"party id {pid.strip()!r} is reserved (its block would overwrite {PUBLIC_FILE}); "
+                             "choose another name")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     ids = None
     if args.ids is not None:
+        refuse_reserved_ids(args.ids.split(","))
         ids = validate_party_ids(args.ids.split(","))
         if len(ids) != args.parties:
             raise InputError(f"--ids names {len(ids)} parties but --parties is {args.parties}")
@@ -54,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if not out.exists():
         if not out.parent.is_dir():
             raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
-        out.mkdir()
+        try:
+            out.mkdir()
+        except OSError as exc:  # a read-only parent, /proc, a full disk: one line, not a traceback
+            raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
     with written_together():  # the public rows and every party's block, or none of them
         save_public(public, out / PUBLIC_FILE)
         for block in blocks:

@@ -1,13 +1,18 @@
 """Vertical partitioning of an LP: public row data and private column blocks.
 
 Party j holds ``ColumnBlock`` (A_.j, c_j, its column bounds); everyone may know
-``PublicRows`` (m, row bounds, sense, objective constant). Blocks are stored as ``.npz``
-files written atomically, so ``securelp split`` never leaves a half-written file.
+``PublicRows`` (m, row bounds, sense, objective constant) and the split's ``Roster`` (party
+ids, each block's column count n_j, and a random split id that every block of the split
+also carries). Blocks are stored as ``.npz`` files written atomically, so ``securelp split``
+never leaves a half-written file. Files written before the roster existed (no ``split_id``
+array) still load, with ``roster`` None / ``split_id`` empty.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,15 +29,76 @@ BLOCK_FORMAT = "securelp-column-block/1"
 PUBLIC_FORMAT = "securelp-public-rows/1"
 
 
+#: bytes of randomness in a split id (128 bits, as hex)
+SPLIT_ID_BYTES = 16
+
+
+#: what a split id looks like (``new_split_id`` makes 32 hex digits; anything else is refused on load)
+SPLIT_ID_RE = re.compile(r"[0-9a-f]{8,64}")
+
+
+def new_split_id() -> str:
+    """A fresh random split id (128 bits, hex): public, it only ties the blocks of one split together."""
+    return secrets.token_hex(SPLIT_ID_BYTES)
+
+
+@dataclass(frozen=True)
+class Roster:
+    """Who took part in a split: the party ids, each block's column count, and the split id.
+
+    All of it is public (docs/threat_model.md: n_j is revealed to the coordinator in every
+    session anyway); the split id is a random token, not derived from any data.
+    """
+
+    split_id: str
+    party_ids: tuple[str, ...]
+    n_cols: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "party_ids", tuple(str(p) for p in self.party_ids))
+        object.__setattr__(self, "n_cols", tuple(int(n) for n in self.n_cols))
+        if not SPLIT_ID_RE.fullmatch(self.split_id) or len(self.party_ids) != len(self.n_cols) or not self.party_ids:
+            raise InputError("the party roster is inconsistent (split id, ids and column counts)")
+        if len(set(self.party_ids)) != len(self.party_ids) or any(n < 0 for n in self.n_cols):
+            raise InputError("the party roster is inconsistent (duplicate ids or negative column counts)")
+
+    @property
+    def columns(self) -> dict[str, int]:
+        return dict(zip(self.party_ids, self.n_cols))
+
+    def check_parties(self, ids: Sequence[str], *, what: str = "the session's party set") -> None:
+        """Refuse a set of party ids that is not this roster, naming the missing and extra ones.
+
+        Raises
+        ------
+        InputError
+        """
+        given = list(ids)
+        missing = [p for p in self.party_ids if p not in given]
+        extra = [p for p in given if p not in self.party_ids]
+        if not missing and not extra:
+            return
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing)}")
+        if extra:
+            parts.append(f"not in the split: {', '.join(extra)}")
+        raise InputError(f"{what} does not match the split ({'; '.join(parts)}); the split has "
+                         f"{len(self.party_ids)} parties: {', '.join(self.party_ids)} -- every party of the split "
+                         "must take part, or the optimum is that of another LP")
+
+
 @dataclass(frozen=True, eq=False)
 class PublicRows:
-    """What every participant may know: row bounds, sense and objective constant."""
+    """What every participant may know: row bounds, sense, objective constant and, for files
+    written by ``securelp split`` since the roster exists, the split's ``Roster``."""
 
     row_lower: np.ndarray
     row_upper: np.ndarray
     sense: Sense = Sense.MINIMIZE
     offset: float = 0.0
     name: str = ""
+    roster: Roster | None = None
 
     @property
     def n_rows(self) -> int:
@@ -41,13 +107,15 @@ class PublicRows:
 
 @dataclass(frozen=True, eq=False)
 class ColumnBlock:
-    """One party's private column block (A_.j, c_j, l_j, u_j)."""
+    """One party's private column block (A_.j, c_j, l_j, u_j) and the id of the split it came
+    from (empty: unknown, e.g. a file written before split ids existed)."""
 
     party_id: str
     A: sp.csc_matrix
     c: np.ndarray
     col_lower: np.ndarray
     col_upper: np.ndarray
+    split_id: str = ""
 
     def __post_init__(self) -> None:
         A = sp.csc_matrix(self.A, dtype=np.float64)
@@ -67,6 +135,8 @@ class ColumnBlock:
             object.__setattr__(self, name, arr)
         if np.any(self.col_lower > self.col_upper):
             raise InputError(f"{where}: a column lower bound exceeds its upper bound")
+        if self.split_id and not SPLIT_ID_RE.fullmatch(self.split_id):
+            raise InputError(f"{where}: split id {self.split_id[:40]!r} is malformed")
 
     @property
     def n_rows(self) -> int:
@@ -104,18 +174,26 @@ def parse_split(spec: str | None, n_cols: int, parties: int) -> list[int]:
 
 
 def split_columns(lp: LinearProgram, sizes: Sequence[int], ids: Sequence[str] | None = None) -> tuple[PublicRows, list[ColumnBlock]]:
-    """Split ``lp`` into public rows and contiguous private column blocks."""
+    """Split ``lp`` into public rows and contiguous private column blocks.
+
+    The public rows carry the roster (ids, column counts, a fresh random split id) and every
+    block the same split id, so a coordinator can refuse a missing party or a stale block.
+    """
     if sum(sizes) != lp.n_cols:
         raise InputError(f"split sizes sum to {sum(sizes)}, LP has {lp.n_cols} columns")
     ids = list(ids) if ids is not None else [f"party{i + 1}" for i in range(len(sizes))]
     if len(set(ids)) != len(ids):
         raise InputError("duplicate party ids")
-    public = PublicRows(np.array(lp.row_lower), np.array(lp.row_upper), lp.sense, lp.offset, lp.name)
+    if len(ids) != len(sizes):
+        raise InputError(f"{len(ids)} party ids for {len(sizes)} blocks")
+    split_id = new_split_id()
+    roster = Roster(split_id, tuple(ids), tuple(int(s) for s in sizes))
+    public = PublicRows(np.array(lp.row_lower), np.array(lp.row_upper), lp.sense, lp.offset, lp.name, roster)
     blocks: list[ColumnBlock] = []
     start = 0
     for pid, size in zip(ids, sizes):
         sl = slice(start, start + size)
-        blocks.append(ColumnBlock(pid, lp.A[:, sl], lp.c[sl], lp.col_lower[sl], lp.col_upper[sl]))
+        blocks.append(ColumnBlock(pid, lp.A[:, sl], lp.c[sl], lp.col_lower[sl], lp.col_upper[sl], split_id))
         start += size
     return public, blocks
 
@@ -142,15 +220,26 @@ def _atomic_savez(path: Path, mode: int | None = None, **arrays: np.ndarray) -> 
 def save_block(block: ColumnBlock, path: str | os.PathLike[str]) -> None:
     """Write a party's private block file (atomic, mode ``0600``: readable by its owner only)."""
     A = block.A
+    extra = {"split_id": np.array(block.split_id)} if block.split_id else {}
     _atomic_savez(Path(path), 0o600, format=np.array(BLOCK_FORMAT), party_id=np.array(block.party_id),
                   shape=np.array(A.shape, dtype=np.int64), data=A.data, indices=A.indices.astype(np.int64),
-                  indptr=A.indptr.astype(np.int64), c=block.c, col_lower=block.col_lower, col_upper=block.col_upper)
+                  indptr=A.indptr.astype(np.int64), c=block.c, col_lower=block.col_lower, col_upper=block.col_upper,
+                  **extra)
 
 
 def save_public(public: PublicRows, path: str | os.PathLike[str]) -> None:
-    """Write the public row data file (atomic)."""
+    """Write the public row data file (atomic), with the roster when there is one.
+
+    The roster arrays (``split_id``, ``roster_ids``, ``roster_cols``) are optional in format 1:
+    older readers ignore them, and files without them still load.
+    """
+    extra: dict[str, np.ndarray] = {}
+    if public.roster is not None:
+        extra = {"split_id": np.array(public.roster.split_id), "roster_ids": np.array(public.roster.party_ids, dtype=str),
+                 "roster_cols": np.array(public.roster.n_cols, dtype=np.int64)}
     _atomic_savez(Path(path), format=np.array(PUBLIC_FORMAT), row_lower=public.row_lower, row_upper=public.row_upper,
-                  sense=np.array(public.sense.value), offset=np.array(public.offset), name=np.array(public.name))
+                  sense=np.array(public.sense.value), offset=np.array(public.offset), name=np.array(public.name),
+                  **extra)
 
 
 def _open_npz(path: Path, kind: str, fmt: str) -> dict[str, np.ndarray]:
@@ -172,7 +261,8 @@ def load_block(path: str | os.PathLike[str], party_id: str | None = None) -> Col
     try:
         shape = tuple(int(v) for v in d["shape"])
         A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=shape)
-        block = ColumnBlock(str(d["party_id"]), A, d["c"], d["col_lower"], d["col_upper"])
+        block = ColumnBlock(str(d["party_id"]), A, d["c"], d["col_lower"], d["col_upper"],
+                            str(d["split_id"]) if "split_id" in d else "")
     except KeyError as exc:
         raise InputError(f"party block file {p} lacks the array {exc}") from None
     except ValueError as exc:
@@ -193,6 +283,15 @@ def load_public(path: str | os.PathLike[str]) -> PublicRows:
         hi = np.asarray(d["row_upper"], dtype=np.float64)
         if lo.shape != hi.shape or np.isnan(lo).any() or np.isnan(hi).any():
             raise InputError(f"public rows file {p}: row bounds are inconsistent or NaN")
-        return PublicRows(lo, hi, Sense(str(d["sense"])), float(d["offset"]), str(d["name"]))
+        roster = None
+        if "split_id" in d:
+            ids, cols = np.asarray(d["roster_ids"]).reshape(-1), np.asarray(d["roster_cols"]).reshape(-1)
+            if ids.dtype.kind != "U" or cols.dtype.kind not in "iu":
+                raise InputError(f"public rows file {p}: the party roster is malformed")
+            try:
+                roster = Roster(str(d["split_id"]), tuple(str(i) for i in ids), tuple(int(n) for n in cols))
+            except InputError as exc:
+                raise InputError(f"public rows file {p}: {exc}") from None
+        return PublicRows(lo, hi, Sense(str(d["sense"])), float(d["offset"]), str(d["name"]), roster)
     except KeyError as exc:
         raise InputError(f"public rows file {p} lacks the array {exc}") from None
