@@ -28,7 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from coordinator.commands.common import positive_int
+from coordinator.reporting import check_writable
 from solvers.errors import SecureLPError
+from solvers.files import write_atomically
 from solvers.hierarchy import mechanisms as mech
 from solvers.hierarchy.model import GroupSizeData, read_counts_csv
 from solvers.hierarchy.synthetic import census_synthetic
@@ -125,7 +128,7 @@ def census_scaling(sizes: list[int], eps_list: list[str], seed: str, mechanisms:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--reps", type=positive_int, default=30)
     ap.add_argument("--eps", nargs="+", default=["0.1", "0.5", "1"])
     ap.add_argument("--sizes", nargs="+", type=int, default=[125, 250, 500, 1000])
     ap.add_argument("--census-eps", nargs="+", default=["1", "0.5", "0.1"])
@@ -136,12 +139,13 @@ def main() -> None:
     ap.add_argument("--skip-census", action="store_true")
     ap.add_argument("--lumped", type=int, default=0, metavar="K",
                     help="also run the table on the taxi hierarchy with sizes >= K lumped (small enough for chain)")
-    ap.add_argument("--lumped-reps", type=int, default=10)
+    ap.add_argument("--lumped-reps", type=positive_int, default=10)
     ap.add_argument("--chain-rebuild-growth", type=float, default=None, metavar="F",
                     help="set chain.REBUILD_GROWTH for this run (0: grown blocks always re-solved warm, "
                          "the behaviour before 2026-11-24; default: the library's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    check_writable(args.json, "--json")  # before the runs, not after them
     if args.chain_rebuild_growth is not None:
         from solvers.hierarchy import chain
 
@@ -158,7 +162,7 @@ def main() -> None:
     if not args.skip_census:
         out["census"] = census_scaling(args.sizes, args.census_eps, args.seed, args.census_mechanisms)
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+        write_atomically(args.json, json.dumps(out, indent=2, default=str), what="report ")
 
 
 if __name__ == "__main__":

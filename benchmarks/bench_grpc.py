@@ -16,7 +16,6 @@ Reports medians over ``--repeat`` runs and the throughput in MB/s. Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -25,8 +24,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from coordinator.commands.common import positive_int
 from coordinator.grpc_link import local_grpc_links
 from coordinator.launcher import LocalParties
+from coordinator.reporting import check_writable, write_json_report
 from coordinator.transport import InProcessLink
 from party.session import PartySession
 from protos import securelp_pb2 as pb
@@ -77,12 +78,13 @@ def run(sizes: list[int], repeat: int) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="500,1000,2000,3000")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=positive_int, default=5)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    check_writable(args.json, "--json")  # before the runs, not after them
     rows = run([int(s) for s in args.sizes.split(",")], args.repeat)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+        write_json_report(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coordinator.commands.common import positive_int
 from solvers.errors import SecureLPError
 from solvers.mdp.ldp import simulate
 from solvers.mdp.le import GridDomain
@@ -116,10 +117,13 @@ def baselines(users: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--users", type=int, default=100_000)
+    ap.add_argument("--users", type=positive_int, default=100_000)
     ap.add_argument("--dense-baseline", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    from coordinator.reporting import check_writable
+
+    check_writable(args.json, "--json")  # before the runs, not after them
     out = {
         "le_at_scale": le_at_scale(args.users, args.dense_baseline),
         "fig1": fig1(min(args.users, 20_000)),

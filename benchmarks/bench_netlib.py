@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import time
 from pathlib import Path
 
+from coordinator.commands.common import positive_int
 from coordinator.protocol import SessionConfig
+from coordinator.reporting import check_writable, write_json_report
 from coordinator.simulation import simulate
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, split_columns
@@ -27,12 +28,13 @@ DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
-    ap.add_argument("--parties", type=int, default=3)
+    ap.add_argument("--parties", type=positive_int, default=3)
     ap.add_argument("--bounds", default="monomial")
     ap.add_argument("--transports", default="inprocess,grpc")
     ap.add_argument("--only", default=None, help="comma-separated problem names")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    check_writable(args.json, "--json")  # before the runs, not after them
     published = {}
     table = args.dir / "optimal_values.csv"
     if table.is_file():
@@ -70,7 +72,7 @@ def main() -> int:
                   f"{outcome.timings_s['total']:>9.3f} {outcome.central_time_s or 0:>9.3f}")
     print(f"worst relative difference secure vs central: {worst:.2e} over {len(rows)} runs")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2))
+        write_json_report(args.json, rows)
     return 0 if worst <= 1e-8 else 1
 
 

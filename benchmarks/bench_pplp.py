@@ -17,7 +17,6 @@ how the secure/central ratio moves when the solve grows faster than the masking.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import tempfile
@@ -26,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from coordinator.commands.common import positive_int
 from coordinator.examples import mangasarian_example, random_solvable_lp
 from coordinator.protocol import SessionConfig, run_secure_lp
+from coordinator.reporting import check_writable, write_json_report
 from coordinator.simulation import simulated_links
 from solvers.lp import HighsBackend
 from solvers.lp.partition import split_columns
@@ -59,12 +60,13 @@ def _grpc_processes(public, blocks) -> tuple[float, float, dict, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=positive_int, default=5)
     ap.add_argument("--examples", default="1,2")
     ap.add_argument("--extra", default="", help="more instances, e.g. 300x3000,3000x300")
     ap.add_argument("--no-grpc", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    check_writable(args.json, "--json")  # before the runs, not after them
     rows = []
     instances: list[tuple[str, object, tuple[int, ...]]] = []
     for ex in [int(e) for e in args.examples.split(",") if e]:
@@ -108,8 +110,8 @@ def main() -> int:
         for t, ph in row["median_phases_s"].items():
             print(f"    {t} phases (median s): " + ", ".join(f"{k} {v:.4f}" for k, v in ph.items()))
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                                               "python": platform.python_version(), "rows": rows}, indent=2))
+        write_json_report(args.json, {"machine": platform.processor() or platform.machine(),
+                                      "python": platform.python_version(), "rows": rows})
     return 0
 
 

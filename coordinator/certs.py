@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from solvers.errors import ConfigError, InputError
+from solvers.errors import InputError
 from solvers.files import refuse_directories, write_atomically, written_together
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ CA_FILE = "ca.pem"
 PARTY_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 RESERVED_IDS = frozenset({COORDINATOR_ID, "ca"})
 DEFAULT_VALID_DAYS = 30
+#: longest validity ``securelp certs --days`` accepts (100 years; X.509 dates end in 9999)
+MAX_VALID_DAYS = 36500
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,8 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     CertificateSet with the paths written.
     """
     ids = validate_party_ids(party_ids)
-    if days < 1:
-        raise ConfigError(f"certificate validity must be at least one day, got {days}")
+    if not 1 <= days <= MAX_VALID_DAYS:
+        raise InputError(f"--days {days}: certificate validity must be 1 to {MAX_VALID_DAYS} days")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a directory")
@@ -177,7 +179,10 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     if not out.exists():
         if not out.parent.is_dir():
             raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
-        out.mkdir(mode=0o700)
+        try:
+            out.mkdir(mode=0o700)
+        except OSError as exc:  # a read-only parent, /proc, a full disk: one line, not a traceback
+            raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
     ca_key = _new_key()
     ca_cert = _certificate("securelp session CA", ca_key, "securelp session CA", ca_key, ca=True, days=days,
                            server=False, client=False)
@@ -224,4 +229,58 @@ def load_identity(certs_dir: str | os.PathLike[str], name: str) -> TlsIdentity:
         if b"-----BEGIN" not in data:
             raise InputError(f"{path} is not a PEM file")
         blobs.append(data)
+    check_key_pair(d / f"{name}.key", blobs[0], d / f"{name}.pem", blobs[1])
+    _check_certificate(d / CA_FILE, blobs[2])
     return TlsIdentity(name, blobs[0], blobs[1], blobs[2])
+
+
+def _valid_until(cert) -> _dt.datetime:  # type: ignore[no-untyped-def]
+    after = getattr(cert, "not_valid_after_utc", None)  # cryptography >= 42
+    return after if after is not None else cert.not_valid_after.replace(tzinfo=_dt.timezone.utc)
+
+
+def _valid_from(cert) -> _dt.datetime:  # type: ignore[no-untyped-def]
+    before = getattr(cert, "not_valid_before_utc", None)
+    return before if before is not None else cert.not_valid_before.replace(tzinfo=_dt.timezone.utc)
+
+
+def _check_certificate(path: Path, pem: bytes):  # type: ignore[no-untyped-def]
+    """Parse a PEM certificate and refuse an expired one (TLS would fail later, blaming the peer)."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+    except ValueError:
+        raise InputError(f"{path} is not a PEM certificate") from None
+    now = _dt.datetime.now(_dt.timezone.utc)
+    if _valid_until(cert) < now:
+        raise InputError(f"the certificate {path} expired on {_valid_until(cert):%Y-%m-%d %H:%M} UTC; "
+                         "make new certificates with `securelp certs`")
+    if _valid_from(cert) > now:
+        log.warning("the certificate %s is valid only from %s UTC (is this host's clock right?)", path,
+                    f"{_valid_from(cert):%Y-%m-%d %H:%M}")
+    return cert
+
+
+def check_key_pair(key_path: Path, key_pem: bytes, cert_path: Path, cert_pem: bytes) -> None:
+    """Refuse a private key that is not PEM, or that does not belong to the certificate: gRPC only
+    said "Failed to bind" (a party) or blamed the peer's handshake (the coordinator).
+
+    Raises
+    ------
+    InputError naming the file(s).
+    """
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except TypeError:
+        raise InputError(f"{key_path} is an encrypted private key; securelp needs it unencrypted") from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise InputError(f"{key_path} is not a PEM private key") from None
+    cert = _check_certificate(cert_path, cert_pem)
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(serialization.Encoding.DER, spki) != \
+            cert.public_key().public_bytes(serialization.Encoding.DER, spki):
+        raise InputError(f"the key {key_path} does not match the certificate {cert_path}")

@@ -9,11 +9,20 @@ stderr and their exit code; only an unexpected exception prints a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import importlib
+import itertools
 import logging
 import os
+import shutil
+import signal
 import sys
-from collections.abc import Sequence
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from solvers.errors import ExitCode, SecureLPError
 
@@ -86,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"securelp {args.command}: not available in this build", file=sys.stderr)
         return int(ExitCode.CONFIG)
     _configure_logging(args.verbose)
+    _terminate_like_interrupt()
+    if args.command in _PROMPT_EXIT_COMMANDS:
+        exit_promptly_on_interrupt(_PROMPT_EXIT_COMMANDS[args.command], command=args.command)
     try:
         if args.command not in _NO_SOLVER_COMMANDS:
             from solvers.lp.highs import consume_highs_banner
@@ -93,10 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             consume_highs_banner()  # keep HiGHS's banner out of stdout (``--json -``)
         return int(args.func(args))
     except SecureLPError as exc:
-        print(f"securelp {args.command}: error: {exc}", file=sys.stderr)
+        # a path that is not valid UTF-8 (surrogate escapes) must not turn the message into a traceback
+        message = f"securelp {args.command}: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
+        print(message, file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
-        print(f"securelp {args.command}: interrupted", file=sys.stderr)
+        _ignore_further_interrupts()  # a second signal must not turn the clean-up into a traceback
+        run_exit_cleanups()  # what an interrupted clean-up left (normally nothing)
+        what = f" by {_signalled[0]}" if _signalled else ""
+        print(f"securelp {args.command}: interrupted{what}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         return int(ExitCode.OK)
@@ -107,42 +124,132 @@ def main(argv: Sequence[str] | None = None) -> int:
 #: where Python cannot raise KeyboardInterrupt, and worker threads in such calls hold the exit
 INTERRUPT_EXIT_GRACE_S = 3.0
 
+#: commands whose interrupted run is ended after this many seconds even from inside a C call
+#: (after the clean-ups of :func:`run_exit_cleanups`); ``mdp`` arms it itself. Not ``party``: its
+#: server handles SIGTERM/SIGINT and has its own watchdog (``--grace``).
+_PROMPT_EXIT_COMMANDS = {"solve": 5.0, "demo": 5.0, "coordinator": 5.0, "census": 5.0, "ldp": 5.0}
+
 _console = False  # set by the console script only: in-process callers (tests) keep their signals
+_signalled: list[str] = []  # names of the signals turned into KeyboardInterrupt (handler: append only)
+
+#: clean-ups that must run however the process ends after an interrupt (remove a temporary
+#: directory holding keys and private blocks, kill child processes): key -> callable
+_exit_cleanups: dict[int, Callable[[], object]] = {}
+_exit_cleanups_lock = threading.Lock()
+_exit_cleanup_keys = itertools.count()
+
+
+def register_exit_cleanup(fn: Callable[[], object]) -> int:
+    """Register ``fn`` to run if the process is forced out after an interrupt (and after an
+    interrupted clean-up); returns a key for :func:`unregister_exit_cleanup`. ``fn`` must be
+    idempotent and safe from another thread."""
+    key = next(_exit_cleanup_keys)
+    with _exit_cleanups_lock:
+        _exit_cleanups[key] = fn
+    return key
+
+
+def unregister_exit_cleanup(key: int) -> None:
+    with _exit_cleanups_lock:
+        _exit_cleanups.pop(key, None)
+
+
+def run_exit_cleanups() -> None:
+    """Run (once) every registered clean-up, newest first; errors are ignored."""
+    if not _exit_cleanups_lock.acquire(timeout=1.0):  # pragma: no cover - a holder died mid-update
+        return
+    try:
+        fns = list(_exit_cleanups.values())
+        _exit_cleanups.clear()
+    finally:
+        _exit_cleanups_lock.release()
+    for fn in reversed(fns):
+        try:
+            fn()
+        except BaseException:  # noqa: BLE001, S110 - the next clean-up must still run
+            pass
+
+
+@contextlib.contextmanager
+def private_tempdir(prefix: str) -> Iterator[Path]:
+    """A fresh temporary directory (mode 0700) for keys, certificates and private blocks, removed on
+    leaving the block however it is left: normally, by an exception, by Ctrl-C or SIGTERM (both raise
+    KeyboardInterrupt in the console script), and by the forced exit of
+    :func:`exit_promptly_on_interrupt` when the run is stuck in a C call."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    remove = functools.partial(shutil.rmtree, path, ignore_errors=True)
+    key = register_exit_cleanup(remove)
+    try:
+        yield path
+    finally:
+        try:
+            remove()
+        finally:
+            unregister_exit_cleanup(key)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
+    _signalled.append(signal.Signals(signum).name)  # no lock: a handler may be re-entered
     raise KeyboardInterrupt
 
 
-def exit_promptly_on_interrupt() -> None:
-    """For a solver command run from the console script: from the first SIGINT or SIGTERM on, the
-    process ends with code 130 within :data:`INTERRUPT_EXIT_GRACE_S`, whatever C call it is in.
-    The C-level signal handler writes the signal's number to a wakeup pipe at once, and a daemon
-    thread that reads it arms :class:`party.server.ExitWatchdog`; a run that handles the interrupt
-    in time exits on its own first. Nothing is lost: reports are written only by runs that finish.
-    A no-op outside the console script and off the main thread."""
-    import signal
-    import threading
-
+def _terminate_like_interrupt() -> None:
+    """In the console script (main thread), SIGTERM -- ``kill``, ``timeout``, a container stop --
+    takes the path of Ctrl-C: KeyboardInterrupt, clean-up (``finally`` blocks and context managers:
+    temporary directories, child processes, sessions aborted), one line, code 130. Without it the
+    process died at once with 143, no message, and its temporary keys and blocks left behind. An
+    ignored SIGTERM stays ignored; a handler installed later (the party server's) takes over."""
     if not _console or threading.current_thread() is not threading.main_thread():
         return
-    from party.server import ExitWatchdog
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)  # same, and it names the signal
 
+
+def _ignore_further_interrupts() -> None:
+    if _console and threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is _raise_interrupt:
+                signal.signal(sig, signal.SIG_IGN)
+
+
+def exit_promptly_on_interrupt(grace_s: float = INTERRUPT_EXIT_GRACE_S, *, command: str = "") -> None:
+    """For a solver command run from the console script: from the first SIGINT or SIGTERM on, the
+    process ends with code 130 within ``grace_s`` seconds, whatever C call it is in. The C-level
+    signal handler writes the signal's number to a wakeup pipe at once, and a daemon thread that
+    reads it starts the countdown; a run that handles the interrupt in time exits on its own first.
+    At the deadline the thread runs :func:`run_exit_cleanups` (temporary directories with keys and
+    blocks removed, child processes killed), writes one line and calls ``os._exit``. Nothing is
+    lost: reports are written only by runs that finish. A no-op outside the console script and off
+    the main thread; calling it again does nothing."""
+    global _prompt_exit_armed
+    if not _console or threading.current_thread() is not threading.main_thread() or _prompt_exit_armed:
+        return
+    _prompt_exit_armed = True
     r, w = os.pipe()
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _raise_interrupt)  # like SIGINT: "interrupted", code 130
-    watchdog = ExitWatchdog(INTERRUPT_EXIT_GRACE_S, label="securelp: interrupted")
+    _terminate_like_interrupt()
+    label = f"securelp {command}" if command else "securelp"
 
     def watch() -> None:
         while True:
             data = os.read(r, 64)
             if not data or any(b in (signal.SIGINT, signal.SIGTERM) for b in data):
-                watchdog.arm(int(ExitCode.INTERRUPTED))
-                return
+                break
+        time.sleep(grace_s)
+        run_exit_cleanups()
+        try:
+            os.write(2, f"{label}: interrupted; shutdown did not finish within {grace_s:g} s; "
+                        f"exiting (code {int(ExitCode.INTERRUPTED)})\n".encode())
+        finally:
+            os._exit(int(ExitCode.INTERRUPTED))
 
     threading.Thread(target=watch, name="interrupt-watch", daemon=True).start()
+
+
+_prompt_exit_armed = False
 
 
 def entry() -> None:

@@ -105,15 +105,29 @@ class LocalParties:
         self._stdout: dict[str, collections.deque[str]] = {}
         self._listening: dict[str, threading.Event] = {}
         self._links: list[object] = []
+        self._cleanup_key: int | None = None
 
     # -- start ------------------------------------------------------------------------
     def __enter__(self) -> LocalParties:  # noqa: PYI034 - typing.Self needs Python 3.11
+        from coordinator.cli import register_exit_cleanup
+
+        # if the console script is forced out after an interrupt (stuck in a C call), no party survives
+        self._cleanup_key = register_exit_cleanup(self._kill_all)
         try:
             self._start()
         except BaseException:
             self._stop(error=True)
             raise
         return self
+
+    def _kill_all(self) -> None:
+        """SIGKILL every party still running (from any thread; no waiting)."""
+        for proc in list(self._procs.values()):
+            if proc.poll() is None:
+                try:
+                    proc.kill()
+                except OSError:
+                    pass
 
     def _start(self) -> None:
         if not self.workdir.is_dir():
@@ -266,3 +280,8 @@ class LocalParties:
                     proc.wait()
             for reader in self._readers.values():
                 reader.join(timeout=1.0)
+            if self._cleanup_key is not None:
+                from coordinator.cli import unregister_exit_cleanup
+
+                unregister_exit_cleanup(self._cleanup_key)
+                self._cleanup_key = None

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator.certs import DEFAULT_VALID_DAYS, write_session_certs
-from coordinator.commands.common import positive_int
+from coordinator.certs import DEFAULT_VALID_DAYS, MAX_VALID_DAYS, write_session_certs
+
+
+def valid_days(text: str) -> int:
+    """``--days``: 1 to :data:`MAX_VALID_DAYS` (3,000,000 days ended in an OverflowError of the date
+    arithmetic, after the output directory had been created)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not 1 <= value <= MAX_VALID_DAYS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_VALID_DAYS} days, got {value}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="directory to create (must be empty unless --force)")
     p.add_argument("--parties", required=True, metavar="NAME,NAME,...",
                    help="party ids: letters, digits, inner hyphens (each becomes its certificate's DNS name)")
-    p.add_argument("--days", type=positive_int, default=DEFAULT_VALID_DAYS,
-                   help=f"validity of every certificate in days (default {DEFAULT_VALID_DAYS})")
+    p.add_argument("--days", type=valid_days, default=DEFAULT_VALID_DAYS,
+                   help=f"validity of every certificate in days, 1 to {MAX_VALID_DAYS} (default {DEFAULT_VALID_DAYS})")
     p.add_argument("--force", action="store_true", help="overwrite certificates in a non-empty DIR")
     p.set_defaults(func=run)
 

@@ -9,9 +9,7 @@ error and Ctrl-C alike).
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-from pathlib import Path
 
 from coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
 from coordinator.examples import EXAMPLES, mangasarian_example
@@ -47,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
         outcome, audits = simulate(public, blocks, config, transport="inprocess", central=lp)
         startup = 0.0
     else:
+        from coordinator.cli import private_tempdir
         from coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
-        with tempfile.TemporaryDirectory(prefix="securelp-demo-") as tmp, LocalParties(blocks, Path(tmp)) as cluster:
+        # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
+        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome = run_secure_lp(public, links, config, central=lp)

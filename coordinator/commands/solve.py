@@ -9,7 +9,8 @@ from coordinator.commands.common import STATUS_EXIT, add_session_arguments, posi
 from coordinator.protocol import SessionConfig
 from coordinator.report import build_report, format_report
 from coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-from coordinator.simulation import TRANSPORTS, simulate
+from coordinator.simulation import TRANSPORTS, check_session_fits, simulate
+from solvers.errors import ConfigError
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, split_columns
 
@@ -32,12 +33,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.insecure and args.transport != "grpc":  # it used to be accepted and ignored
+        raise ConfigError(f"--insecure applies to --transport grpc only; --transport {args.transport} has no TLS "
+                          "to turn off")
     check_writable(args.json, "--json")
     check_distinct([("--json", args.json)], [("FILE", args.file)])
     lp = read_mps(args.file)
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     public, blocks = split_columns(lp, sizes)
     config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
+    check_session_fits(public, blocks, config)  # --k the protocol carries, the whole run in memory (exit 12)
     outcome, audits = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
                                insecure=args.insecure)
     print(format_report(outcome, title=f"securelp solve {lp.name}"), file=human_stream(args.json))

@@ -1,0 +1,248 @@
+"""Bad input to the PPLP commands gives one line and a documented exit code, not a traceback:
+MPS files HiGHS would read silently otherwise, --k and memory, certificates, certs --days/--out,
+bench options."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coordinator import simulation
+from coordinator.cli import main
+from solvers.errors import ExitCode, InputError
+from solvers.lp import read_mps
+from tests.lp_fixtures import TINY_MPS
+
+REPO = Path(__file__).resolve().parents[2]
+AFIRO = REPO / "deploy" / "afiro.mps"
+
+NO_ROWS = "NAME E\nROWS\n N COST\nCOLUMNS\n    X1 COST 1\n    X2 COST 1\n    X3 COST 1\nRHS\nENDATA\n"
+_HEAD = "NAME T\nROWS\n N COST\n G R1\n L R2\nCOLUMNS\n"
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str], *fragments: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+# -- MPS -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("body, fragments", [
+    ("    X1 COST 1 R1 1\n    X2 COST 2 R1 1\nRHS\n    RHS R1 1\nENDATA\n", ()),  # control: fine
+    ("    X1 COST 1 R1 1\n    X2 COST 2 R1 1\n    X1 R2 1\nRHS\n    RHS R1 1\nENDATA\n",
+     ("line 9", "column 'X1' appears again", "line 7")),
+    ("    X1 COST 1 R1 1\n    X2 COST 2 R1 1\nRHS\n    RHS R1 1\nBOUNDS\n UP BND X9 4\nENDATA\n",
+     ("line 12", "column 'X9'", "not in COLUMNS")),
+    ("    X1 COST 1 R7 1\n    X2 COST 2 R1 1\nRHS\n    RHS R1 1\nENDATA\n", ("line 7", "row 'R7'")),
+    ("    X1 COST 1 R1 1e300\n    X2 COST 2 R1 1\nRHS\n    RHS R1 1\nENDATA\n", ("line 7", "1e300", "too large")),
+    ("    X1 COST 1 R1 1\n    X2 COST 2 R1 1\nRHS\n    RHS R1 -5\nBOUNDS\n UP BND X1 -1\nENDATA\n",
+     ("column 'X1'", "lower bound 0 above upper bound -1")),
+])
+def test_mps_read_silently_by_highs_is_refused_with_the_name(tmp_path, body, fragments):
+    f = tmp_path / "t.mps"
+    f.write_text(_HEAD + body)
+    if not fragments:
+        assert read_mps(f).n_cols == 2
+        return
+    with pytest.raises(InputError) as info:
+        read_mps(f)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_a_row_defined_twice_is_refused(tmp_path):
+    f = tmp_path / "t.mps"
+    f.write_text("NAME T\nROWS\n N COST\n G R1\n L R1\nCOLUMNS\n    X1 COST 1 R1 1\nRHS\n    RHS R1 1\nENDATA\n")
+    with pytest.raises(InputError, match=r"line 5: row 'R1' is defined twice \(first on line 4\)"):
+        read_mps(f)
+
+
+@pytest.mark.parametrize("extra", [[], ["--bounds", "rows"]])
+def test_an_lp_without_rows_is_refused_when_read(tmp_path, capsys, extra):
+    f = tmp_path / "e.mps"
+    f.write_text(NO_ROWS)
+    assert main(["solve", str(f), *extra]) == ExitCode.INPUT
+    _one_error_line(capsys, "defines no constraint rows")
+    assert main(["split", str(f), "--parties", "3", "--out", str(tmp_path / "out")]) == ExitCode.INPUT
+    _one_error_line(capsys, "defines no constraint rows")
+
+
+def test_a_file_name_that_is_not_utf8_is_refused(tmp_path, capsys):
+    name = os.path.join(os.fsencode(tmp_path), b"bad\xff\xfe.mps")
+    with open(name, "wb") as handle:
+        handle.write(TINY_MPS.encode())
+    assert main(["solve", os.fsdecode(name)]) == ExitCode.INPUT
+    _one_error_line(capsys, "not valid UTF-8")
+
+
+def test_insecure_without_grpc_is_refused(capsys):
+    assert main(["solve", str(AFIRO), "--insecure", "--transport", "inprocess"]) == ExitCode.CONFIG
+    _one_error_line(capsys, "--insecure applies to --transport grpc only")
+
+
+# -- k and memory ------------------------------------------------------------------------------------
+def test_a_k_beyond_the_protocol_is_refused(capsys):
+    assert main(["solve", str(AFIRO), "--k", "99999999999999999999999"]) == ExitCode.INPUT
+    _one_error_line(capsys, "--k 99999999999999999999999", "protocol")
+
+
+def test_the_memory_guard_covers_the_whole_run_and_exits_12(monkeypatch, capsys):
+    monkeypatch.setattr(simulation, "available_memory", lambda: 16 << 30)
+    # 27 x 3e6 per party passed the party's 8 GiB guard; bound rows, the sum and HiGHS were killed by the OOM killer
+    assert main(["solve", str(AFIRO), "--bounds", "rows", "--k", "3000000"]) == ExitCode.RESOURCE
+    _one_error_line(capsys, "k 3000000", "GiB", "16.0 GiB available")
+
+
+def test_a_default_k_too_large_exits_12_not_5(tmp_path, monkeypatch, capsys):
+    n = 1000  # diagonal, all columns free: k = n + 10
+    lines = ["NAME DIAG", "ROWS", " N COST", *[f" E R{i}" for i in range(n)], "COLUMNS",
+             *[f"    X{i} COST 1 R{i} 1" for i in range(n)], "RHS", *[f"    RHS R{i} 1" for i in range(n)],
+             "BOUNDS", *[f" FR BND X{i}" for i in range(n)], "ENDATA"]
+    f = tmp_path / "diag.mps"
+    f.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(simulation, "available_memory", lambda: 400 << 20)
+    assert main(["solve", str(f)]) == ExitCode.RESOURCE
+    _one_error_line(capsys, "k = 1010", "1000 rows, 1000 masked columns")
+
+
+_MEASURE = """
+import sys
+from coordinator.simulation import simulate
+from tests.unit.test_pplp_inputs import measured_case
+public, blocks, config, lp = measured_case(sys.argv[1])
+outcome, _ = simulate(public, blocks, config, central=lp)
+print(outcome.status.value)
+"""
+
+
+def measured_case(name: str):  # type: ignore[no-untyped-def]
+    """Two sessions of about 0.3 and 0.6 GB: free columns (monomial), bounded columns (rows)."""
+    from coordinator.examples import random_solvable_lp
+    from coordinator.protocol import SessionConfig
+    from solvers.lp.partition import split_columns
+
+    if name == "free":
+        lp, _ = random_solvable_lp(200, 30, np.random.default_rng(0))
+        config = SessionConfig(k=15000, bounds_mode="monomial")
+    else:
+        lp = read_mps(AFIRO)
+        config = SessionConfig(k=20000, bounds_mode="rows")
+    public, blocks = split_columns(lp, [lp.n_cols // 3, lp.n_cols // 3, lp.n_cols - 2 * (lp.n_cols // 3)])
+    return public, blocks, config, lp
+
+
+@pytest.mark.parametrize("case", ["free", "afiro"])
+def test_the_estimate_covers_the_measured_peak(case):
+    p = subprocess.Popen([sys.executable, "-c", _MEASURE, case], cwd=REPO, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        _, status, usage = os.wait4(p.pid, 0)  # this child's own peak (ru_maxrss), not every child's
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    assert p.returncode == 0
+    peak = usage.ru_maxrss * 1024
+    public, blocks, config, _ = measured_case(case)
+    estimate = simulation.estimate_session_memory(public, blocks, config)
+    print(f"{case}: peak {peak / 2**20:.0f} MiB, estimate {estimate / 2**20:.0f} MiB")
+    assert peak <= estimate, (peak, estimate)
+    assert estimate < 3 * peak  # and not absurdly cautious
+
+
+# -- certificates ------------------------------------------------------------------------------------
+def _certs(tmp_path: Path, *ids: str) -> Path:
+    from coordinator.certs import write_session_certs
+
+    return write_session_certs(tmp_path / "certs", list(ids)).directory
+
+
+def test_a_key_that_does_not_match_its_certificate_is_named(tmp_path):
+    from coordinator.certs import load_identity
+
+    d = _certs(tmp_path, "p1", "p2")
+    (d / "p1.key").write_bytes((d / "p2.key").read_bytes())
+    with pytest.raises(InputError, match=r"the key .*p1\.key does not match the certificate .*p1\.pem"):
+        load_identity(d, "p1")
+
+
+def test_a_corrupt_key_is_named_also_the_coordinators(tmp_path):
+    from coordinator.certs import load_identity
+    from coordinator.grpc_link import ChannelTls
+
+    d = _certs(tmp_path, "p1")
+    (d / "p1.key").write_text("-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
+    with pytest.raises(InputError, match=r"p1\.key is not a PEM private key"):
+        load_identity(d, "p1")
+    (d / "coordinator.key").write_bytes((d / "coordinator.key").read_bytes()[:90])
+    with pytest.raises(InputError, match=r"coordinator\.key is not a PEM private key"):
+        ChannelTls.from_dir(d)
+
+
+def test_a_party_with_a_mismatched_key_exits_3_not_6(tmp_path, capsys):
+    from coordinator.certs import load_identity  # noqa: F401 - the party command loads it lazily
+    from solvers.lp.partition import save_block, split_columns
+
+    d = _certs(tmp_path, "party1", "party2")
+    (d / "party1.key").write_bytes((d / "party2.key").read_bytes())
+    _, blocks = split_columns(read_mps(AFIRO), [32])
+    save_block(blocks[0], tmp_path / "party1.npz")
+    assert main(["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "party1.npz"), "--id", "party1",
+                 "--certs", str(d)]) == ExitCode.INPUT
+    _one_error_line(capsys, "does not match the certificate")
+
+
+def test_an_expired_certificate_is_refused_with_its_date(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from coordinator.certs import _name, _pem_key, load_identity
+
+    d = _certs(tmp_path, "p1")
+    key = serialization.load_pem_private_key((d / "p1.key").read_bytes(), password=None)
+    past = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(_name("p1")).issuer_name(_name("p1"))
+            .public_key(key.public_key()).serial_number(1).not_valid_before(past)
+            .not_valid_after(past + dt.timedelta(days=2)).sign(ec.generate_private_key(ec.SECP256R1()), hashes.SHA256()))
+    (d / "p1.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    assert _pem_key(key)  # the key still matches: only the date is wrong
+    with pytest.raises(InputError, match=r"p1\.pem expired on 2020-01-03"):
+        load_identity(d, "p1")
+
+
+def test_certs_days_is_bounded_before_anything_is_created(tmp_path, capsys):
+    from coordinator.certs import write_session_certs
+
+    out = tmp_path / "D"
+    with pytest.raises(SystemExit) as info:
+        main(["certs", "--out", str(out), "--parties", "a", "--days", "3000000"])
+    assert info.value.code == ExitCode.USAGE
+    assert "1 to 36500 days" in capsys.readouterr().err
+    with pytest.raises(InputError, match="1 to 36500 days"):
+        write_session_certs(out, ["a"], days=3000000)
+    assert not out.exists()
+
+
+def test_certs_into_an_uncreatable_directory_is_one_line(capsys):
+    assert main(["certs", "--out", "/proc/securelp-z", "--parties", "a"]) == ExitCode.INPUT
+    _one_error_line(capsys, "cannot create /proc/securelp-z")
+
+
+# -- bench -------------------------------------------------------------------------------------------
+def test_bench_checks_its_options_before_running(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "pplp", "--repeat", "0"])
+    assert info.value.code == ExitCode.USAGE
+    assert "expected a positive integer" in capsys.readouterr().err
+    assert main(["bench", "pplp", "--json", str(tmp_path / "nonexist" / "x.json")]) == ExitCode.INPUT
+    _one_error_line(capsys, "directory", "does not exist")
