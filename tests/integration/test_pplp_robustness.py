@@ -195,18 +195,23 @@ def test_nothing_listening_names_wait_and_the_cause():
     assert "Connection refused" in text and "--wait" in text and "--deadline" not in text
 
 
+def _assert_told_at_once(link, error: type[Exception], pattern: str) -> None:
+    """``link.wait_ready`` fails with ``error`` (message matching ``pattern``) well before its 20 s wait."""
+    try:
+        start = time.monotonic()
+        with pytest.raises(error, match=pattern):
+            link.wait_ready(20)
+        assert time.monotonic() - start < 8
+    finally:
+        link.shutdown()
+
+
 def test_plaintext_coordinator_against_a_tls_party_is_told_at_once(tmp_path):
     lp = small_lp(7)
     _, blocks = split_columns(lp, [9], ids=["tlsparty"])
     with local_grpc_links([PartySession(blocks[0])], tmp_path) as (tls_link,):
         plain = GrpcPartyLink("tlsparty", tls_link.address, tls=None, insecure=True, deadline_s=10)
-        try:
-            start = time.monotonic()
-            with pytest.raises(TransportError, match="requires TLS .*--insecure"):
-                plain.wait_ready(20)
-            assert time.monotonic() - start < 8
-        finally:
-            plain.shutdown()
+        _assert_told_at_once(plain, TransportError, "requires TLS .*--insecure")
 
 
 def test_tls_coordinator_against_a_plaintext_party_is_told_at_once(tmp_path):
@@ -218,13 +223,7 @@ def test_tls_coordinator_against_a_plaintext_party_is_told_at_once(tmp_path):
     write_session_certs(tmp_path / "certs", ["plain"])
     with local_grpc_links([PartySession(blocks[0])], tmp_path / "w", insecure=True) as (plain_link,):
         link = GrpcPartyLink("plain", plain_link.address, tls=ChannelTls.from_dir(tmp_path / "certs"), deadline_s=10)
-        try:
-            start = time.monotonic()
-            with pytest.raises(AuthenticationError, match="serve plaintext"):
-                link.wait_ready(20)
-            assert time.monotonic() - start < 8
-        finally:
-            link.shutdown()
+        _assert_told_at_once(link, AuthenticationError, "serve plaintext")
 
 
 def test_cli_a_mismatch_on_one_party_does_not_wait_for_the_others(tmp_path, capsys):

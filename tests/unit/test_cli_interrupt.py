@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+from tests.process_helpers import signal_when_ready
 
 # the main thread in long C calls that release the GIL and do not look at signals (as in a HiGHS
 # solve), then, once interrupted, a clean-up that hangs (as the exit's join of worker threads in
@@ -31,16 +32,7 @@ def test_a_run_stuck_in_a_c_call_exits_130_soon_after_the_signal(sig: int) -> No
     # SIGINT, would hand it down ignored (and an ignored SIGINT is rightly left ignored)
     p = subprocess.Popen([sys.executable, "-c", _SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509 - no threads yet
-    try:
-        assert p.stdout.readline().strip() == "ready"
-        t = time.perf_counter()
-        p.send_signal(sig)
-        rc = p.wait(timeout=60)
-        took = time.perf_counter() - t
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    rc, took = signal_when_ready(p, sig, 60)
     assert rc == 130
     assert "interrupted" in p.stderr.read()
     assert took < 30  # the grace is 3 s; the C loop alone would run for hours

@@ -275,20 +275,25 @@ def test_files_written_together_appear_together_or_not_at_all(tmp_path: Path) ->
     assert _leftovers(tmp_path) == ["a.csv", "b.csv"]
 
 
+def _refuse_renames_to(monkeypatch: pytest.MonkeyPatch, suffix: str, code: int) -> None:
+    """The system refuses (``errno`` ``code``) the rename that would complete a file whose name ends in ``suffix``."""
+    real = files.os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(suffix):
+            raise OSError(code, os.strerror(code))
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+
+
 def test_perturb_leaves_no_report_when_its_released_records_cannot_be_written(tmp_path: Path, monkeypatch,
                                                                               capsys) -> None:
     """The report is written after the released records; a failure on either leaves neither."""
     assert main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--save-mechanism",
                  str(tmp_path / "Z.npz"), "--json", str(tmp_path / "m.json")]) == ExitCode.OK
     (tmp_path / "t.txt").write_text("r0c0\n")
-    real = files.os.replace
-
-    def refuse_csv(src, dst):
-        if str(dst).endswith(".csv"):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(src, dst)
-
-    monkeypatch.setattr(files.os, "replace", refuse_csv)
+    _refuse_renames_to(monkeypatch, ".csv", errno.ENOSPC)
     before = _leftovers(tmp_path)
     rc = main(["perturb", "--mechanism", str(tmp_path / "Z.npz"), "--true", str(tmp_path / "t.txt"), "--json",
                str(tmp_path / "p.json"), "--out", str(tmp_path / "o.csv")])
@@ -301,14 +306,7 @@ def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Pat
     release nobody had."""
     data = tmp_path / "d.csv"
     data.write_text("level,region_id,parent_id,size,count\n1,R,,1,5\n1,R,,3,2\n2,a,R,1,3\n2,a,R,3,2\n2,b,R,1,2\n")
-    real = files.os.replace
-
-    def refuse_out(src, dst):
-        if str(dst).endswith("out.csv"):
-            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
-        return real(src, dst)
-
-    monkeypatch.setattr(files.os, "replace", refuse_out)
+    _refuse_renames_to(monkeypatch, "out.csv", errno.EACCES)
     rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
                str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")])
     assert rc == ExitCode.INPUT and "Permission denied" in capsys.readouterr().err

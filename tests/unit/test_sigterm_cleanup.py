@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.lp_fixtures import TINY_MPS
+from tests.process_helpers import signal_when_ready
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,17 +63,12 @@ def _run_and_terminate(tmp_path: Path, mode: str, *argv: str) -> tuple[int, str,
     (tmp_path / "tmp").mkdir()
     p = subprocess.Popen([sys.executable, "-c", _SNIPPET, mode, *argv], cwd=REPO, env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def keys_on_disk() -> None:
+        assert list((tmp_path / "tmp").iterdir())
+
     try:
-        assert p.stdout.readline().strip() == "ready", p.stderr.read()
-        assert list((tmp_path / "tmp").iterdir())  # the keys are on disk now
-        t = time.perf_counter()
-        p.send_signal(signal.SIGTERM)
-        rc = p.wait(timeout=30)
-        took = time.perf_counter() - t
+        rc, took = signal_when_ready(p, signal.SIGTERM, 30, before=keys_on_disk)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
         for pid in _processes_mentioning(str(tmp_path)):  # a test leaves no process either
             os.kill(pid, signal.SIGKILL)
     return rc, p.stderr.read(), took
