@@ -40,6 +40,7 @@ import numpy as np
 
 from solvers.errors import InputError, ResourceError, VerificationError
 from solvers.hierarchy.model import Hierarchy
+from solvers.resources import available_memory, memory_shortfall
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_MEMORY_BYTES = 1 << 30
 #: Largest number of slope cells (regions x sizes x window) accepted in one round.
 MAX_TABLE_CELLS = 1_500_000_000
+#: peak bytes per table cell held (measured at stop 47 on a 3-region hierarchy with noise near 1e15:
+#: 25 M cells 0.73 GB, 50 M 1.32 GB, 101 M 3.9 GB of peak RSS); the tables a round holds must fit in
+#: :data:`TABLE_MEMORY_SHARE` of the memory available. Until stop 47 only MAX_TABLE_CELLS bounded
+#: them, and such a run grew to 20.5 GB before it was refused
+BYTES_PER_TABLE_CELL = 40
+TABLE_MEMORY_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -309,6 +316,12 @@ def solve_model1(
                     f"the exact DP needs windows of half-width {h_eff} for {sizes.size} sizes "
                     f"({cells:,} table cells > {MAX_TABLE_CELLS:,}); the noise is too large for this "
                     f"hierarchy/total at this memory limit"
+                )
+            held = cells + sum(hier.size * i.size * w.m for i, w in batches)
+            if short := memory_shortfall(held * BYTES_PER_TABLE_CELL, available_memory(), TABLE_MEMORY_SHARE):
+                raise ResourceError(
+                    f"the exact DP needs windows of half-width {h_eff} for {sizes.size} sizes ({held:,} table "
+                    f"cells held): {short}; the noise is too large for this hierarchy/total"
                 )
             per_size = max(1, 3 * 8 * max_children * 2 * h_eff)
             batch = max(1, int(memory_bytes // per_size))

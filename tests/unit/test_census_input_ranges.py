@@ -216,3 +216,37 @@ def test_synthetic_seed_refused_with_data(tmp_path: Path, capsys) -> None:
                "--mechanism", "hdp", "--json", "-"])
     line = _one_line_error(capsys)
     assert rc == 3 and "--synthetic-seed is for --synthetic census only" in line
+
+
+def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -> None:
+    """HiGHS's QP ran for minutes on noisy values near 1e15 (stop 47); above 2**20 the tree
+    algorithm is used, and it agrees with HiGHS on the same problem scaled down."""
+    from solvers.hierarchy.baselines import HIGHS_QP_MAX_SCALE, hqp, model1_relaxation, model1_relaxation_tree
+
+    text = NOISY + ("1,R,,1,71271685121515\n1,R,,2,9.39627e+11\n1,R,,3,975845398629358\n"
+                    "2,c0,R,1,3.23669e+10\n2,c0,R,2,90613200603003\n2,c0,R,3,100882842953892\n"
+                    "2,c1,R,1,8.81469e+11\n2,c1,R,2,952791087147184\n2,c1,R,3,-5.08304e+08\n")
+    noisy = read_noisy_csv(_file(tmp_path, text))
+    G = 10**15
+    counts, backend = hqp(noisy.hierarchy, noisy.values, G)
+    assert backend == "tree" and counts.sum(axis=1)[0] > 0 and (counts >= 0).all()
+    x = model1_relaxation_tree(noisy.hierarchy, noisy.values, G)
+    s = G / 1e3
+    xs, _ = model1_relaxation(noisy.hierarchy, noisy.values / s, G / s)
+    assert float(np.max(np.abs(xs * s - x))) <= 1e-6 * G
+    small = noisy.values / (2 * G / HIGHS_QP_MAX_SCALE)  # the same shape, within the scale: HiGHS
+    assert hqp(noisy.hierarchy, small, int(HIGHS_QP_MAX_SCALE // 4))[1] == "highs-qp"
+
+
+def test_the_exact_dp_is_refused_by_the_memory_it_would_hold(monkeypatch, tmp_path: Path, capsys) -> None:
+    """hdp's tables grew to 20.5 GB before the cell limit refused them (stop 47); now the memory they
+    would hold is checked against what is available first."""
+    from solvers.hierarchy import hdp
+
+    monkeypatch.setattr(hdp, "available_memory", lambda: 200 << 20)  # 200 MiB: 3.5 M cells at 40 B, 70 %
+    data = _file(tmp_path, NOISY + "1,R,,1,7e12\n1,R,,2,9e11\n2,a,R,1,3e12\n2,a,R,2,5e11\n2,b,R,1,-2e12\n2,b,R,2,1\n")
+    rc = main(["census", "postprocess", "--noisy", str(data), "--total", str(10**13), "--mechanism", "hdp",
+               "--json", str(tmp_path / "r.json")])
+    line = _one_line_error(capsys)
+    assert rc == 12 and "table cells held" in line and "GiB available" in line
+    assert not (tmp_path / "r.json").exists()
