@@ -13,6 +13,7 @@ import contextvars
 import errno
 import io
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -51,15 +52,24 @@ def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
     if path is None or str(path) == "-":
         return
     target = Path(path)
-    if target.is_dir():
-        raise InputError(f"cannot write {option} {target}: it is a directory")
-    if str(path).endswith(os.sep):  # Path() drops the slash: "out/" would become a file named "out"
-        raise InputError(f"cannot write {option} {path}: it names a directory, which does not exist; give a file name")
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {option} {target}: directory {directory} is not writable")
+    try:
+        if target.is_dir():
+            raise InputError(f"cannot write {option} {target}: it is a directory")
+        if str(path).endswith(os.sep):  # Path() drops the slash: "out/" would become a file named "out"
+            raise InputError(f"cannot write {option} {path}: it names a directory, which does not exist; "
+                             "give a file name")
+        resolved, special = _resolve_output(target)  # a link's target is what gets written
+        if special:
+            return
+        if len(os.fsencode(resolved.name)) > 255:
+            raise InputError(f"cannot write {option} {target}: its name is longer than 255 bytes")
+        directory = resolved.parent if str(resolved.parent) else Path(".")
+        if not directory.is_dir():
+            raise InputError(f"cannot write {option} {target}: directory {directory} does not exist")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise InputError(f"cannot write {option} {target}: directory {directory} is not writable")
+    except OSError as exc:  # a name too long for the system, a loop of links
+        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
@@ -152,20 +162,20 @@ def written_together() -> Iterator[None]:
         raise
     finally:
         _staged.reset(token)
-    for i, (tmp, target, data, what) in enumerate(staged):
+    # devices and FIFOs first: a write into them can fail (a reader gone, /dev/full) and cannot be
+    # taken back, so it happens before any file is renamed into place
+    order = [item for item in staged if item[0] is None] + [item for item in staged if item[0] is not None]
+    for i, (tmp, target, data, what) in enumerate(order):
         try:
             if tmp is None:
                 _write_special(target, data or b"")
             else:
                 os.replace(tmp, target)
         except OSError as exc:
-            for later, _t, _d, _w in staged[i + 1:]:
+            for later, _t, _d, _w in order[i:]:
                 if later is not None:
                     with contextlib.suppress(OSError):
                         os.unlink(later)
-            with contextlib.suppress(OSError):
-                if tmp is not None:
-                    os.unlink(tmp)
             raise _write_error(exc, what, target) from exc
 
 
@@ -176,9 +186,36 @@ def _write_error(exc: OSError, what: str, target: Path) -> Exception:
 
 def _write_special(target: Path, data: bytes) -> None:
     """Write ``data`` straight into a device or a FIFO (``/dev/null``, a pipe a reader waits on): a
-    rename would put a regular file in its place."""
-    with open(target, "wb") as handle:
+    rename would put a regular file in its place. A FIFO is opened without blocking first, so one
+    that no process reads is an error (ENXIO), not a hang."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(exc.errno, "a FIFO that no process reads") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(data)
+
+
+def _resolve_output(target: Path) -> tuple[Path, bool]:
+    """Where to write ``target``, and whether it is a special file (written into, not replaced).
+
+    A link to a regular file, or to nothing yet, is followed: its target is replaced and the link
+    stays. A path that is, or leads to, anything else (a device, a FIFO, ``/proc/self/fd/3`` whose
+    link names ``pipe:[...]``) is written through as given. A loop of links is an OSError (ELOOP).
+    """
+    if target.exists():  # follows links; False for a dangling link
+        if not target.is_file():
+            return target, not target.is_dir()
+        return (Path(os.path.realpath(target)) if target.is_symlink() else target), False
+    if target.is_symlink():
+        try:
+            os.stat(target)
+        except FileNotFoundError:  # a dangling link: its target is created; a loop raises ELOOP
+            pass
+    return (Path(os.path.realpath(target)) if target.is_symlink() else target), False
 
 
 def _as_bytes(data: bytes | str | Callable[[BinaryIO], None]) -> bytes:
@@ -202,10 +239,12 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
     Private data (keys, a party's block) passes ``0o600``. ``what`` prefixes the path in
     messages (e.g. ``"report "``).
 
-    A symbolic link is followed: its target is replaced, the link stays (until stop 47 the link
-    was replaced by a file). A device or a FIFO is written into, not replaced (until stop 47
-    ``--json /dev/full`` left a regular file in /dev). Inside :func:`written_together` the rename
-    (or the write into a device) waits for the end of the block.
+    A symbolic link to a regular file (or to nothing yet) is followed: its target is replaced, the
+    link stays (until stop 47 the link was replaced by a file); a loop of links is refused. A
+    device, a FIFO or what leads to one (``/proc/self/fd/3``) is written into, not replaced (until
+    stop 47 ``--json /dev/full`` left a regular file in /dev); a FIFO that no process reads is an
+    error, not a hang. A file that exists keeps its permissions. Inside :func:`written_together`
+    the rename (or the write into a device) waits for the end of the block.
 
     Raises
     ------
@@ -215,15 +254,17 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
         The disk (or the quota) is full.
     """
     target = Path(path)
-    if target.is_symlink():
-        target = Path(os.path.realpath(target))
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"cannot write {what}{target}: directory {directory} does not exist")
-    if target.is_dir():
-        raise InputError(f"cannot write {what}{target}: it is a directory")
+    try:
+        target, special = _resolve_output(target)
+        directory = target.parent if str(target.parent) else Path(".")
+        if not directory.is_dir():
+            raise InputError(f"cannot write {what}{target}: directory {directory} does not exist")
+        if target.is_dir():
+            raise InputError(f"cannot write {what}{target}: it is a directory")
+    except OSError as exc:  # a name too long, a loop of links
+        raise InputError(f"cannot write {what}{path}: {exc.strerror or exc}") from None
     staged = _staged.get()
-    if target.exists() and not target.is_file():  # a device, a FIFO, a socket
+    if special:  # a device, a FIFO, a socket, /proc/self/fd/N
         payload = _as_bytes(data)
         if staged is not None:
             staged.append((None, target, payload, what))
@@ -235,9 +276,12 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
         return
     tmp = None
     if mode is None:
-        mode = 0o666 & ~_umask()
+        # a file that exists keeps its permissions (a release written 0600 stays 0600); a new one
+        # gets what open() would give
+        mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else 0o666 & ~_umask()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        # a short prefix: a name of up to 255 bytes must leave room for the temporary one
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
             if isinstance(data, str):

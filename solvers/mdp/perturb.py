@@ -209,8 +209,11 @@ def load_mechanism(path: str | Path) -> SavedMechanism:
     path = Path(path)
     where = f"mechanism {path}"
     suffix = mechanism_suffix(path, where)
-    if not path.is_file():
-        raise InputError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
+    try:
+        if not path.is_file():
+            raise InputError(f"{where}: " + ("not a regular file" if path.exists() else "no such file"))
+    except OSError as exc:  # a name too long for the system
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
     raw = None
     try:
         if suffix in (".npy", ".npz"):

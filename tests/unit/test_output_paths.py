@@ -315,3 +315,45 @@ def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Pat
     assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
                  str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")]) == ExitCode.OK
     assert _leftovers(tmp_path) == ["d.csv", "out.csv", "r.json"]
+
+
+def test_outputs_through_pipes_long_names_loops_and_kept_permissions(tmp_path: Path) -> None:
+    """The second review (stop 47): a FIFO nobody reads hung after the other output was renamed into
+    place; ``/proc/self/fd/N`` (a link to ``pipe:[...]``) could not be written; a 260-byte name was a
+    traceback and a 250-byte one failed for its temporary's name; a loop of links was replaced by a
+    file; a link into a missing directory was found only after the work; a 0600 file became 0644."""
+    from solvers.files import written_together
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="a FIFO that no process reads"), written_together():
+        write_atomically(tmp_path / "o.csv", "x")
+        write_json_report(fifo, {"a": 1})
+    assert _leftovers(tmp_path) == ["ff"]
+    r, w = os.pipe()
+    try:
+        write_atomically(f"/proc/self/fd/{w}", "through a pipe")
+        os.close(w)
+        assert os.read(r, 100) == b"through a pipe"
+    finally:
+        os.close(r)
+    with pytest.raises(InputError, match="name is longer than 255 bytes|File name too long"):
+        check_writable(tmp_path / ("n" * 260), "--json")
+    long = tmp_path / ("m" * 250)
+    check_writable(long, "--json")
+    write_atomically(long, "ok")
+    assert long.read_text() == "ok"
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for check in (lambda: check_writable(tmp_path / "loop1", "--json"), lambda: write_atomically(tmp_path / "loop1", "x")):
+        with pytest.raises(InputError, match="Too many levels of symbolic links"):
+            check()
+    assert (tmp_path / "loop1").is_symlink()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nodir" / "x.json")
+    with pytest.raises(InputError, match="directory .*nodir does not exist"):
+        check_writable(tmp_path / "dangling", "--json")
+    private = tmp_path / "released.csv"
+    private.write_text("old")
+    private.chmod(0o600)
+    write_atomically(private, "new")
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text() == "new"
