@@ -54,7 +54,7 @@ DEFAULT_DEADLINE_S = 120.0
 #: Close is best effort; never wait long for a party that is going away
 CLOSE_DEADLINE_S = 10.0
 #: ... and 1 s for a party whose last call outlived its deadline (a stopped party: the run ended
-#: --deadline + 10 s after its call, stop 47's review; now --deadline + 1 s)
+#: --deadline + 10 s after its call, stop 47's review; now --deadline + 1 s) or whose run was interrupted
 CLOSE_AFTER_TIMEOUT_S = 1.0
 SERVICE_NAME = "securelp.v1.PartyService"
 #: client keepalive: ping every 30 s (the server accepts pings every >= 10 s), 20 s to answer
@@ -247,6 +247,7 @@ class GrpcPartyLink(PartyLink):
         self.address = address
         self.deadline_s = float(deadline_s)
         self.timed_out = False  # a call of this link outlived its deadline (see close)
+        self.interrupted = False  # the run was interrupted (see cancel_calls)
         self._tls = not insecure
         self._channel_args = {"tls": tls, "target_name": party_id, "insecure": insecure,
                               "max_message_bytes": max_message_bytes}
@@ -258,14 +259,18 @@ class GrpcPartyLink(PartyLink):
     def transport(self) -> str:
         return "grpc"
 
-    def _replace_channel(self) -> None:
+    def _replace_channel(self, why: str = "a call outlived its deadline and its cancel") -> None:
         """Close the channel (waking a reader that gRPC left blocked) and open a fresh one."""
         with self._channel_lock:
             old = self._channel
             self._channel = create_channel(self.address, **self._channel_args)  # type: ignore[arg-type]
             self._stub = pb_grpc.PartyServiceStub(self._channel)
-        log.info("party %s: a call outlived its deadline and its cancel; channel replaced", self.party_id)
+        log.info("party %s: %s; channel replaced", self.party_id, why)
         old.close()
+
+    def cancel_calls(self) -> None:
+        self.interrupted = True  # and its Close gets CLOSE_AFTER_TIMEOUT_S: an interrupted run ends promptly
+        self._replace_channel("the run was interrupted")
 
     # -- the edge: RpcError -> typed error naming the party ------------------------
     def _deadline_error(self, what: str, deadline_s: float) -> E.TransportError:
@@ -377,7 +382,8 @@ class GrpcPartyLink(PartyLink):
             raise E.ProtocolError(f"party {self.party_id}: the decode reply does not parse") from None
 
     def close(self, request: pb.CloseRequest) -> None:
-        deadline = min(self.deadline_s, CLOSE_AFTER_TIMEOUT_S if self.timed_out else CLOSE_DEADLINE_S)
+        short = self.timed_out or self.interrupted
+        deadline = min(self.deadline_s, CLOSE_AFTER_TIMEOUT_S if short else CLOSE_DEADLINE_S)
         try:
             reply = self._bounded("close", deadline, lambda: self._stub.Close.future(request, timeout=deadline),
                                   lambda call: call.result())

@@ -412,6 +412,9 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
                         "decode", pool)
         t_decode = time.perf_counter()
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: do not wait out the calls in flight
+            for link in links:
+                link.cancel_calls()
         _close_all(links, session_id, f"aborted: {exc.__class__.__name__}", pool)
         raise
     else:

@@ -54,6 +54,10 @@ class PartyLink(abc.ABC):
     def shutdown(self) -> None:
         """Release local resources (channels); the default has none."""
 
+    def cancel_calls(self) -> None:
+        """End this link's calls in flight at once (an interrupted run must not wait out their
+        deadlines); the link stays usable for a Close. The default has nothing to cancel."""
+
 
 def _roundtrip(message, cls):  # type: ignore[no-untyped-def]
     """Serialize, frame, reassemble, parse: the bytes a real transport would carry."""

@@ -158,6 +158,31 @@ def test_hung_party_hits_the_deadline(tmp_path):
     # a stopped process ignores SIGTERM: the launcher had to SIGKILL it
 
 
+def test_an_interrupted_run_does_not_wait_out_the_calls_in_flight(tmp_path):
+    """Ctrl-C (or SIGTERM, which takes its path) while a party is stopped: the calls in flight are
+    cancelled and the stopped party's Close gets 1 s. Until stop 47 the run waited min(deadline,
+    10 s) for that Close and the pool waited for the call itself, so the console script's 5 s
+    watchdog ended it with "shutdown did not finish"."""
+    import threading
+
+    lp = small_lp(2)
+    public, blocks = blocks_of(lp, [4, 5], ["quick", "frozen"])
+    with LocalParties(blocks, tmp_path, grace_s=1.0) as cluster:
+        links = cluster.links(deadline_s=30)
+        cluster.kill("frozen", signal.SIGSTOP)
+        main = threading.main_thread().ident  # a real SIGINT to this thread: it wakes a blocked wait
+        timer = threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                run_secure_lp(public, links, SessionConfig(deadline_s=30))
+        finally:
+            timer.cancel()
+        assert time.monotonic() - start < 1.0 + 3.0
+        assert all(link.interrupted for link in links)
+
+
 def test_unreachable_party(tmp_path):
     lp = small_lp(3)
     public, blocks = blocks_of(lp, [4, 5], ["here", "gone"])
