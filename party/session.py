@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from protos import securelp_pb2 as pb
 from protos.codec import matrix_to_pb, vector_from_pb, vector_to_pb
-from solvers.errors import ProtocolError
+from solvers.errors import ProtocolError, ResourceError
 from solvers.lp.partition import ColumnBlock
 from solvers.randomness import SecureRandom
 
@@ -144,7 +144,8 @@ class PartySession:
                     f"party {self.party_id}: k = {k} is smaller than its {dense_cols.size} masked columns "
                     "(B' would not have full row rank)")
             if dense_cols.size and k * max(block.n_rows, dense_cols.size) > MAX_MASK_DOUBLES:
-                raise ProtocolError(f"party {self.party_id}: k = {k} would need more than 8 GiB for the masked block")
+                # a resource limit (exit 12 on both sides), not a protocol fault (until stop 47: exit 5)
+                raise ResourceError(f"party {self.party_id}: k = {k} would need more than 8 GiB for the masked block")
             m = block.n_rows
             reply = pb.MaskedBlock(party_id=self.party_id, reproducible=self._rng.reproducible)
             if dense_cols.size:

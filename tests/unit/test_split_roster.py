@@ -129,3 +129,22 @@ def test_coordinator_warns_about_a_public_file_without_roster(tiny, tmp_path, ca
     err = capsys.readouterr().err
     assert "no party roster (written by an older securelp split)" in caplog.text
     assert "was not ready within 0.5 s (--wait)" in err and "raise --wait" in err
+
+
+def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> None:
+    """A party refusing a k whose masked block would pass its 8 GiB limit reports a resource limit
+    (exit 12), not a protocol fault (exit 5 until stop 47)."""
+    from party import session as party_session
+    from protos import securelp_pb2 as pb
+    from solvers.errors import ResourceError
+
+    assert ResourceError.exit_code == ExitCode.RESOURCE
+    mps = tmp_path / "tiny.mps"
+    mps.write_text(TINY_MPS)
+    lp = read_mps(mps)
+    _, blocks = split_columns(lp, [lp.n_cols])
+    sess = party_session.PartySession(blocks[0])
+    sess.hello(pb.HelloRequest(session_id="s", protocol_version=party_session.PROTOCOL_VERSION, n_rows=lp.n_rows))
+    k = party_session.MAX_MASK_DOUBLES // max(lp.n_rows, lp.n_cols) + 1
+    with pytest.raises(ResourceError, match="would need more than 8 GiB"):
+        sess.mask(pb.MaskRequest(session_id="s", k=k, bounds_mode=pb.BOUNDS_MODE_ROWS))
