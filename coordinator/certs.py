@@ -27,7 +27,7 @@ import datetime as _dt
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +66,9 @@ class CertificateSet:
     parties: dict[str, tuple[Path, Path]]
 
 
-def validate_party_ids(ids: Sequence[str]) -> list[str]:
-    """Check party ids: non-empty, DNS-label safe, not reserved, no duplicates.
+def validate_party_ids(ids: Sequence[str], also_reserved: Mapping[str, str] | None = None) -> list[str]:
+    """Check party ids: non-empty, DNS-label safe, not reserved, no duplicates. ``also_reserved``:
+    more reserved ids (lower case) and why each is (``securelp split``'s ``public``).
 
     Raises
     ------
@@ -83,6 +84,8 @@ def validate_party_ids(ids: Sequence[str]) -> list[str]:
                              "(it becomes the DNS name in the party's certificate)")
         if pid.lower() in RESERVED_IDS:
             raise InputError(f"party id {pid!r} is reserved; choose another name")
+        if also_reserved and pid.lower() in also_reserved:
+            raise InputError(f"party id {pid!r} is reserved ({also_reserved[pid.lower()]}); choose another name")
         if pid.lower() in seen:
             raise InputError(f"duplicate party id {pid!r} (ids are compared case-insensitively, as DNS names)")
         seen.add(pid.lower())

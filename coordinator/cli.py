@@ -9,21 +9,16 @@ stderr and their exit code; only an unexpected exception prints a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import importlib
-import itertools
 import logging
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
+from coordinator.exit_cleanups import run_exit_cleanups
 from solvers.errors import ExitCode, SecureLPError
 
 #: subcommand name -> (module, one-line help)
@@ -131,62 +126,6 @@ _PROMPT_EXIT_COMMANDS = {"solve": 5.0, "demo": 5.0, "coordinator": 5.0, "census"
 
 _console = False  # set by the console script only: in-process callers (tests) keep their signals
 _signalled: list[str] = []  # names of the signals turned into KeyboardInterrupt (handler: append only)
-
-#: clean-ups that must run however the process ends after an interrupt (remove a temporary
-#: directory holding keys and private blocks, kill child processes): key -> callable
-_exit_cleanups: dict[int, Callable[[], object]] = {}
-_exit_cleanups_lock = threading.Lock()
-_exit_cleanup_keys = itertools.count()
-
-
-def register_exit_cleanup(fn: Callable[[], object]) -> int:
-    """Register ``fn`` to run if the process is forced out after an interrupt (and after an
-    interrupted clean-up); returns a key for :func:`unregister_exit_cleanup`. ``fn`` must be
-    idempotent and safe from another thread."""
-    key = next(_exit_cleanup_keys)
-    with _exit_cleanups_lock:
-        _exit_cleanups[key] = fn
-    return key
-
-
-def unregister_exit_cleanup(key: int) -> None:
-    with _exit_cleanups_lock:
-        _exit_cleanups.pop(key, None)
-
-
-def run_exit_cleanups() -> None:
-    """Run (once) every registered clean-up, newest first; errors are ignored."""
-    if not _exit_cleanups_lock.acquire(timeout=1.0):  # pragma: no cover - a holder died mid-update
-        return
-    try:
-        fns = list(_exit_cleanups.values())
-        _exit_cleanups.clear()
-    finally:
-        _exit_cleanups_lock.release()
-    for fn in reversed(fns):
-        try:
-            fn()
-        except BaseException:  # noqa: BLE001, S110 - the next clean-up must still run
-            pass
-
-
-@contextlib.contextmanager
-def private_tempdir(prefix: str) -> Iterator[Path]:
-    """A fresh temporary directory (mode 0700) for keys, certificates and private blocks, removed on
-    leaving the block however it is left: normally, by an exception, by Ctrl-C or SIGTERM (both raise
-    KeyboardInterrupt in the console script), and by the forced exit of
-    :func:`exit_promptly_on_interrupt` when the run is stuck in a C call."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    remove = functools.partial(shutil.rmtree, path, ignore_errors=True)
-    key = register_exit_cleanup(remove)
-    try:
-        yield path
-    finally:
-        try:
-            remove()
-        finally:
-            unregister_exit_cleanup(key)
-
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     _signalled.append(signal.Signals(signum).name)  # no lock: a handler may be re-entered

@@ -109,7 +109,7 @@ class LocalParties:
 
     # -- start ------------------------------------------------------------------------
     def __enter__(self) -> LocalParties:  # noqa: PYI034 - typing.Self needs Python 3.11
-        from coordinator.cli import register_exit_cleanup
+        from coordinator.exit_cleanups import register_exit_cleanup
 
         # if the console script is forced out after an interrupt (stuck in a C call), no party survives
         self._cleanup_key = register_exit_cleanup(self._kill_all)
@@ -281,7 +281,7 @@ class LocalParties:
             for reader in self._readers.values():
                 reader.join(timeout=1.0)
             if self._cleanup_key is not None:
-                from coordinator.cli import unregister_exit_cleanup
+                from coordinator.exit_cleanups import unregister_exit_cleanup
 
                 unregister_exit_cleanup(self._cleanup_key)
                 self._cleanup_key = None

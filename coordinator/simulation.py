@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.cli import private_tempdir
+from coordinator.exit_cleanups import private_tempdir
 from coordinator.leakage import audit_entry, check_against_truth
 from coordinator.protocol import K_MARGIN, SessionConfig, SessionOutcome, run_secure_lp
 from coordinator.transport import InProcessLink, PartyLink
 from party.session import MAX_MASK_DOUBLES, PartySession
+from protos.codec import MAX_PAYLOAD_BYTES  # also protobuf's own 2 GiB limit (a larger block: EncodeError)
 from solvers.errors import ConfigError, InputError, ResourceError
 from solvers.lp import LinearProgram
 from solvers.lp.partition import ColumnBlock, PublicRows
@@ -31,9 +32,6 @@ TRANSPORTS = ("inprocess", "grpc")
 #: most 2 GiB (``protos.codec.MAX_PAYLOAD_BYTES``); the MaskRequest's k is a uint64 (``--k 1e23``
 #: failed in protobuf with "Value out of range")
 MAX_K = 1 << 28
-#: the largest payload one message may hold (``protos.codec.MAX_PAYLOAD_BYTES``, also protobuf's
-#: own 2 GiB limit: a larger masked block failed in SerializeToString with an EncodeError)
-MAX_PAYLOAD_BYTES = 2 << 30
 #: calibrated with ``/usr/bin/time -f %M`` on ``securelp solve`` (HiGHS 1.16, 3 parties): peak
 #: bytes per k were 13.1 KB (100 x 30 free columns), 56.8 KB (400 x 30 free; 1 to 6 parties: 2
 #: doubles more per party row) and 8.5 KB (afiro, --bounds rows: 27 + 32 rows). Model: per k,
@@ -102,7 +100,7 @@ def check_session_fits(public: PublicRows, blocks: Sequence[ColumnBlock], config
     if not total_dense:
         return k  # no dense mask: k is not used
     what = f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})"
-    need = estimate_session_memory(public, blocks, config)
+    need = session_memory(m, n_dense, n_bound_rows, k, sum(int(b.A.nnz) for b in blocks))
     short = memory_shortfall(need, available_memory(), MEMORY_SHARE)
     if short:
         raise ResourceError(f"{what} with {m} rows, {total_dense} masked columns"

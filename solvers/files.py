@@ -209,8 +209,7 @@ def _resolve_output(target: Path) -> tuple[Path, bool]:
     if target.exists():  # follows links; False for a dangling link
         if not target.is_file():
             return target, not target.is_dir()
-        return (Path(os.path.realpath(target)) if target.is_symlink() else target), False
-    if target.is_symlink():
+    elif target.is_symlink():
         try:
             os.stat(target)
         except FileNotFoundError:  # a dangling link: its target is created; a loop raises ELOOP

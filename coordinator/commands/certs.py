@@ -5,18 +5,13 @@ from __future__ import annotations
 import argparse
 
 from coordinator.certs import DEFAULT_VALID_DAYS, MAX_VALID_DAYS, write_session_certs
+from coordinator.commands.common import _int_at_least
 
 
 def valid_days(text: str) -> int:
     """``--days``: 1 to :data:`MAX_VALID_DAYS` (3,000,000 days ended in an OverflowError of the date
     arithmetic, after the output directory had been created)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
-    if not 1 <= value <= MAX_VALID_DAYS:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_VALID_DAYS} days, got {value}")
-    return value
+    return _int_at_least(text, 1, f"1 to {MAX_VALID_DAYS} days", most=MAX_VALID_DAYS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

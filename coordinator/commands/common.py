@@ -47,12 +47,12 @@ def refuse_inapplicable(args: argparse.Namespace, option: str, choice: str,
         raise InputError(f"{option} {choice} does not use {'; '.join(unused)}")
 
 
-def _int_at_least(text: str, least: int, what: str) -> int:
+def _int_at_least(text: str, least: int, what: str, most: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-    if value < least:
+    if value < least or (most is not None and value > most):
         raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
     return value
 

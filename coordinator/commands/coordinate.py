@@ -44,7 +44,7 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     that cannot be a party id are refused at once (InputError), not after the ``--wait``.
     """
     from coordinator.certs import validate_party_ids
-    from coordinator.commands.split import refuse_reserved_ids
+    from coordinator.commands.split import SPLIT_RESERVED_IDS
     from coordinator.grpc_link import parse_address
 
     out: list[tuple[str, str]] = []
@@ -60,8 +60,7 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     if dupes:
         raise ConfigError(f"duplicate party ids in --party: {', '.join(dupes)}; every party needs its own id")
     try:
-        refuse_reserved_ids(names)
-        validate_party_ids(names)
+        validate_party_ids(names, SPLIT_RESERVED_IDS)
     except InputError as exc:
         raise InputError(f"--party: {exc}") from None
     return out

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         outcome, audits = simulate(public, blocks, config, transport="inprocess", central=lp)
         startup = 0.0
     else:
-        from coordinator.cli import private_tempdir
+        from coordinator.exit_cleanups import private_tempdir
         from coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)

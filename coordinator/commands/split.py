@@ -20,17 +20,9 @@ from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
 PUBLIC_FILE = "public.npz"
-#: party ids that split refuses besides those ``securelp certs`` reserves (case-insensitively):
-#: a party named ``public`` would have its private block written over ``public.npz``
-SPLIT_RESERVED_IDS = frozenset({Path(PUBLIC_FILE).stem})
-
-
-def refuse_reserved_ids(ids: list[str]) -> None:
-    """Refuse party ids reserved by ``split`` (InputError naming the id)."""
-    for pid in ids:
-        if pid.strip().lower() in SPLIT_RESERVED_IDS:
-            raise InputError(f"party id {pid.strip()!r} is reserved (its block would overwrite {PUBLIC_FILE}); "
-                             "choose another name")
+#: party ids that split refuses besides those ``securelp certs`` reserves (case-insensitively), and
+#: why: a party named ``public`` would have its private block written over ``public.npz``
+SPLIT_RESERVED_IDS = {Path(PUBLIC_FILE).stem: f"its block would overwrite {PUBLIC_FILE}"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     ids = None
     if args.ids is not None:
-        refuse_reserved_ids(args.ids.split(","))
-        ids = validate_party_ids(args.ids.split(","))
+        ids = validate_party_ids(args.ids.split(","), SPLIT_RESERVED_IDS)
         if len(ids) != args.parties:
             raise InputError(f"--ids names {len(ids)} parties but --parties is {args.parties}")
     public, blocks = split_columns(lp, sizes, ids=ids)

@@ -246,9 +246,6 @@ def _collect(
             if val < 0:
                 raise InputError(f"{where}: {value_col} must be a non-negative integer, got {_shown(raw)} "
                                  f"(region {rid!r})")
-            if val > MAX_COUNT:
-                raise InputError(f"{where}: {value_col} {_shown(raw)} of region {rid!r} size {size} exceeds the "
-                                 f"largest accepted count 2**50 = {MAX_COUNT:,}")
         else:
             try:
                 val = int(raw)
@@ -259,9 +256,9 @@ def _collect(
                     raise InputError(f"{where}: {value_col} must be a number, got {_shown(raw)}") from None
                 if not math.isfinite(val):
                     raise InputError(f"{where}: {value_col} must be finite, got {_shown(raw)}")
-            if abs(val) > MAX_COUNT:
-                raise InputError(f"{where}: {value_col} {_shown(raw)} of region {rid!r} size {size} exceeds the "
-                                 f"largest accepted magnitude 2**50 = {MAX_COUNT:,}")
+        if abs(val) > MAX_COUNT:
+            raise InputError(f"{where}: {value_col} {_shown(raw)} of region {rid!r} size {size} exceeds the "
+                             f"largest accepted {'count' if integer_values else 'magnitude'} 2**50 = {MAX_COUNT:,}")
         if rid in region_parent:
             if region_parent[rid] != pid:
                 raise InputError(

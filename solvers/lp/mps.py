@@ -19,9 +19,14 @@ from solvers.lp.highs import new_highs
 from solvers.lp.model import LinearProgram, Sense
 
 
+def _number(text: str) -> float:
+    """An MPS number (Fortran's ``D`` exponent accepted)."""
+    return float(text.replace("D", "E").replace("d", "e"))
+
+
 def _is_number(text: str) -> bool:
     try:
-        float(text.replace("D", "E").replace("d", "e"))
+        _number(text)
     except ValueError:
         return False
     return True
@@ -37,10 +42,6 @@ _LARGE_MATRIX_VALUE = 1e15
 _INFINITE_COST = 1e20
 #: bound types without a value
 _NO_VALUE_BOUNDS = ("FR", "MI", "PL", "BV")
-
-
-def _number(text: str) -> float:
-    return float(text.replace("D", "E").replace("d", "e"))
 
 
 def _check_numbers(path: Path) -> None:
