@@ -29,6 +29,7 @@ from solvers.mdp.datasets import load_dataset
 from solvers.mdp.graph import build_graph
 from solvers.mdp.partition import PARTITIONERS, partition_records
 from solvers.mdp.pmo import build_pmo, solve_direct
+from solvers.resources import peak_rss
 
 INSTANCES = {
     "grid6x6_eps1": ("grid", {"rows": 6, "cols": 6}, 1.0, 2.0),
@@ -95,6 +96,7 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, de
                    max_mdp_violation=r.verification.max_mdp_violation)
     except SecureLPError as exc:
         row.update(status="error", error=str(exc), time_s=round(time.perf_counter() - t, 2))
+    row.update(peak_rss=peak_rss())
     print(json.dumps(row), flush=True)
 
 
@@ -186,7 +188,9 @@ QUICK_SCOREBOARD = (
 
 def _measure(args: list[str]) -> dict:
     """Run ``bench_mdp.py solve ARGS`` in a child process; its JSON row with the child's wall seconds
-    and max RSS (``wait4``), so one measurement's memory does not count against the next."""
+    and peak RSS, so one measurement's memory does not count against the next. The peak is the
+    child's own (``peak_rss``); ``wait4``'s ``ru_maxrss``, which starts from this driver's peak, only
+    for a child that crashed before reporting."""
     import os
     import subprocess
 
@@ -200,8 +204,8 @@ def _measure(args: list[str]) -> dict:
     wall = time.perf_counter() - t
     lines = [line for line in out.splitlines() if line.startswith("{")]
     row = json.loads(lines[-1]) if lines else {"status": "crashed", "exit_code": proc.returncode}
-    # ru_maxrss is in KiB on Linux
-    row.update(wall_s=round(wall, 2), max_rss_gb=round(usage.ru_maxrss / 2**20, 2))
+    peak = row.pop("peak_rss", usage.ru_maxrss * 1024)  # ru_maxrss is in KiB on Linux
+    row.update(wall_s=round(wall, 2), max_rss_gb=round(peak / 2**30, 2))
     return row
 
 

@@ -38,9 +38,10 @@ MAX_K = 1 << 28
 #: ``8 * (LP_COPIES * m_t + PARTY_COPIES * (p m + n_b) + 2 n_d)`` bytes, with m_t the rows of the
 #: coordinator's LP (m, plus the bound rows n_b in rows mode: the coordinator's sum, its CSC form,
 #: HiGHS's copies and factors: 10.4 to 14.3 doubles measured) and the parties' masked products
-#: and bound rows (product, message, parsed copy: 2 measured), B itself (n_d dense columns). The same
-#: afiro session peaked at 345 MB alone and at 508 MB while the test suite ran beside it (malloc
-#: arenas of concurrent threads): LP_COPIES has a 50% margin over the largest coefficient measured.
+#: and bound rows (product, message, parsed copy: 2 measured), B itself (n_d dense columns).
+#: LP_COPIES has a 50% margin over the largest coefficient measured. (A reading of 508 MB for the
+#: afiro session, 345 MB alone, came from a child of the test suite: its ``ru_maxrss`` starts from
+#: its parent's peak; ``solvers.resources.peak_rss`` reads the child's own, 327 to 347 MB.)
 LP_COPIES = 24
 PARTY_COPIES = 3
 #: bytes of the interpreter, numpy, HiGHS and gRPC before any session (measured: ~90 MB)
