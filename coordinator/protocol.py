@@ -31,6 +31,7 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 
+from coordinator.sizing import check_coordinator_fits
 from coordinator.transport import PartyLink
 from party.session import PROTOCOL_VERSION
 from protos import securelp_pb2 as pb
@@ -380,11 +381,16 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
                 raise ProtocolError(f"party {link.party_id}: inconsistent column counts")
         _check_blocks_against_roster(public, links, hellos)
         n = int(sum(h.n_cols for h in hellos))
-        n_dense = int(sum((h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos))
+        dense_j = [int(h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos]
+        n_dense = sum(dense_j)
         k = n_dense + K_MARGIN if config.k is None else int(config.k)
         if n_dense and k < n_dense:
             raise ConfigError(f"k = {k} is smaller than n = {n_dense} masked columns; the transformed LP would not be "
                               f"equivalent (choose k >= {n_dense})")
+        # before any mask is drawn: k within the protocol, each block within one message, and the
+        # coordinator's own share of memory (a party checks its own when asked to mask)
+        check_coordinator_fits(f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})", ids, m, dense_j,
+                               [int(h.n_bounded) if mode == pb.BOUNDS_MODE_ROWS else 0 for h in hellos], k)
         t_hello = time.perf_counter()
         blocks = _each(links, lambda l: l.mask(pb.MaskRequest(session_id=session_id, bounds_mode=mode, k=k,
                                                               reveal=config.reveal)), "mask", pool)

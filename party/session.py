@@ -35,6 +35,7 @@ from protos.codec import matrix_to_pb, vector_from_pb, vector_to_pb
 from solvers.errors import ProtocolError, ResourceError
 from solvers.lp.partition import ColumnBlock
 from solvers.randomness import SecureRandom
+from solvers.resources import available_memory, memory_shortfall
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,19 @@ PROTOCOL_VERSION = 1
 SCALE_SPREAD = 8.0
 #: refuse masks whose dense product would exceed this many doubles (8 GiB)
 MAX_MASK_DOUBLES = 1 << 30
+#: doubles a party allocates per unit of k and row of its masked block (the product, its message,
+#: the serialized bytes and gRPC's buffers), besides B itself (k x n_d): 3.8 measured (``securelp
+#: party`` processes on afiro, --bounds rows, ``/usr/bin/time -f %M``: 104 MB at k = 20,000 and 154
+#: MB at 60,000, 1.25 KB per k for 27 rows, 11 bound rows and 11 dense columns); 5 with a margin
+MASK_COPIES = 5
+#: share of the available memory a mask may plan to use
+MASK_MEMORY_SHARE = 0.9
+
+
+def mask_memory(m: int, n_dense: int, n_bound_rows: int, k: int) -> float:
+    """Estimated bytes a party allocates to mask a block of ``m`` rows, ``n_dense`` dense-masked
+    columns and ``n_bound_rows`` bound rows with this ``k``."""
+    return 8.0 * k * (n_dense + MASK_COPIES * (m + n_bound_rows)) if n_dense else 0.0
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,11 @@ class PartySession:
             if dense_cols.size and k * max(block.n_rows, dense_cols.size) > MAX_MASK_DOUBLES:
                 # a resource limit (exit 12 on both sides), not a protocol fault (until stop 47: exit 5)
                 raise ResourceError(f"party {self.party_id}: k = {k} would need more than 8 GiB for the masked block")
+            n_bound_rows = bounded_cols.size if mode == pb.BOUNDS_MODE_ROWS else 0
+            short = memory_shortfall(mask_memory(block.n_rows, dense_cols.size, n_bound_rows, k), available_memory(),
+                                     MASK_MEMORY_SHARE)
+            if short:  # the sizes only, which the coordinator knows from Hello
+                raise ResourceError(f"party {self.party_id}: its masked block with k = {k} would need about {short}")
             m = block.n_rows
             reply = pb.MaskedBlock(party_id=self.party_id, reproducible=self._rng.reproducible)
             if dense_cols.size:

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator import simulation
+from coordinator import simulation, sizing
 from coordinator.cli import main
-from solvers.errors import ExitCode, InputError
+from solvers.errors import ExitCode, InputError, ResourceError
 from solvers.lp import read_mps
 from tests.lp_fixtures import TINY_MPS
 
@@ -95,7 +95,7 @@ def test_a_k_beyond_the_protocol_is_refused(capsys):
 
 
 def test_the_memory_guard_covers_the_whole_run_and_exits_12(monkeypatch, capsys):
-    monkeypatch.setattr(simulation, "available_memory", lambda: 16 << 30)
+    monkeypatch.setattr(sizing, "available_memory", lambda: 16 << 30)
     # 27 x 3e6 per party passed the party's 8 GiB guard; bound rows, the sum and HiGHS were killed by the OOM killer
     assert main(["solve", str(AFIRO), "--bounds", "rows", "--k", "3000000"]) == ExitCode.RESOURCE
     _one_error_line(capsys, "k 3000000", "GiB", "16.0 GiB available")
@@ -108,9 +108,76 @@ def test_a_default_k_too_large_exits_12_not_5(tmp_path, monkeypatch, capsys):
              "BOUNDS", *[f" FR BND X{i}" for i in range(n)], "ENDATA"]
     f = tmp_path / "diag.mps"
     f.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(simulation, "available_memory", lambda: 400 << 20)
+    monkeypatch.setattr(sizing, "available_memory", lambda: 400 << 20)
     assert main(["solve", str(f)]) == ExitCode.RESOURCE
     _one_error_line(capsys, "k = 1010", "1000 rows, 1000 masked columns")
+
+
+def _afiro_session(k: int):  # type: ignore[no-untyped-def]
+    from coordinator.protocol import SessionConfig
+    from solvers.lp.partition import split_columns
+
+    lp = read_mps(AFIRO)
+    public, blocks = split_columns(lp, [11, 11, 10])
+    return public, blocks, SessionConfig(k=k, bounds_mode="rows")
+
+
+def test_the_coordinator_checks_its_own_memory_before_any_mask(monkeypatch):
+    """``securelp coordinator`` has no blocks to size a session by; from the Hello replies it
+    refuses a k it could not hold (exit 12) before a party draws a mask, and closes every party."""
+    from coordinator.protocol import run_secure_lp
+    from coordinator.simulation import simulated_links
+    from solvers.errors import ResourceError
+
+    public, blocks, config = _afiro_session(2000)
+    need = sizing.coordinator_memory(27, [11, 11, 10], [11, 11, 10], 2000)  # rows mode: every column bounded
+    monkeypatch.setattr(sizing, "available_memory", lambda: int(need / sizing.MEMORY_SHARE) - 1)
+    with simulated_links(blocks, "inprocess") as links:
+        with pytest.raises(ResourceError, match=r"^--k 2000 with 27 rows, 32 masked columns, 32 bound rows and 3 "
+                                                r"parties: the coordinator would need about 0\.3 GiB"):
+            run_secure_lp(public, links, config)
+        sessions = [link._session for link in links]
+        assert all(s._state == "closed" and s._mask is None for s in sessions)  # closed, no mask drawn
+    monkeypatch.setattr(sizing, "available_memory", lambda: int(need / sizing.MEMORY_SHARE) + 1)  # just enough
+    with simulated_links(blocks, "inprocess") as links:
+        assert run_secure_lp(public, links, config).status.value == "optimal"
+
+
+@pytest.mark.parametrize("k, error, match", [
+    (sizing.MAX_K + 1, InputError, "more than the protocol carries"),
+    (sizing.MAX_K, ResourceError, "party party1 would need more than 8 GiB for its mask .* more than a party accepts"),
+    (2**24, ResourceError, "party party1.s masked block .* would exceed the protocol's 2 GiB message"),
+])
+def test_the_coordinator_refuses_a_k_no_party_could_send(k, error, match):
+    from coordinator.protocol import run_secure_lp
+    from coordinator.simulation import simulated_links
+
+    public, blocks, config = _afiro_session(k)
+    with simulated_links(blocks, "inprocess") as links:
+        with pytest.raises(error, match=match):
+            run_secure_lp(public, links, config)
+        assert all(link._session._mask is None for link in links)
+
+
+def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
+    from party import session as party_session
+    from protos import securelp_pb2 as pb
+
+    _, blocks, _ = _afiro_session(5000)
+    need = party_session.mask_memory(27, 11, 11, 5000)
+    for available, refused in ((int(need / party_session.MASK_MEMORY_SHARE) - 1, True),
+                               (int(need / party_session.MASK_MEMORY_SHARE) + 1, False)):
+        monkeypatch.setattr(party_session, "available_memory", lambda a=available: a)
+        sess = party_session.PartySession(blocks[0])
+        sess.hello(pb.HelloRequest(session_id="s", protocol_version=party_session.PROTOCOL_VERSION, n_rows=27))
+        request = pb.MaskRequest(session_id="s", k=5000, bounds_mode=pb.BOUNDS_MODE_ROWS)
+        if refused:
+            with pytest.raises(ResourceError, match=r"^party party1: its masked block with k = 5000 would need about .* GiB available$"):
+                sess.mask(request)
+            assert sess._mask is None
+        else:
+            sess.mask(request)
+            assert sess._mask.shape == (5000, 11)
 
 
 _MEASURE = """
