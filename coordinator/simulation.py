@@ -65,10 +65,10 @@ def check_session_fits(public: PublicRows, blocks: Sequence[ColumnBlock], config
     m = public.n_rows
     n_dense, n_bound_rows = _mask_sizes(blocks, config)
     k = sum(n_dense) + K_MARGIN if config.k is None else int(config.k)
-    sizing.check_k(k)
+    what = f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})"
+    sizing.check_k(what, k)
     if not sum(n_dense):
         return k  # no dense mask: k is not used
-    what = f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})"
     need = session_memory(m, n_dense, n_bound_rows, k, sum(int(b.A.nnz) for b in blocks))
     short = memory_shortfall(need, sizing.available_memory(), sizing.MEMORY_SHARE)
     if short:

@@ -70,10 +70,11 @@ def coordinator_memory(m: int, n_dense: Sequence[int], n_bound_rows: Sequence[in
     return BASE_BYTES + 8.0 * k * (LP_COPIES * (m + n_b) + COORDINATOR_COPIES * (p_dense * m + n_b))
 
 
-def check_k(k: int) -> None:
-    """Refuse a ``k`` the protocol cannot carry (InputError, exit 3)."""
+def check_k(what: str, k: int) -> None:
+    """Refuse a ``k`` the protocol cannot carry (InputError, exit 3); ``what`` names it
+    (``"--k 5000"``, or ``"k = 42 (n + 10)"`` for the default)."""
     if k > MAX_K:
-        raise InputError(f"--k {k} is more than the protocol carries (at most {MAX_K})")
+        raise InputError(f"{what} is more than the protocol carries (at most {MAX_K})")
 
 
 def describe(what: str, m: int, n_dense: Sequence[int], n_bound_rows: Sequence[int]) -> str:
@@ -103,7 +104,7 @@ def check_coordinator_fits(what: str, party_ids: Sequence[str], m: int, n_dense:
     """The checks a coordinator makes from the parties' Hello replies, before it asks for any mask:
     ``k`` within the protocol, each masked block within one message and a party's limit, and its
     own share (:func:`coordinator_memory`) within :data:`MEMORY_SHARE` of the available memory."""
-    check_k(k)
+    check_k(what, k)
     if not sum(n_dense):
         return  # no dense mask: k is not used
     check_messages(what, party_ids, m, n_dense, n_bound_rows, k)
