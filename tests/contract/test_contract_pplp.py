@@ -18,7 +18,7 @@ from coordinator.protocol import SessionConfig, run_secure_lp
 from coordinator.transport import InProcessLink
 from party.session import PartySession
 from protos import securelp_pb2 as pb
-from solvers.errors import ConfigError, ProtocolError, SecureLPError
+from solvers.errors import ConfigError, ProtocolError, ResourceError
 from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
 from solvers.lp.partition import ColumnBlock, parse_split, split_columns
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
@@ -118,17 +118,21 @@ def test_k_smaller_than_n_is_refused(transport, tmp_path):
         run(transport, lp, tmp_path, parties=2, k=3)
 
 
-def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path):
-    """A k whose masked block would not fit is refused by the party; the coordinator's message
-    names the call and the party once, whatever the transport (gRPC's said "mask: mask: ...")."""
+def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path, monkeypatch):
+    """A k whose masked block would not fit in the party's memory is refused by the party (the
+    coordinator's own checks pass); the coordinator's message names the call and the party once,
+    whatever the transport (gRPC's said "mask: mask: ...")."""
+    from party import session as party_session
+
+    monkeypatch.setattr(party_session, "available_memory", lambda: 1 << 20)  # the parties' machine: 1 MiB left
     lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
     texts = []
     for transport in TRANSPORTS:
-        with pytest.raises(SecureLPError) as info:
-            run(transport, lp, tmp_path, parties=2, k=10**12)
+        with pytest.raises(ResourceError) as info:
+            run(transport, lp, tmp_path, parties=2, k=10**5)
         texts.append(str(info.value))
     assert texts[0] == texts[1]
-    assert texts[0].startswith("mask: party party1: k = 1000000000000 would need more than")
+    assert texts[0].startswith("mask: party party1: its masked block with k = 100000 would need about")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
