@@ -104,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"securelp {args.command}: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
         print(message, file=sys.stderr)
         return int(exc.exit_code)
+    except MemoryError as exc:  # a limit the estimates missed (they refuse what they foresee with exit 12)
+        detail = f" ({str(exc)[:200]})" if str(exc) else ""
+        print(f"securelp {args.command}: error: out of memory{detail}; the machine, its cgroup or a limit such "
+              "as ulimit -v left too little for this run", file=sys.stderr)
+        return int(ExitCode.RESOURCE)
     except KeyboardInterrupt:
         _ignore_further_interrupts()  # a second signal must not turn the clean-up into a traceback
         run_exit_cleanups()  # what an interrupted clean-up left (normally nothing)

@@ -119,7 +119,9 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             if self.check_peer:
                 self._check_peer(context)
             return call()
-        except E.SecureLPError as exc:
+        except (E.SecureLPError, MemoryError) as exc:
+            if isinstance(exc, MemoryError):  # a limit the estimates missed: a resource error, not an internal one
+                exc = E.ResourceError(f"party {self.party_id}: ran out of memory during this call")
             code = _status_for(exc)
             log.warning("party %s: refused a request: %s", self.party_id, exc)
             context.set_trailing_metadata(((ERROR_CLASS_METADATA, type(exc).__name__),))

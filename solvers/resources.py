@@ -9,8 +9,20 @@ __all__ = ["available_memory", "memory_shortfall", "peak_rss"]
 
 def available_memory() -> int | None:
     """Bytes of memory this process can still use: ``MemAvailable`` of ``/proc/meminfo``, capped by
-    the cgroup (v2 ``memory.max`` minus ``memory.current``) when one limits it; ``None`` if unknown."""
+    the cgroup (v2 ``memory.max`` minus ``memory.current``) when one limits it and by the address
+    space limit (``ulimit -v``, ``RLIMIT_AS``) minus this process's ``VmSize``; ``None`` if unknown.
+
+    Without the last cap, ``ulimit -v 1500000`` let ``securelp mdp --method direct`` on a 30x30 grid
+    pass its memory check and end in HiGHS's ``std::bad_alloc`` traceback."""
     found: list[int] = []
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            found.append(max(0, int(soft) - _status_bytes("VmSize")))
+    except (OSError, ValueError, ImportError):
+        pass
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -49,12 +61,19 @@ def peak_rss() -> int:
     the fallback where ``/proc`` is missing.
     """
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    import resource
+        return _status_bytes("VmHWM")
+    except (OSError, ValueError):
+        import resource
 
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _status_bytes(key: str) -> int:
+    """A ``kB`` field of ``/proc/self/status`` in bytes (OSError or ValueError when it cannot be read)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    return int(parts[1]) * 1024
+    raise ValueError(f"no {key} in /proc/self/status")

@@ -135,6 +135,18 @@ def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path, monkeyp
     assert texts[0].startswith("mask: party party1: its masked block with k = 100000 would need about")
 
 
+def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch):
+    """A MemoryError the party's estimate missed reaches the coordinator as RESOURCE_EXHAUSTED
+    (exit 12), not as an internal error (exit 1 until stop 48)."""
+    def no_memory(self, request):  # type: ignore[no-untyped-def]
+        raise MemoryError("Unable to allocate 3.0 GiB")
+
+    monkeypatch.setattr(PartySession, "mask", no_memory)
+    lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
+    with pytest.raises(ResourceError, match=r"^mask: party party1: ran out of memory during this call$"):
+        run("grpc", lp, tmp_path, parties=2)
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_party_refuses_a_second_hello(transport, tmp_path):
     lp = random_feasible_lp(np.random.default_rng(6), 4, 4)

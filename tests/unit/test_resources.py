@@ -1,0 +1,69 @@
+"""solvers.resources: the memory a run may still use, limits included, and a process's own peak;
+and an out-of-memory the estimates missed is one line with exit code 12."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coordinator.cli import main
+from solvers.errors import ExitCode
+
+REPO = Path(__file__).resolve().parents[2]
+GIB = 1 << 30
+
+
+def _limited(limit: int, code: str | list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code`` (or ``python -m coordinator.cli ARGS``) under ``ulimit -v`` (a shell sets
+    it: ``preexec_fn`` is not safe in a process with threads)."""
+    argv = [sys.executable, "-c", code] if isinstance(code, str) else [sys.executable, "-m", "coordinator.cli", *code]
+    return subprocess.run(["sh", "-c", f'ulimit -v {limit // 1024} && exec "$@"', "sh", *argv], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_address_space_limit_caps_the_available_memory() -> None:
+    out = _limited(2 * GIB, "from solvers.resources import available_memory, _status_bytes\n"
+                            "print(available_memory(), _status_bytes('VmSize'))")
+    assert out.returncode == 0, out.stderr
+    available, vm_size = map(int, out.stdout.split())
+    assert 0 < available <= 2 * GIB - vm_size + (1 << 20)  # VmSize read a moment apart
+
+
+def test_a_run_under_ulimit_v_is_refused_up_front() -> None:
+    # HiGHS's std::bad_alloc traceback (exit 1) until stop 48: the check saw 22 GiB of RAM
+    out = _limited(3 * GIB // 2, ["mdp", "--dataset", "grid", "--rows", "30", "--cols", "30", "--eps", "1", "--eta", "2",
+                                  "--method", "direct", "--json", "-"])
+    assert out.returncode == ExitCode.RESOURCE, out.stderr
+    err = out.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "GiB available" in err, err
+    assert out.stdout == ""
+
+
+def test_an_out_of_memory_the_estimates_missed_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from coordinator.commands import ldp
+
+    def no_memory(args: object) -> int:
+        raise MemoryError("Unable to allocate 3.0 GiB for an array with shape (20000, 20000) and data type float64")
+
+    monkeypatch.setattr(ldp, "run", no_memory)
+    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
+        == ExitCode.RESOURCE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("securelp ldp: error: out of memory (Unable to allocate 3.0 GiB") and "ulimit -v" in err
+
+
+def test_a_childs_peak_is_its_own_not_its_parents() -> None:
+    import numpy as np
+
+    from solvers.resources import peak_rss
+
+    held = np.ones(40_000_000)  # 320 MB touched in this process before the child starts
+    out = subprocess.run([sys.executable, "-c", "from solvers.resources import peak_rss; print(peak_rss())"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) < 200 << 20 < held.nbytes <= peak_rss()  # ru_maxrss of wait4 would say >= 320 MB
