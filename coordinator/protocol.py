@@ -195,8 +195,10 @@ def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str,
     for fut in futures:
         try:
             results.append(fut.result())
-        except BaseException as exc:  # noqa: BLE001 - collect, raise the first after all finished
+        except Exception as exc:  # noqa: BLE001 - collect, raise the first after all finished
             errors.append(exc)
+        # a KeyboardInterrupt (Ctrl-C, SIGTERM) while waiting goes up at once: the caller cancels
+        # the calls in flight instead of waiting for each of them to its deadline
     if errors:
         raise errors[0]
     return results

@@ -249,3 +249,32 @@ def test_dense_to_csc_equals_scipy_with_and_without_zeros():
     for M in (rng.standard_normal((7, 5)), np.where(rng.random((6, 4)) < 0.3, 0.0, 1.5), np.zeros((3, 0))):
         fast, ref = _dense_to_csc(M), sp.csc_matrix(M)
         assert fast.shape == ref.shape and (fast != ref).nnz == 0 and fast.nnz == ref.nnz
+
+
+def test_an_interrupt_does_not_wait_for_the_other_parties_calls():
+    """Ctrl-C while the coordinator waits on one party's call goes up at once, so the session can
+    cancel the calls in flight. Until stop 48 it was collected like a party's error and the wait went
+    on for every other call, each up to its deadline (10 s here)."""
+    import signal
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from coordinator.protocol import _each
+
+    release = threading.Event()
+    links = [SimpleNamespace(party_id="a"), SimpleNamespace(party_id="b")]
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    pool = ThreadPoolExecutor(max_workers=2)
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _each(links, lambda link: release.wait(10), "hello", pool)  # type: ignore[arg-type]
+        assert time.monotonic() - start < 5
+    finally:
+        timer.cancel()
+        release.set()
+        pool.shutdown(wait=True)
