@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def signal_when_ready(p: subprocess.Popen, sig: int, timeout: float,
@@ -25,3 +27,15 @@ def signal_when_ready(p: subprocess.Popen, sig: int, timeout: float,
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+@contextlib.contextmanager
+def sigint_raises() -> Iterator[None]:
+    """In this (main) thread, SIGINT raises KeyboardInterrupt for the duration: a test process started
+    as a background job of a non-interactive shell inherits SIGINT ignored (``nohup sh -c '...' &``
+    did, and a test that interrupts itself waited out its 30 s deadline)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

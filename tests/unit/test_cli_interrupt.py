@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -47,3 +48,51 @@ def test_it_does_nothing_in_process() -> None:
     s.set_wakeup_fd(before)
     cli.exit_promptly_on_interrupt()  # not the console script: no wakeup pipe, no watcher
     assert s.set_wakeup_fd(before) == before
+
+
+# a SIGTERM while the command's modules still load (before stop 48: killed, 143, no message; a
+# KeyboardInterrupt raised there once broke numpy's import into a 63-line traceback)
+_EARLY = """
+import os, signal, sys
+import coordinator.cli as cli
+cli._console = True
+if sys.argv[1] == "deferred":
+    cli._defer_early_signals()  # what the console script does first
+os.kill(os.getpid(), signal.SIGTERM)
+sys.exit(cli.main(["mdp", "--dataset", "grid", "--rows", "2", "--cols", "2", "--json", "/dev/null"]))
+"""
+
+
+@pytest.mark.parametrize("mode, code", [("deferred", 130), ("bare", -signal.SIGTERM)])
+def test_a_signal_while_the_command_loads_is_one_line_and_130(mode: str, code: int) -> None:
+    out = subprocess.run([sys.executable, "-c", _EARLY, mode], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == code, out.stderr
+    if code == 130:
+        assert out.stderr.strip() == "securelp mdp: interrupted by SIGTERM"
+
+
+# a SIGTERM after the run, while the interpreter shuts down: the run's own code (7 here), not 143
+_LATE = """
+import atexit, os, signal, sys, threading, time
+import coordinator.cli as cli
+cli._console = True
+phase, armed = sys.argv[1], sys.argv[2] == "armed"
+if phase == "exit-functions":
+    atexit.register(os.kill, os.getpid(), signal.SIGTERM)  # registered first: runs last
+if armed:
+    cli._exit_on_a_late_signal(7)  # what the console script does after main
+if phase == "threads":  # a thread still running: the exit joins it; SIGTERM comes during the join
+    threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), signal.SIGTERM), time.sleep(30))).start()
+sys.exit(7)
+"""
+
+
+@pytest.mark.parametrize("phase", ["threads", "exit-functions"])
+@pytest.mark.parametrize("armed", [True, False])
+def test_a_signal_at_shutdown_keeps_the_runs_exit_code(phase: str, armed: bool) -> None:
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", _LATE, phase, "armed" if armed else "bare"], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == (7 if armed else -signal.SIGTERM), out.stderr
+    assert "Traceback" not in out.stderr
+    assert time.monotonic() - start < 20  # not the thread's 30 s

@@ -262,6 +262,7 @@ def test_an_interrupt_does_not_wait_for_the_other_parties_calls():
     from types import SimpleNamespace
 
     from coordinator.protocol import _each
+    from tests.process_helpers import sigint_raises
 
     release = threading.Event()
     links = [SimpleNamespace(party_id="a"), SimpleNamespace(party_id="b")]
@@ -269,10 +270,11 @@ def test_an_interrupt_does_not_wait_for_the_other_parties_calls():
     timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
     pool = ThreadPoolExecutor(max_workers=2)
     start = time.monotonic()
-    timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            _each(links, lambda link: release.wait(10), "hello", pool)  # type: ignore[arg-type]
+        with sigint_raises():
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                _each(links, lambda link: release.wait(10), "hello", pool)  # type: ignore[arg-type]
         assert time.monotonic() - start < 5
     finally:
         timer.cancel()
