@@ -9,7 +9,6 @@ stderr and their exit code; only an unexpected exception prints a traceback.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import importlib
 import logging
@@ -92,16 +91,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"securelp {args.command}: not available in this build", file=sys.stderr)
         return int(ExitCode.CONFIG)
     _configure_logging(args.verbose)
-    _terminate_like_interrupt()
-    if args.command in _PROMPT_EXIT_COMMANDS:
-        exit_promptly_on_interrupt(_PROMPT_EXIT_COMMANDS[args.command], command=args.command)
+    if args.command not in _NO_SOLVER_COMMANDS:
+        from solvers.lp.highs import consume_highs_banner
+
+        try:
+            consume_highs_banner()  # keep HiGHS's banner out of stdout (``--json -``); imported while signals are noted
+        except ImportError as exc:  # under ulimit -v: "failed to map segment from shared object"
+            if "failed to map" not in str(exc) and "Cannot allocate memory" not in str(exc):
+                raise
+            print(f"securelp {args.command}: error: out of memory loading HiGHS ({str(exc)[-80:]}); the machine or "
+                  "a limit such as ulimit -v left too little for this run", file=sys.stderr)
+            return int(ExitCode.RESOURCE)
     try:
+        _terminate_like_interrupt()
+        if args.command in _PROMPT_EXIT_COMMANDS:
+            exit_promptly_on_interrupt(_PROMPT_EXIT_COMMANDS[args.command], command=args.command)
         if _console and _signalled:  # a signal while the command loaded (_defer_early_signals)
             raise KeyboardInterrupt
-        if args.command not in _NO_SOLVER_COMMANDS:
-            from solvers.lp.highs import consume_highs_banner
-
-            consume_highs_banner()  # keep HiGHS's banner out of stdout (``--json -``)
         return int(args.func(args))
     except SecureLPError as exc:
         # a path that is not valid UTF-8 (surrogate escapes) must not turn the message into a traceback
@@ -114,13 +120,31 @@ def main(argv: Sequence[str] | None = None) -> int:
               "as ulimit -v left too little for this run", file=sys.stderr)
         return int(ExitCode.RESOURCE)
     except KeyboardInterrupt:
-        _ignore_further_interrupts()  # a second signal must not turn the clean-up into a traceback
-        run_exit_cleanups()  # what an interrupted clean-up left (normally nothing)
-        what = f" by {_signalled[0]}" if _signalled else ""
-        print(f"securelp {args.command}: interrupted{what}", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        return _interrupted(args.command)
+    except RuntimeError as exc:
+        if _console and _signalled:  # e.g. a module whose import the interrupt cut short
+            return _interrupted(args.command)
+        if "can't start new thread" not in str(exc):
+            raise
+        print(f"securelp {args.command}: error: no new thread could be started ({exc}); the machine or a limit "
+              "such as ulimit -v or ulimit -u left too little for this run", file=sys.stderr)
+        return int(ExitCode.RESOURCE)
     except BrokenPipeError:
         return int(ExitCode.OK)
+    except Exception:
+        if _console and _signalled:  # an unexpected error after an interrupt: the interrupt's doing
+            logging.getLogger(__name__).debug("after %s", _signalled[0], exc_info=True)
+            return _interrupted(args.command)
+        raise
+
+
+def _interrupted(command: str) -> int:
+    """The interrupt path: no second signal, the registered clean-ups, one line, 130."""
+    _ignore_further_interrupts()  # a second signal must not turn the clean-up into a traceback
+    run_exit_cleanups()  # what an interrupted clean-up left (normally nothing)
+    what = f" by {_signalled[0]}" if _signalled else ""
+    print(f"securelp {command}: interrupted{what}", file=sys.stderr)
+    return int(ExitCode.INTERRUPTED)
 
 
 #: seconds an interrupted solver run may take to exit after the signal: the main thread can be
@@ -203,14 +227,20 @@ _prompt_exit_armed = False
 def entry() -> None:
     """The ``securelp`` console script: :func:`main`, then exit with its code.
 
-    A SIGINT or SIGTERM is heard from the first moment, before the command's modules load (until
-    stop 48 a SIGTERM in the first 0.2-0.3 s, numpy and the command still loading, killed the
-    process with 143): one line and 130 like any other interrupt."""
+    A SIGINT or SIGTERM is heard from the moment this module is imported, before the command's
+    modules load (until stop 48 a SIGTERM in the first 0.2-0.3 s, numpy and the command still
+    loading, killed the process with 143): one line and 130 like any other interrupt. Only the
+    interpreter's own start-up, about 35 ms, comes before."""
     global _console
     _console = True
+    inherited_ignored = {sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is signal.SIG_IGN}
     _defer_early_signals()
-    code = main()
-    _exit_on_a_late_signal(code)
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal in the instant between the run's end and the line below
+        print("securelp: interrupted", file=sys.stderr)
+        code = int(ExitCode.INTERRUPTED)
+    _after_the_run(code, inherited_ignored)
     sys.exit(code)
 
 
@@ -219,8 +249,8 @@ def _note_early_signal(signum: int, frame: object) -> None:
 
 
 def _defer_early_signals() -> None:
-    """From the console script's first moment until :func:`main` has loaded the command, a SIGINT
-    or SIGTERM is noted, then acted on (one line, 130) before the command runs. Not raised where it
+    """From the console script's start until :func:`main` has loaded the command, a SIGINT or
+    SIGTERM is noted, then acted on (one line, 130) before the command runs. Not raised where it
     comes: a KeyboardInterrupt inside an import leaves a half-imported module (measured: numpy's C
     extension turned one into "PyCapsule_Import could not import module datetime", exit 1 and a
     63-line traceback)."""
@@ -232,11 +262,12 @@ def _defer_early_signals() -> None:
         signal.signal(signal.SIGINT, _note_early_signal)
 
 
-def _exit_on_a_late_signal(code: int) -> None:
-    """The run is over (its outputs written or refused): a SIGINT or SIGTERM while the interpreter
-    shuts down does not turn its code into 143 (before stop 48: 1 of 40 SIGTERMs sent 0.38 to
-    0.48 s into a 0.43 s run). While threads are joined it ends the process at once with the
-    run's code; from the exit functions on, where nothing can hang on us, it is ignored."""
+def _after_the_run(code: int, inherited_ignored: set[int]) -> None:
+    """The run is over (its outputs written or refused). A SIGINT while the interpreter shuts down
+    ends it at once with the run's code (not a KeyboardInterrupt traceback from an exit function);
+    SIGTERM gets its default action back, so that a shutdown that hangs stays killable (seen under
+    ``ulimit -v``: gRPC's channel close in a finalizer, with the signals ignored after an interrupt,
+    left only SIGKILL). A signal the process inherited ignored stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -246,14 +277,10 @@ def _exit_on_a_late_signal(code: int) -> None:
                 stream.flush()
         os._exit(code)
 
-    def ignore() -> None:  # the last steps (exit functions, modules torn down, where Python's own
-        for sig in (signal.SIGINT, signal.SIGTERM):  # handlers are reset to SIG_DFL): nothing to stop
-            signal.signal(sig, signal.SIG_IGN)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, exit_now)
-    atexit.register(ignore)  # registered last, run first of the exit functions
+    if signal.SIGTERM not in inherited_ignored:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.SIGINT not in inherited_ignored:
+        signal.signal(signal.SIGINT, exit_now)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -68,7 +68,5 @@ def private_tempdir(prefix: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        try:
-            remove()
-        finally:
-            unregister_exit_cleanup(key)
+        remove()  # a second interrupt may cut this short: then the clean-up stays registered, and
+        unregister_exit_cleanup(key)  # run_exit_cleanups (the CLI's interrupt path) removes the rest
