@@ -67,3 +67,60 @@ def test_a_childs_peak_is_its_own_not_its_parents() -> None:
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) < 200 << 20 < held.nbytes <= peak_rss()  # ru_maxrss of wait4 would say >= 320 MB
+
+
+def test_no_new_thread_is_one_line_and_exit_12(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from coordinator.commands import ldp
+
+    def no_thread(args: object) -> int:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(ldp, "run", no_thread)
+    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
+        == ExitCode.RESOURCE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no new thread could be started" in err
+
+
+def test_an_unexpected_error_after_an_interrupt_is_the_interrupt(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # a KeyboardInterrupt inside an import leaves e.g. "ImportError: initialization failed"
+    from coordinator import cli
+    from coordinator.commands import ldp
+
+    def broken_import(args: object) -> int:
+        cli._signalled.append("SIGTERM")  # the console script noted a signal meanwhile
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr(ldp, "run", broken_import)
+    monkeypatch.setattr(cli, "_console", True)
+    monkeypatch.setattr(cli, "_signalled", [])
+    monkeypatch.setattr(cli, "_terminate_like_interrupt", lambda: None)  # this process's handlers stay
+    monkeypatch.setattr(cli, "_ignore_further_interrupts", lambda: None)
+    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
+        == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err.strip() == "securelp ldp: interrupted by SIGTERM"
+
+
+def test_an_interrupted_removal_of_private_keys_is_finished_by_the_exit_cleanups(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from coordinator import exit_cleanups
+
+    real_rmtree = shutil.rmtree
+    calls: list[int] = []
+
+    def interrupted_once(path: object, **kw: object) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # a second signal during the clean-up
+        real_rmtree(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted_once)
+    with pytest.raises(KeyboardInterrupt), exit_cleanups.private_tempdir("securelp-test-") as tmp:
+        (tmp / "party.key").write_text("secret")
+    assert tmp.exists()  # cut short: the clean-up is still registered (until stop 48 it was dropped)
+    exit_cleanups.run_exit_cleanups()
+    assert not tmp.exists()
