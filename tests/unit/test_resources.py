@@ -42,19 +42,25 @@ def test_a_run_under_ulimit_v_is_refused_up_front() -> None:
     assert out.stdout == ""
 
 
-def test_an_out_of_memory_the_estimates_missed_is_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("error, start", [
+    (MemoryError("Unable to allocate 3.0 GiB for an array with shape (20000, 20000) and data type float64"),
+     "securelp ldp: error: out of memory (Unable to allocate 3.0 GiB"),
+    (RuntimeError("can't start new thread"), "securelp ldp: error: no new thread could be started"),
+])
+def test_a_resource_the_estimates_missed_is_one_line_and_exit_12(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 error: Exception, start: str) -> None:
     from coordinator.commands import ldp
 
-    def no_memory(args: object) -> int:
-        raise MemoryError("Unable to allocate 3.0 GiB for an array with shape (20000, 20000) and data type float64")
+    def fails(args: object) -> int:
+        raise error
 
-    monkeypatch.setattr(ldp, "run", no_memory)
+    monkeypatch.setattr(ldp, "run", fails)
     assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
         == ExitCode.RESOURCE
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert err.startswith("securelp ldp: error: out of memory (Unable to allocate 3.0 GiB") and "ulimit -v" in err
+    assert err.startswith(start) and "ulimit -v" in err
 
 
 def test_a_childs_peak_is_its_own_not_its_parents() -> None:
@@ -67,20 +73,6 @@ def test_a_childs_peak_is_its_own_not_its_parents() -> None:
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) < 200 << 20 < held.nbytes <= peak_rss()  # ru_maxrss of wait4 would say >= 320 MB
-
-
-def test_no_new_thread_is_one_line_and_exit_12(monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from coordinator.commands import ldp
-
-    def no_thread(args: object) -> int:
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr(ldp, "run", no_thread)
-    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
-        == ExitCode.RESOURCE
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "no new thread could be started" in err
 
 
 def test_an_unexpected_error_after_an_interrupt_is_the_interrupt(monkeypatch: pytest.MonkeyPatch,
