@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -227,7 +229,6 @@ def test_no_command_writes_over_its_own_input(tmp_path: Path, capsys, argv, frag
 def test_a_link_is_followed_and_a_device_or_fifo_is_written_into(tmp_path: Path) -> None:
     """Until stop 47 the rename put a regular file in place of a symbolic link, a device
     (``--json /dev/full`` as root replaced the device node) or a FIFO (its reader waited forever)."""
-    import threading
 
     target = tmp_path / "target.json"
     target.write_text("old")
@@ -241,7 +242,13 @@ def test_a_link_is_followed_and_a_device_or_fifo_is_written_into(tmp_path: Path)
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    write_json_report(fifo, {"a": 1})
+    for _ in range(200):  # until the reader thread has opened its end (a loaded machine: not at once)
+        try:
+            write_json_report(fifo, {"a": 1})
+            break
+        except InputError as exc:
+            assert "a FIFO that no process reads" in str(exc)
+            time.sleep(0.05)
     reader.join(timeout=10)
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and got and b'"a": 1' in got[0]
     if Path("/dev/full").exists():
