@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solvers.errors import InputError
-from solvers.files import refuse_directories, write_atomically, written_together
+from solvers.files import make_output_dir, refuse_directories, write_atomically, written_together
 
 log = logging.getLogger(__name__)
 
@@ -179,13 +179,7 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
                          "the certificates in it")
     names = [CA_FILE] + [f"{n}.{ext}" for n in (COORDINATOR_ID, *ids) for ext in ("pem", "key")]
     refuse_directories(out, names)
-    if not out.exists():
-        if not out.parent.is_dir():
-            raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
-        try:
-            out.mkdir(mode=0o700)
-        except OSError as exc:  # a read-only parent, /proc, a full disk: one line, not a traceback
-            raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
+    make_output_dir(out, mode=0o700)
     ca_key = _new_key()
     ca_cert = _certificate("securelp session CA", ca_key, "securelp session CA", ca_key, ca=True, days=days,
                            server=False, client=False)

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from coordinator.exit_cleanups import run_exit_cleanups
 from solvers.errors import ExitCode, SecureLPError
@@ -171,12 +171,19 @@ def _terminate_like_interrupt() -> None:
     temporary directories, child processes, sessions aborted), one line, code 130. Without it the
     process died at once with 143, no message, and its temporary keys and blocks left behind. An
     ignored SIGTERM stays ignored; a handler installed later (the party server's) takes over."""
-    if not _console or threading.current_thread() is not threading.main_thread():
+    if _console:
+        _take_signals(_raise_interrupt)  # SIGINT too: the same, and it names the signal
+
+
+def _take_signals(handler: Callable[[int, object], None]) -> None:
+    """Install ``handler`` for SIGTERM and SIGINT where each still has its default (or the
+    start-up's :func:`_note_early_signal`); main thread only. An ignored signal stays ignored, a
+    handler someone else installed stays."""
+    if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, _note_early_signal):
-        signal.signal(signal.SIGTERM, _raise_interrupt)
-    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _note_early_signal):
-        signal.signal(signal.SIGINT, _raise_interrupt)  # same, and it names the signal
+    for sig, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(sig) in (default, _note_early_signal):
+            signal.signal(sig, handler)
 
 
 def _ignore_further_interrupts() -> None:
@@ -254,12 +261,7 @@ def _defer_early_signals() -> None:
     comes: a KeyboardInterrupt inside an import leaves a half-imported module (measured: numpy's C
     extension turned one into "PyCapsule_Import could not import module datetime", exit 1 and a
     63-line traceback)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _note_early_signal)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _note_early_signal)
+    _take_signals(_note_early_signal)
 
 
 def _after_the_run(code: int, inherited_ignored: set[int]) -> None:

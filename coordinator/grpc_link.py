@@ -40,7 +40,7 @@ from coordinator.certs import COORDINATOR_ID, load_identity, write_session_certs
 from coordinator.transport import PartyLink
 from protos import securelp_pb2 as pb
 from protos import securelp_pb2_grpc as pb_grpc
-from protos.codec import join_chunks, split_payload
+from protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
 from solvers import errors as E
 
 log = logging.getLogger(__name__)
@@ -88,9 +88,6 @@ SERVICE_CONFIG = {
 WATCHDOG_SLACK_S = 0.1
 #: ... and if its reader is still blocked this long after the cancel, the channel is closed
 STUCK_GRACE_S = 0.5
-#: trailing metadata of the Hello reply: the split id of the party's block (``securelp split``)
-SPLIT_ID_METADATA = "securelp-split-id"
-ERROR_CLASS_METADATA = "securelp-error-class"
 #: typed errors a party may report (class name in trailing metadata) and we re-raise as such
 _PARTY_ERRORS: dict[str, type[E.SecureLPError]] = {
     cls.__name__: cls for cls in (E.InputError, E.ConfigError, E.ProtocolError, E.ResourceError, E.SolverError,
@@ -157,11 +154,16 @@ def create_channel(address: str, *, tls: ChannelTls | None, target_name: str | N
     return grpc.secure_channel(address, creds, options=options)
 
 
+def _closed_while_connecting(low: str) -> bool:
+    """gRPC's (lower-cased) error says the peer closed the socket while the connection was set up."""
+    return "failed to connect" in low and any(marker in low for marker in _CLOSED_WHILE_CONNECTING)
+
+
 def _looks_like_tls_failure(details: str, tls: bool) -> bool:
     low = details.lower()
     if any(marker in low for marker in _TLS_FAILURE_MARKERS):
         return True
-    return tls and "failed to connect" in low and any(marker in low for marker in _CLOSED_WHILE_CONNECTING)
+    return tls and _closed_while_connecting(low)
 
 
 def _mismatch_hint(details: str, tls: bool) -> str:
@@ -174,7 +176,7 @@ def _mismatch_hint(details: str, tls: bool) -> str:
     low = details.lower()
     if tls and "wrong_version_number" in low:
         return "the party seems to serve plaintext (started with --insecure?) while the coordinator uses TLS"
-    if not tls and "failed to connect" in low and any(m in low for m in _CLOSED_WHILE_CONNECTING):
+    if not tls and _closed_while_connecting(low):
         return ("the party closed the connection while it was set up: it probably requires TLS (--certs) while "
                 "the coordinator runs with --insecure")
     return ""

@@ -54,6 +54,14 @@ BOUNDS_MODES = {"monomial": pb.BOUNDS_MODE_MONOMIAL, "rows": pb.BOUNDS_MODE_ROWS
 #: falls like ``eps^(p+1)``: with 10 extra columns all 200 sessions were optimal (largest relative
 #: distance to the central optimum 2.1e-12), the transformed LP 10 columns wider
 K_MARGIN = 10
+
+
+def session_k(n_dense: int, given: int | None) -> tuple[int, str]:
+    """The ``k`` a session with ``n_dense`` dense-masked columns uses (``given``, else n +
+    :data:`K_MARGIN`) and how messages name it: ``"--k 5000"`` or ``"k = 42 (n + 10)"``."""
+    if given is not None:
+        return int(given), f"--k {int(given)}"
+    return n_dense + K_MARGIN, f"k = {n_dense + K_MARGIN} (n + {K_MARGIN})"
 _STATUS_TO_PB = {
     SolveStatus.OPTIMAL: pb.SOLVE_STATUS_OPTIMAL,
     SolveStatus.INFEASIBLE: pb.SOLVE_STATUS_INFEASIBLE,
@@ -385,13 +393,13 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         n = int(sum(h.n_cols for h in hellos))
         dense_j = [int(h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos]
         n_dense = sum(dense_j)
-        k = n_dense + K_MARGIN if config.k is None else int(config.k)
+        k, k_label = session_k(n_dense, config.k)
         if n_dense and k < n_dense:
             raise ConfigError(f"k = {k} is smaller than n = {n_dense} masked columns; the transformed LP would not be "
                               f"equivalent (choose k >= {n_dense})")
         # before any mask is drawn: k within the protocol, each block within one message, and the
         # coordinator's own share of memory (a party checks its own when asked to mask)
-        check_coordinator_fits(f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})", ids, m, dense_j,
+        check_coordinator_fits(k_label, ids, m, dense_j,
                                [int(h.n_bounded) if mode == pb.BOUNDS_MODE_ROWS else 0 for h in hellos], k)
         t_hello = time.perf_counter()
         blocks = _each(links, lambda l: l.mask(pb.MaskRequest(session_id=session_id, bounds_mode=mode, k=k,

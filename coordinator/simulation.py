@@ -18,7 +18,7 @@ import numpy as np
 from coordinator import sizing
 from coordinator.exit_cleanups import private_tempdir
 from coordinator.leakage import audit_entry, check_against_truth
-from coordinator.protocol import K_MARGIN, SessionConfig, SessionOutcome, run_secure_lp
+from coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
 from coordinator.sizing import session_memory
 from coordinator.transport import InProcessLink, PartyLink
 from party.session import PartySession
@@ -44,7 +44,7 @@ def _mask_sizes(blocks: Sequence[ColumnBlock], config: SessionConfig) -> tuple[l
 def estimate_session_memory(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig) -> float:
     """:func:`coordinator.sizing.session_memory` of a session of these blocks with this configuration."""
     n_dense, n_bound_rows = _mask_sizes(blocks, config)
-    k = sum(n_dense) + K_MARGIN if config.k is None else int(config.k)
+    k, _ = session_k(sum(n_dense), config.k)
     return session_memory(public.n_rows, n_dense, n_bound_rows, k, sum(int(b.A.nnz) for b in blocks))
 
 
@@ -64,8 +64,7 @@ def check_session_fits(public: PublicRows, blocks: Sequence[ColumnBlock], config
     """
     m = public.n_rows
     n_dense, n_bound_rows = _mask_sizes(blocks, config)
-    k = sum(n_dense) + K_MARGIN if config.k is None else int(config.k)
-    what = f"--k {k}" if config.k is not None else f"k = {k} (n + {K_MARGIN})"
+    k, what = session_k(sum(n_dense), config.k)
     sizing.check_k(what, k)
     if not sum(n_dense):
         return k  # no dense mask: k is not used

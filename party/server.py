@@ -41,7 +41,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from protos import securelp_pb2 as pb
 from protos import securelp_pb2_grpc as pb_grpc
-from protos.codec import join_chunks, split_payload
+from protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
 from solvers import errors as E
 
 log = logging.getLogger(__name__)
@@ -64,11 +64,6 @@ SERVER_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
     ("grpc.http2.max_ping_strikes", 3),
 )
-#: header carrying the typed error's class name to the coordinator
-ERROR_CLASS_METADATA = "securelp-error-class"
-#: trailing metadata of the Hello reply: the split id of the party's block (public, from
-#: ``securelp split``), so the coordinator can refuse a block of another split
-SPLIT_ID_METADATA = "securelp-split-id"
 
 # typed error -> status code; the one place where this mapping lives
 _STATUS_FOR: tuple[tuple[type[E.SecureLPError], grpc.StatusCode], ...] = (

@@ -18,6 +18,11 @@ from protos import securelp_pb2 as pb
 from solvers.errors import ProtocolError
 
 CHUNK_BYTES = 1 << 20
+#: trailing metadata of a party's error: the typed error's class name, re-raised as such by the coordinator
+ERROR_CLASS_METADATA = "securelp-error-class"
+#: trailing metadata of the Hello reply: the split id of the party's block (public, from
+#: ``securelp split``), so the coordinator can refuse a block of another split
+SPLIT_ID_METADATA = "securelp-split-id"
 #: refuse payloads above this size (bytes) before allocating for them
 MAX_PAYLOAD_BYTES = 2 << 30
 

@@ -120,6 +120,26 @@ def refuse_directories(directory: str | os.PathLike[str], names: Sequence[str]) 
         raise InputError(f"cannot write into {directory}: {', '.join(folders)} is a directory")
 
 
+def make_output_dir(directory: str | os.PathLike[str], mode: int = 0o777) -> None:
+    """Create the output directory ``directory`` (its parent must exist) unless it exists.
+
+    Raises
+    ------
+    InputError
+        The parent is missing, or the directory cannot be made (a read-only parent, ``/proc``, a
+        full disk): one line, not a traceback.
+    """
+    out = Path(directory)
+    if out.exists():
+        return
+    if not out.parent.is_dir():
+        raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
+    try:
+        out.mkdir(mode=mode)
+    except OSError as exc:
+        raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
+
+
 def _umask() -> int:
     """The process's umask, read without changing it where Linux tells it (``/proc/self/status``);
     elsewhere set and restored at once."""

@@ -59,7 +59,6 @@ def _domain(args: argparse.Namespace):
             raise InputError(f"--rows and --cols must be >= 1, got {args.rows} x {args.cols}")
         if args.rows * args.cols < 2:
             raise InputError("the grid needs at least 2 cells")
-
         return GridDomain(args.rows, args.cols, args.cell_km), None
     from solvers.mdp.datasets import load_dataset
 

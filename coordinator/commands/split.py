@@ -15,7 +15,7 @@ from pathlib import Path
 from coordinator.certs import validate_party_ids
 from coordinator.commands.common import positive_int
 from solvers.errors import InputError
-from solvers.files import refuse_directories, written_together
+from solvers.files import make_output_dir, refuse_directories, written_together
 from solvers.lp import read_mps
 from solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
@@ -56,13 +56,7 @@ def run(args: argparse.Namespace) -> int:
     existing = [t.name for t in targets if t.exists()]
     if existing and not args.force:
         raise InputError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite")
-    if not out.exists():
-        if not out.parent.is_dir():
-            raise InputError(f"cannot create {out}: directory {out.parent} does not exist")
-        try:
-            out.mkdir()
-        except OSError as exc:  # a read-only parent, /proc, a full disk: one line, not a traceback
-            raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
+    make_output_dir(out)
     with written_together():  # the public rows and every party's block, or none of them
         save_public(public, out / PUBLIC_FILE)
         for block in blocks:

@@ -391,13 +391,11 @@ def require_memory_for_domain(m: int, mechanism: str) -> None:
     ResourceError
         Saying how much the domain needs and how much there is.
     """
-    from solvers.resources import available_memory
+    from solvers.resources import available_memory, memory_shortfall
 
-    avail = available_memory()
     need = m * BYTES_PER_VALUE.get(mechanism, 24_000)
-    if avail is not None and need > USERS_MEMORY_SHARE * avail:
-        raise ResourceError(f"{mechanism} on a domain of {m:,} values needs about {need / 2**30:,.1f} GiB, more than "
-                            f"{USERS_MEMORY_SHARE:.0%} of the {avail / 2**30:.1f} GiB available")
+    if short := memory_shortfall(need, available_memory(), USERS_MEMORY_SHARE):
+        raise ResourceError(f"{mechanism} on a domain of {m:,} values needs about {short}")
 
 
 def simulate(
