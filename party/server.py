@@ -146,20 +146,22 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         return reply
 
     def Mask(self, request: pb.MaskRequest, context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
-        reply = self._guard(context, lambda: self.session.mask(request))  # type: ignore[attr-defined]
-        yield from split_payload(reply.SerializeToString())
+        # serialized under the guard: the masked block's bytes are its largest allocation, and a
+        # MemoryError there is a resource error like one in the products (until stop 49 it escaped:
+        # the coordinator saw "Failed to serialize" and exited 1)
+        payload = self._guard(context, lambda: self.session.mask(request).SerializeToString())  # type: ignore[attr-defined]
+        yield from split_payload(payload)
 
     def Decode(self, request_iterator: Iterator[pb.Chunk], context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
-        def run() -> pb.DecodeReply:
+        def run() -> bytes:
             payload = join_chunks(request_iterator, peer=f"party {self.party_id}: solution notice")
             try:
                 notice = pb.SolutionNotice.FromString(payload)
             except Exception:  # noqa: BLE001 - protobuf's DecodeError
                 raise E.ProtocolError(f"party {self.party_id}: the solution notice does not parse") from None
-            return self.session.decode(notice)  # type: ignore[attr-defined]
+            return self.session.decode(notice).SerializeToString()  # type: ignore[attr-defined]
 
-        reply = self._guard(context, run)
-        yield from split_payload(reply.SerializeToString())
+        yield from split_payload(self._guard(context, run))
 
     def Close(self, request: pb.CloseRequest, context: grpc.ServicerContext) -> pb.CloseReply:
         return self._guard(context, lambda: self.session.close(request))  # type: ignore[attr-defined]

@@ -135,11 +135,23 @@ def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path, monkeyp
     assert texts[0].startswith("mask: party party1: its masked block with k = 100000 would need about")
 
 
-def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch):
+class _Unserializable:
+    """A reply whose bytes cannot be allocated (protobuf raises MemoryError there)."""
+
+    def SerializeToString(self) -> bytes:
+        raise MemoryError
+
+
+@pytest.mark.parametrize("where", ["products", "serialization"])
+def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch, where):
     """A MemoryError the party's estimate missed reaches the coordinator as RESOURCE_EXHAUSTED
-    (exit 12), not as an internal error (exit 1 until stop 48)."""
+    (exit 12), not as an internal error (exit 1 until stop 48): in the products, and while the
+    masked block is serialized (until stop 49 that one escaped the party's guard and the
+    coordinator exited 1 with gRPC's "Exception iterating responses")."""
     def no_memory(self, request):  # type: ignore[no-untyped-def]
-        raise MemoryError("Unable to allocate 3.0 GiB")
+        if where == "products":
+            raise MemoryError("Unable to allocate 3.0 GiB")
+        return _Unserializable()
 
     monkeypatch.setattr(PartySession, "mask", no_memory)
     lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
