@@ -4,7 +4,9 @@ than failing inside numpy or being killed."""
 
 from __future__ import annotations
 
-__all__ = ["available_memory", "memory_shortfall", "peak_rss"]
+import math
+
+__all__ = ["available_memory", "format_bytes", "memory_shortfall", "peak_rss"]
 
 
 def available_memory() -> int | None:
@@ -49,7 +51,21 @@ def memory_shortfall(need: float, free: int | None, share: float = 1.0) -> str:
     if free is None or need <= share * free:
         return ""
     of = "the" if share >= 1.0 else f"{share:.0%} of the"
-    return f"{need / 2**30:.1f} GiB, more than {of} {free / 2**30:.1f} GiB available"
+    need_text, free_text = format_bytes(need), format_bytes(free)
+    if need_text == free_text:  # "391.1 KiB, more than the 391.1 KiB available" reads as no reason
+        need_text, free_text = f"{math.ceil(need):,} bytes", f"{free:,} bytes"
+    return f"{need_text}, more than {of} {free_text} available"
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes for a message, in the largest unit that keeps a digit before the point:
+    ``"12.3 GiB"``, ``"412.0 MiB"``, ``"3.0 KiB"``, ``"512 bytes"`` (until stop 49 every figure was
+    in GiB, and a tight ``ulimit -v`` read "more than the 0.0 GiB available")."""
+    n = max(0.0, float(n))
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} bytes"
 
 
 def peak_rss() -> int:

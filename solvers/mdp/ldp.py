@@ -364,14 +364,14 @@ def require_memory_for_users(users: int) -> None:
     ResourceError
         Saying how much the users need, how much there is, and how many users fit.
     """
-    from solvers.resources import available_memory
+    from solvers.resources import available_memory, format_bytes
 
     avail = available_memory()
     need = users * BYTES_PER_USER
     if avail is not None and need > USERS_MEMORY_SHARE * avail:
         fit = int(USERS_MEMORY_SHARE * avail // BYTES_PER_USER)
-        raise ResourceError(f"{users:,} simulated users need about {need / 2**30:.1f} GiB ({BYTES_PER_USER} bytes "
-                            f"each), more than {USERS_MEMORY_SHARE:.0%} of the {avail / 2**30:.1f} GiB available: "
+        raise ResourceError(f"{users:,} simulated users need about {format_bytes(need)} ({BYTES_PER_USER} bytes "
+                            f"each), more than {USERS_MEMORY_SHARE:.0%} of the {format_bytes(avail)} available: "
                             f"simulate at most {fit:,} (the empirical errors' spread falls as 1/sqrt(users))")
 
 

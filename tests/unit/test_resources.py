@@ -116,3 +116,24 @@ def test_an_interrupted_removal_of_private_keys_is_finished_by_the_exit_cleanups
     assert tmp.exists()  # cut short: the clean-up is still registered (until stop 48 it was dropped)
     exit_cleanups.run_exit_cleanups()
     assert not tmp.exists()
+
+
+@pytest.mark.parametrize(("n", "text"), [
+    (0, "0 bytes"), (512, "512 bytes"), (3 * 1024, "3.0 KiB"), (412 * 2**20, "412.0 MiB"),
+    (int(12.34 * GIB), "12.3 GiB"), (-5, "0 bytes"),
+])
+def test_byte_figures_keep_a_digit_before_the_point(n: int, text: str) -> None:
+    from solvers.resources import format_bytes
+
+    assert format_bytes(n) == text
+
+
+def test_a_tight_limit_is_not_read_as_zero() -> None:
+    # "more than the 0.0 GiB available" until stop 49
+    from solvers.resources import memory_shortfall
+
+    assert memory_shortfall(3 * 2**20, 2**20) == "3.0 MiB, more than the 1.0 MiB available"
+    assert memory_shortfall(2 * GIB, 100 * 2**20, 0.9) == "2.0 GiB, more than 90% of the 100.0 MiB available"
+    assert memory_shortfall(1, 2**20) == ""
+    # figures that round alike are given in bytes
+    assert memory_shortfall(400_500, 400_480) == "400,500 bytes, more than the 400,480 bytes available"
