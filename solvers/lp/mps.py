@@ -44,7 +44,7 @@ _INFINITE_COST = 1e20
 _NO_VALUE_BOUNDS = ("FR", "MI", "PL", "BV")
 
 
-def _check_numbers(path: Path) -> None:
+def _check_lines(path: Path) -> None:
     """Reject what HiGHS's lenient reader would silently read differently, naming the line:
     numeric fields it would read as 0; a row defined twice; a column whose entries are not
     contiguous (HiGHS made two columns of one name); a COLUMNS entry in an undefined row (dropped);
@@ -136,7 +136,7 @@ def read_mps(path: str | os.PathLike[str]) -> LinearProgram:
         raise InputError(f"MPS file {p} cannot be read: {exc.strerror}") from None
     if b"\0" in head:
         raise InputError(f"MPS file {p} is not a text file")
-    _check_numbers(p)
+    _check_lines(p)
     try:
         str(p).encode("utf-8")
     except UnicodeEncodeError:  # HiGHS takes a UTF-8 name: readModel() raised a TypeError
