@@ -35,7 +35,15 @@ def require_file(path: str | os.PathLike[str], what: str) -> Path:
     """
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{what} {p} " + ("is a directory, not a file" if p.is_dir() else "does not exist"))
+        if p.is_dir():
+            why = "is a directory, not a file"
+        elif p.exists():  # until stop 49: "/dev/null does not exist"
+            why = "is not a regular file (a device, FIFO or socket)"
+        elif p.is_symlink():
+            why = "is a symbolic link to a file that does not exist"
+        else:
+            why = "does not exist"
+        raise InputError(f"{what} {p} {why}")
     return p
 
 

@@ -364,3 +364,18 @@ def test_outputs_through_pipes_long_names_loops_and_kept_permissions(tmp_path: P
     private.chmod(0o600)
     write_atomically(private, "new")
     assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text() == "new"
+
+
+def test_an_input_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """require_file (every input file): a directory, a device or FIFO, a dangling link, a missing
+    path each say which ("/dev/null does not exist" until stop 49)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    dangling = tmp_path / "link"
+    dangling.symlink_to(tmp_path / "gone.mps")
+    for path, why in [(tmp_path, "is a directory, not a file"), (Path("/dev/null"), "is not a regular file"),
+                      (fifo, "is not a regular file"), (dangling, "is a symbolic link to a file that does not exist"),
+                      (tmp_path / "missing.mps", "does not exist")]:
+        with pytest.raises(InputError, match=f"^MPS file {path} {why}"):
+            files.require_file(path, "MPS file")
+    assert files.require_file(__file__, "MPS file") == Path(__file__)
