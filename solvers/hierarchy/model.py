@@ -28,11 +28,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
 from solvers.errors import InputError, ResourceError
+from solvers.files import require_file
 from solvers.resources import available_memory, memory_shortfall
 
 logger = logging.getLogger(__name__)
@@ -200,9 +200,7 @@ def _parse_int(text: str, what: str, where: str) -> int:
 
 
 def _read_rows(path: str | os.PathLike[str], header: tuple[str, ...]) -> tuple[list[list[str]], str]:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: " + ("is a directory, not a file" if p.is_dir() else "file not found"))
+    p = require_file(path, "counts file" if header == COUNT_HEADER else "noisy counts file")
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -3,8 +3,8 @@ region ids, the seeded-release warning and options that do not apply (reviewer's
 
 from __future__ import annotations
 
-import re
 import json
+import re
 from pathlib import Path
 
 import numpy as np

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import dataclasses
 import itertools
 import json
+import re
 import types
 from pathlib import Path
 
