@@ -57,8 +57,13 @@ def test_validation_errors(tmp_path: Path, text: str, needle: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="not found"):
+    with pytest.raises(InputError, match=r"^counts file .*nope\.csv does not exist$"):
         read_counts_csv(tmp_path / "nope.csv")
+    # "/dev/null: file not found" until stop 49
+    with pytest.raises(InputError, match=r"^counts file /dev/null is not a regular file"):
+        read_counts_csv("/dev/null")
+    with pytest.raises(InputError, match=r"^noisy counts file .* is a directory, not a file$"):
+        read_noisy_csv(tmp_path)
 
 
 def test_huge_max_size_is_a_resource_error(tmp_path: Path) -> None:
