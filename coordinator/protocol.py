@@ -62,6 +62,8 @@ def session_k(n_dense: int, given: int | None) -> tuple[int, str]:
     if given is not None:
         return int(given), f"--k {int(given)}"
     return n_dense + K_MARGIN, f"k = {n_dense + K_MARGIN} (n + {K_MARGIN})"
+
+
 _STATUS_TO_PB = {
     SolveStatus.OPTIMAL: pb.SOLVE_STATUS_OPTIMAL,
     SolveStatus.INFEASIBLE: pb.SOLVE_STATUS_INFEASIBLE,

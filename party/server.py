@@ -148,7 +148,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def Mask(self, request: pb.MaskRequest, context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
         # serialized under the guard: the masked block's bytes are its largest allocation, and a
         # MemoryError there is a resource error like one in the products (until stop 49 it escaped:
-        # the coordinator saw "Failed to serialize" and exited 1)
+        # the coordinator saw "UNKNOWN: Exception iterating responses" and exited 1)
         payload = self._guard(context, lambda: self.session.mask(request).SerializeToString())  # type: ignore[attr-defined]
         yield from split_payload(payload)
 

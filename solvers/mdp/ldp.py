@@ -364,14 +364,12 @@ def require_memory_for_users(users: int) -> None:
     ResourceError
         Saying how much the users need, how much there is, and how many users fit.
     """
-    from solvers.resources import available_memory, format_bytes
+    from solvers.resources import available_memory, memory_shortfall
 
     avail = available_memory()
-    need = users * BYTES_PER_USER
-    if avail is not None and need > USERS_MEMORY_SHARE * avail:
+    if avail is not None and (short := memory_shortfall(users * BYTES_PER_USER, avail, USERS_MEMORY_SHARE)):
         fit = int(USERS_MEMORY_SHARE * avail // BYTES_PER_USER)
-        raise ResourceError(f"{users:,} simulated users need about {format_bytes(need)} ({BYTES_PER_USER} bytes "
-                            f"each), more than {USERS_MEMORY_SHARE:.0%} of the {format_bytes(avail)} available: "
+        raise ResourceError(f"{users:,} simulated users need about {short}; at {BYTES_PER_USER} bytes each, "
                             f"simulate at most {fit:,} (the empirical errors' spread falls as 1/sqrt(users))")
 
 
