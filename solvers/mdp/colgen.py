@@ -338,6 +338,14 @@ IPM_PROBE_GAP = 1e-3
 #: 0.034 and 68 of the 73 it does not use none of 0.01). One the optimum needs after all is found
 #: violated by the next pricing and comes back, as every other output does
 IPM_PRUNE_BELOW = 1e-2
+#: and within a round that holds the cap's outputs, once its relative gap is at most this, such an
+#: output leaves the IPM at once (:func:`solvers.mdp.ipm.structured_ipm`'s ``prune_below``): it
+#: makes room for the violated outputs, so that the round's probe can fire, and saves its inverse at
+#: every iteration. Without it gaussian 2,000's first three rounds held the cap of 200 outputs each
+#: for about 200 iterations (11.8 s apiece), the probe never fired, and they then pruned 142, 99 and
+#: 90 of them. Below the cap the probe fires anyway, and pruning there cost gaussian 1,000 a third
+#: round (238 s against 211 s; docs/benchmarks/mdp.md, stop 50)
+IPM_PRUNE_GAP = 1e-2
 #: the ``ipm`` start may plan on at most this share of the memory available
 IPM_MEMORY_SHARE = 0.6
 #: bytes of :func:`smoothed_dual_ascent` per mDP row and output (its float32 iterates, momentum,
@@ -1917,15 +1925,17 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
         t_round = time.perf_counter()
         probed: dict[str, Any] = {}
 
-        def probe(mu: np.ndarray, S: np.ndarray = S, t_round: float = t_round,
+        def probe(mu: np.ndarray, live: np.ndarray, S: np.ndarray = S, t_round: float = t_round,
                   probed: dict[str, Any] = probed) -> bool:
             # halfway (in gap) through the round: are outputs missing? then restart with them now
             # rather than finish a restricted LP that lacks them (the round so far is taken as half
-            # of its time when judging whether the next round fits)
-            if len(rounds) + 1 >= IPM_MAX_ROUNDS or S.size >= cap:
+            # of its time when judging whether the next round fits); the outputs pruned on the way
+            # are outside the LP, priced like the others, and make room under the cap
+            inside = S[live]
+            if len(rounds) + 1 >= IPM_MAX_ROUNDS or inside.size >= cap:
                 return False
-            probed.update(price_at(mu, S, float(cg.G[:, S].min(axis=1).sum())))
-            fits = next_fits(t_round, S, min(S.size + probed["violated"], cap), 0.5)
+            probed.update(price_at(mu, inside, float(cg.G[:, inside].min(axis=1).sum())))
+            fits = next_fits(t_round, S, min(inside.size + probed["violated"], cap), 0.5)
             return bool(probed["violated"]) and probed["complete"] and fits
 
         def note(it: int, primal: float, bound: float, r: int = len(rounds) + 1, k: int = S.size) -> None:
@@ -1933,7 +1943,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
                    f"in [{bound:.8g}, {primal:.8g}]")
 
         res = structured_ipm(cg.G[:, S], cg.A, end, tolerance=IPM_GAP_SHARE * gap, probe_gap=IPM_PROBE_GAP,
-                             probe=probe, threads=len(cg.pricers), on_iteration=note)
+                             probe=probe, threads=len(cg.pricers), on_iteration=note, prune_below=IPM_PRUNE_BELOW,
+                             prune_gap=IPM_PRUNE_GAP if S.size >= cap else 0.0)
         total += res.iterations
         if res.iterations == 0:  # no time left for a step: its start point would only weaken the certificate
             break
@@ -1943,18 +1954,22 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             # the primal iterate of the last finished round (of a probed one only while none finished)
             Z = np.zeros_like(cg.G)
             Z[:, S] = res.Z
+        # the outputs pruned during the round left its LP: from here on they are outside it
+        live = np.setdiff1d(np.arange(S.size), res.pruned)
+        S_all, S = S, S[live]
         found = probed if res.status == "probed" else price_at(res.mu, S, res.primal)
-        rounds.append({"outputs": int(S.size), "iterations": res.iterations, "status": res.status,
+        rounds.append({"outputs": int(S_all.size), "iterations": res.iterations, "status": res.status,
                        "seconds": res.seconds, "restricted_bound": res.bound, "restricted_primal": res.primal,
-                       **summary(found)})
+                       "pruned_in_round": int(res.pruned.size), **summary(found)})
         if probed and res.status != "probed":
             rounds[-1]["probe"] = summary(probed)
-        logger.info("component of %d records: IPM round %d on %d outputs, %d iterations (%s), %.1f s, restricted LP "
-                    "in [%.10g, %.10g]; priced %d outputs in %.1f s, %d violated, bound %.10g", cg.m, len(rounds),
-                    S.size, res.iterations, res.status, res.seconds, res.bound, res.primal, found["priced"],
+        logger.info("component of %d records: IPM round %d on %d outputs (%d left on the way), %d iterations (%s), "
+                    "%.1f s, restricted LP in [%.10g, %.10g]; priced %d outputs in %.1f s, %d violated, bound %.10g",
+                    cg.m, len(rounds), S_all.size, res.pruned.size, res.iterations, res.status, res.seconds, res.bound,
+                    res.primal, found["priced"],
                     found["pricing_seconds"], found["violated"], found["lower_bound"])
         # the next round: this one's outputs still in use, and the violated ones
-        kept_S = prune_outputs(res.Z, S, IPM_PRUNE_BELOW)
+        kept_S = prune_outputs(res.Z[:, live], S, IPM_PRUNE_BELOW)
         rounds[-1]["pruned"] = int(S.size - kept_S.size)
         room = cap - kept_S.size
         grown = np.union1d(kept_S, np.array(found["js"][:room], dtype=S.dtype))

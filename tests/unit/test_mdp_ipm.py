@@ -77,9 +77,11 @@ def test_restricted_outputs_bound_only_their_lp(instance) -> None:
 def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -> None:
     _, _, _, opt_c, G, A = instance
     seen: list[np.ndarray] = []
+    lives: list[np.ndarray] = []
 
-    def stop(mu: np.ndarray) -> bool:
+    def stop(mu: np.ndarray, live: np.ndarray) -> bool:
         seen.append(mu)
+        lives.append(live)
         return True
 
     res = structured_ipm(G, A, float("inf"), tolerance=1e-6, probe_gap=1e-2, probe=stop)
@@ -87,11 +89,55 @@ def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -
     assert res.primal - res.bound <= 1e-2 * res.primal and res.bound <= opt_c * (1 + 1e-12)
     assert res.primal - res.bound > 1e-6 * res.primal  # stopped there, not at the tolerance
     assert seen[0].shape == (G.shape[0],) and np.allclose(seen[0], res.mu)
+    assert np.array_equal(lives[0], np.arange(G.shape[1]))  # nothing pruned: every output is in the LP
     # a probe that returns False is not called again, and the method goes on to its tolerance
     calls: list[int] = []
     full = structured_ipm(G, A, float("inf"), tolerance=1e-6, probe_gap=1e-2,
-                          probe=lambda mu: calls.append(1) is not None)
+                          probe=lambda mu, live: calls.append(1) is not None)
     assert full.status == "optimal" and calls == [1] and full.iterations > res.iterations
+
+
+def test_idle_outputs_leave_the_restricted_lp(instance) -> None:
+    """With ``prune_below`` the outputs the iterate leaves idle leave the LP on the way: the result
+    is the LP over the others (the same optimum as that LP solved alone, its bound valid for it),
+    the pruned outputs carry no mass, and the probe is told which outputs are still in."""
+    _, _, _, opt_c, G, A = instance
+    K = G.shape[1]
+    res = structured_ipm(G, A, float("inf"), tolerance=1e-6, prune_below=1e-2, prune_gap=1e-2)
+    assert res.status == "optimal" and 0 < res.pruned.size < K
+    live = np.setdiff1d(np.arange(K), res.pruned)
+    alone = _restricted_optimum(G[:, live], A)  # HiGHS on the LP over the kept outputs
+    assert res.bound <= alone * (1 + 1e-9) <= res.primal * (1 + 2e-9)
+    assert res.primal - alone <= 1e-6 * alone
+    assert res.primal >= opt_c * (1 - 1e-9)  # a restriction of the whole LP
+    assert np.all(res.Z[:, res.pruned] == 0) and np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9
+    # the pruned outputs' frozen multipliers are still multipliers (>= 0): a valid certificate of
+    # the whole LP, only not a tight one at mu
+    assert np.all(res.Y >= 0)
+    assert float(np.min(G + A.T @ res.Y, axis=1).sum()) <= opt_c * (1 + 1e-12)
+    # without it nothing leaves, and the probe sees the LP without the pruned outputs
+    assert structured_ipm(G, A, float("inf"), tolerance=1e-6).pruned.size == 0
+    lives: list[np.ndarray] = []
+    early = structured_ipm(G, A, float("inf"), tolerance=1e-6, prune_below=1e-2, prune_gap=1e-1, probe_gap=1e-3,
+                           probe=lambda mu, live: lives.append(live) is not None)
+    assert len(lives) == 1 and early.pruned.size > 0
+    # pruned at gap 1e-1, probed at 1e-3: outputs had left before the probe, and may leave after it
+    out_at_probe = set(range(K)) - set(lives[0].tolist())
+    assert out_at_probe and out_at_probe <= set(early.pruned.tolist())
+    assert np.all(np.diff(lives[0]) > 0)
+
+
+def _restricted_optimum(G: np.ndarray, A: sp.csr_matrix) -> float:
+    """HiGHS on the component LP over the outputs ``G``: rows sum to 1, ``A z_k <= 0`` per output."""
+    from scipy.optimize import linprog
+
+    m, K = G.shape
+    unit = sp.kron(sp.eye(m), np.ones((1, K)))  # z flattened record-major: z[i, k] at i * K + k
+    mdp = sp.kron(A, sp.eye(K))
+    out = linprog(G.ravel(), A_ub=mdp, b_ub=np.zeros(mdp.shape[0]), A_eq=unit, b_eq=np.ones(m),
+                  bounds=(0, None), method="highs")
+    assert out.status == 0, out.message
+    return float(out.fun)
 
 
 def _grid_rows(n: int) -> sp.csr_matrix:
@@ -275,7 +321,30 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, 
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
-    assert sum(rd["pruned"] for rd in rounds) > 0 and len(rounds) >= 2
+    # pruned within a round (once its gap is IPM_PRUNE_GAP) or after it, and some brought back
+    assert sum(rd["pruned"] + rd["pruned_in_round"] for rd in rounds) > 0 and len(rounds) >= 2
+
+
+def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(instance, monkeypatch) -> None:
+    """A round that holds as many outputs as the rounds may grow to prunes its idle outputs once its
+    gap is IPM_PRUNE_GAP, which makes room for its probe; one below the cap keeps them to its end
+    (there the probe fires anyway). Either way the result is the certified optimum."""
+    p, direct, idx, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 20)
+
+    def rounds_of() -> list[dict]:
+        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+        assert_certified_optimum(p, direct, r)
+        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+        return entry["ipm"]["rounds"]
+
+    below = rounds_of()  # the cap: IPM_MAX_GROWN_OUTPUTS (400), at most the 60 kept outputs
+    assert below[0]["outputs"] == 20 and all(rd["pruned_in_round"] == 0 for rd in below)
+    monkeypatch.setattr(colgen, "IPM_MAX_GROWN_OUTPUTS", 20)
+    at_cap = rounds_of()
+    assert at_cap[0]["outputs"] == 20 and at_cap[0]["pruned_in_round"] > 0
+    monkeypatch.setattr(colgen, "IPM_PRUNE_GAP", 0.0)  # switched off: nothing leaves within a round
+    assert all(rd["pruned_in_round"] == 0 for rd in rounds_of())
 
 
 def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
