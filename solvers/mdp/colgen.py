@@ -45,7 +45,9 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
   certificates found at boxed duals stay weak (seen at ``eps d ~ 10``). Optional Wentges
   smoothing prices at ``mu_s = a mu_c + (1 - a) mu_RMP``; on a mis-price (nothing enters) the
   next round prices at the RMP's own duals.
-* Upper bound: the RMP's mechanism (solved without the box), repaired and verified on the component; the returned
+* Upper bound: the RMP's mechanism (solved without the box), repaired and verified on the component (and
+  before the first master solve a first-order or IPM start's repaired primal, which ends the component
+  at once when it is within the gap of the start's bound); the returned
   full matrix is verified again as a whole, and repaired only if it fails (:func:`solvers.mdp.pmo.finalize_mechanism`).
   A component stopped short of the gap above the exponential mechanism's loss returns that
   mechanism's rows instead (private on every pair; since stop 46).
@@ -929,6 +931,7 @@ class _ComponentCG:
         self.box_widenings = 0  # boxes widened because the boxed master had no solution
         self.deadline = float("inf")  # master solves stop here (HiGHS time limit): see run()
         self.start_rows: np.ndarray | None = None  # the repaired first-order start (m x Kc), a fallback
+        self.start_gap: float | None = None  # relative gap of start_rows' loss over the start's bound (run())
         self.rows_seconds = 0.0  # the longest repair and verification of the rows so far (:meth:`_verified`)
         self._features: np.ndarray | None = None  # the outputs' cost columns, projected (pricing order)
         self._transport = transport  # built at the first pricing that asks for it, unless given
@@ -1398,6 +1401,18 @@ class _ComponentCG:
         width = 0.0
         self.deadline = deadline
         it = 0
+        if self.start_rows is not None and time.perf_counter() < self.finish_by(deadline):
+            # a start's repaired primal (the IPM's last round, PDLP's iterate) is an upper bound of its
+            # own: when it already closes the gap on the start's bound, no master is solved at all
+            # (gaussian 2,000: the IPM start's bounds were 2.6e-5 apart, and the first master solve
+            # after it ran for 54 minutes without an iteration, stop 52)
+            rows, upper = self._verified(self.start_rows)
+            self.start_gap = (upper - best_bound) / max(abs(upper), 1e-300)
+            logger.info("component of %d records: the start's repaired rows, loss %.10g, are %.3g above its bound",
+                        self.m, upper, self.start_gap)
+            on_iter(min(best_bound, upper), upper)
+            if self.start_gap <= self.gap:
+                return rows, min(best_bound, upper), upper, "optimal", 0
         try:
             if self.boxstep:
                 _, obj0, lam0 = self.solve_master()
@@ -1670,6 +1685,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
                       and _ipm_outputs(idx.size, cg.E, kept.size) > 0)
             rows, lo, up, st, its = cg.run(deadline, IPM_SWITCH_ITERATIONS if switch else int(max_iterations), on_iter,
                                            centre=centre, trust_centre=method == "ipm")
+            if budget > 0 and q is not None and cg.start_gap is not None:
+                entry["start_gap"] = cg.start_gap  # its repaired primal over its bound (run() stops at once within the gap)
             if switch and st == "iteration_limit" and time.perf_counter() < deadline:
                 rows, lo, up, st, its = _switch_to_ipm(cg, rows, lo, up, its, deadline, time_limit, gap,
                                                        int(max_iterations), on_iter, ascent)
@@ -1864,8 +1881,9 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
 
     The certificate is the last IPM's on ``S``, the pricing's or the ascent's on the others (all
     from multipliers >= 0, so every column is valid); the ``mu`` of the best bound becomes the
-    stability centre and the last round's primal iterate, repaired, enters the master. The column
-    generation that follows certifies (or brings in) what the rounds left open."""
+    stability centre and the last round's primal iterate, repaired, enters the master. When that
+    repaired iterate's loss is within the gap of the bound, :meth:`_ComponentCG.run` stops at once
+    (no master solve); else the column generation certifies (or brings in) what the rounds left open."""
     from solvers.mdp.ipm import structured_ipm
 
     ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
@@ -2026,6 +2044,8 @@ def _switch_to_ipm(cg: _ComponentCG, rows: np.ndarray, lo: float, up: float, its
     ascent.append(entry)
     logger.info("component of %d records: ipm start, %d iterations, bound %.10g", cg.m, start.iterations, bound)
     rows2, lo2, up2, st, its2 = cg.run(deadline, max_iterations - its, on_iter, centre=centre, trust_centre=True)
+    if cg.start_gap is not None:
+        entry["start_gap"] = cg.start_gap
     if up2 <= up:
         rows, up = rows2, up2
     lo = max(lo, lo2)

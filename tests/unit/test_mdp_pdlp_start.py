@@ -281,7 +281,8 @@ def test_a_master_solve_that_reaches_the_deadline_ends_the_run_with_a_verified_m
     try:
         start = pdlp_start(cg.G, cg.A, time.perf_counter() + 20.0)
         cg.warm_start(start.Q)
-        cg.add_primal_columns(start.Z)
+        # half of PDLP's iterate spread uniformly: a start far short of the gap, so the masters run
+        cg.add_primal_columns(0.5 * start.Z + 0.5 / cg.Kc)
         real = cg.master
         cg.master = _TimedOut(real, 1)  # the first (unboxed) master solve succeeds, the boxed one times out
         rows, lo, up, status, _ = cg.run(time.perf_counter() + 60.0, 100, lambda a, b: None, centre=start.mu)
@@ -486,3 +487,41 @@ def test_screened_start_shrinks_to_the_memory_available(instance, monkeypatch) -
         assert rmp >= opt_c * (1 - 1e-9)  # a restriction of the PMO
     finally:
         cg.close()
+
+
+def _start_run(instance, damp: float):
+    """A run from PDLP's start whose primal iterate is mixed with the uniform mechanism (weight
+    ``damp``) and whose every master solve would time out; returns what run() gives, the masters'
+    runs and the component's start gap."""
+    p, _, idx, opt_c = instance
+    cg = _cg(p, idx)
+    try:
+        start = pdlp_start(cg.G, cg.A, time.perf_counter() + 20.0)
+        assert start.status == "Optimal"
+        cg.warm_start(start.Q)
+        cg.add_primal_columns((1.0 - damp) * start.Z + damp / cg.Kc)
+        real = cg.master
+        cg.master = _TimedOut(real, 0)
+        rows, lo, up, status, its = cg.run(time.perf_counter() + 60.0, 100, lambda a, b: None, centre=start.mu)
+        _assert_verified_rows(cg, rows, lo, up, opt_c)
+        assert up == pytest.approx(float(np.sum(cg.G * cg.start_rows)), rel=1e-9)
+        return status, its, cg.master.runs, cg.start_gap, (up - lo) / up
+    finally:
+        cg.master = real
+        cg.close()
+
+
+def test_a_start_within_the_gap_ends_the_component_without_a_master_solve(instance) -> None:
+    """A converged PDLP start's repaired iterate is within 1e-4 of its certificate's bound: the
+    component ends 'optimal' at once, the masters (which would all time out here) never run."""
+    status, its, runs, start_gap, gap = _start_run(instance, 0.0)
+    assert (status, its, runs) == ("optimal", 0, 0)
+    assert start_gap == pytest.approx(gap, abs=1e-15) and 0.0 <= gap <= 1e-4
+
+
+def test_a_start_short_of_the_gap_goes_on_to_the_master(instance) -> None:
+    """The same start spread a tenth uniformly is short of the gap: the check lets the run go on
+    to the master (whose time-out then ends it, with the start's rows as the upper bound)."""
+    status, _, runs, start_gap, gap = _start_run(instance, 0.1)
+    assert status == "time_limit" and runs == 1
+    assert start_gap > 1e-4 and gap == pytest.approx(start_gap, rel=1e-12)
