@@ -256,6 +256,33 @@ def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
         assert sum("pricing" in t for t in mine) >= len(info["rounds"])
 
 
+def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(instance, monkeypatch) -> None:
+    """The IPM rounds stop once their bound is within the gap of the restricted primal; that primal,
+    repaired and verified, is within the gap too, so the component ends there: no master solve, and
+    its ``start_gap`` in the report. With a gap the start does not reach, the master runs."""
+    p, direct, idx, _, _, _ = instance
+    solved: list[int] = []
+    real = colgen._ComponentCG.solve_master
+
+    def counted(self, *args, **kwargs):
+        solved.append(self.m)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(colgen._ComponentCG, "solve_master", counted)
+    r = solve_colgen(p, dominance=False, gap=1e-4, dual_ascent=2.0, first_order="ipm")
+    assert r.status == "optimal" and r.objective <= direct.objective * (1 + 1e-4)
+    (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+    assert -1e-12 <= entry["start_gap"] <= 1e-4
+    assert idx.size not in solved
+    # a gap below the IPM's own finish: the start's rows stay an upper bound, the master goes on
+    monkeypatch.setattr(colgen, "IPM_GAP_SHARE", 1e3)  # the rounds stop at a restricted gap of 1e-3
+    solved.clear()
+    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    assert_certified_optimum(p, direct, r)
+    (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+    assert entry["start_gap"] > 1e-6 and idx.size in solved
+
+
 def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monkeypatch) -> None:
     """Output generation: the first round's 10 outputs leave outputs violated at its duals and a
     Lagrangian bound far below the optimum; the next round holds them too, and its bound reaches the
