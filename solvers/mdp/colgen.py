@@ -314,11 +314,13 @@ DOMINANCE_SHARE = 0.05
 ASCENT_CHUNKS = 16
 ASCENT_PARALLEL_MIN = 1_000_000
 
-#: the ``ipm`` start: iterations of smoothed ascent that screen the outputs, and at most this many
-#: seconds (at most this share of the start's budget under a time limit). The iteration cap makes
+#: the ``ipm`` start: iterations of smoothed ascent that screen the outputs, and under a time limit
+#: at most this many seconds (at most this share of the start's budget). The iteration cap makes
 #: the screen, and with it the rounds that follow, the same from run to run where it binds first
 #: (gaussian 1,000: 300 iterations in about 27 s on two threads, 40-49 s on one; with the time cap
-#: alone, 364-417 iterations in 60 s on one thread, and two or three rounds, from run to run)
+#: alone, 364-417 iterations in 60 s on one thread, and two or three rounds, from run to run).
+#: Without a time limit only the iterations bind: on gaussian 2,000 the 60 s stopped a slower
+#: machine's ascent short of them, and its screen took another, worse path (stop 53)
 IPM_ASCENT_ITERATIONS = 300
 IPM_ASCENT_SECONDS = 60.0
 IPM_ASCENT_SHARE = 0.2
@@ -329,7 +331,12 @@ IPM_MAX_OUTPUTS = 200
 #: last still in use (:data:`IPM_PRUNE_BELOW`) plus those the pricing at its duals finds violated,
 #: up to :data:`IPM_MAX_GROWN_OUTPUTS`
 #: outputs in all (fewer when they would not fit in memory)
-IPM_MAX_ROUNDS = 4
+IPM_MAX_ROUNDS = 6
+#: ... of which only the first this many may stop at their probe (:data:`IPM_PROBE_GAP`); the later
+#: ones run to the gap, and they go on only while the pricing after them finds outputs violated.
+#: With 4 rounds in all, gaussian 2,000's fourth left 18 outputs violated and its start 4.05e-4 above
+#: the bound, and the master solve that had to close that did not end in 48 minutes (stop 53)
+IPM_PROBE_ROUNDS = 3
 IPM_MAX_GROWN_OUTPUTS = 400
 #: a round's IPM prices the other outputs once on the way, when its relative gap falls to this, and
 #: restarts with the violated ones at once (the rest of the round would solve an LP that lacks them)
@@ -1858,9 +1865,9 @@ def _ascent_too_large(E: int, Kc: int) -> str:
 
 def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap: float, unlimited: bool
                ) -> tuple[FirstOrderStart, dict[str, Any]]:
-    """The ``ipm`` start begun at ``ta``: :data:`IPM_ASCENT_ITERATIONS` of the smoothed ascent (at most
-    :data:`IPM_ASCENT_SHARE` of ``budget``, at most :data:`IPM_ASCENT_SECONDS`), then rounds of output generation with
-    :func:`solvers.mdp.ipm.structured_ipm` as the restricted solver:
+    """The ``ipm`` start begun at ``ta``: :data:`IPM_ASCENT_ITERATIONS` of the smoothed ascent (under a
+    time limit at most :data:`IPM_ASCENT_SHARE` of ``budget`` and :data:`IPM_ASCENT_SECONDS`), then
+    rounds of output generation with :func:`solvers.mdp.ipm.structured_ipm` as the restricted solver:
 
     1. the IPM solves the component LP over the outputs ``S`` (first the :data:`IPM_MAX_OUTPUTS`
        the ascent's certificate screens, :func:`screen_outputs`; fewer when their inverses would not
@@ -1874,10 +1881,10 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
        else ``S`` loses the outputs the round left unused (:func:`prune_outputs`) and gains the
        violated ones (most violated first), and the next round starts cold.
 
-    Each round also prices once on the way, when its restricted gap first falls to
-    :data:`IPM_PROBE_GAP`: when outputs are violated there and the next round fits, the round stops
-    at once and the next one starts with them (gaussian 1,000: round 1 stopped after 73 of about
-    125 iterations, with 31 outputs to add).
+    Each of the first :data:`IPM_PROBE_ROUNDS` rounds also prices once on the way, when its restricted
+    gap first falls to :data:`IPM_PROBE_GAP`: when outputs are violated there and the next round fits,
+    the round stops at once and the next one starts with them (gaussian 1,000: round 1 stopped after
+    73 of about 125 iterations, with 31 outputs to add). The later rounds run to the gap.
 
     The certificate is the last IPM's on ``S``, the pricing's or the ascent's on the others (all
     from multipliers >= 0, so every column is valid); the ``mu`` of the best bound becomes the
@@ -1886,7 +1893,8 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     (no master solve); else the column generation certifies (or brings in) what the rounds left open."""
     from solvers.mdp.ipm import structured_ipm
 
-    ascent_end = ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
+    # without a time limit only the iterations bound the screen, so that it is the same on any machine
+    ascent_end = deadline if unlimited else ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)
     q, its = smoothed_dual_ascent(cg.G, cg.A, min(deadline, ascent_end), max_iterations=IPM_ASCENT_ITERATIONS,
                                   threads=len(cg.pricers))
     info: dict[str, Any] = {"ascent_iterations": its, "ascent_seconds": time.perf_counter() - ta,
@@ -1950,7 +1958,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
             # of its time when judging whether the next round fits); the outputs pruned on the way
             # are outside the LP, priced like the others, and make room under the cap
             inside = S[live]
-            if len(rounds) + 1 >= IPM_MAX_ROUNDS or inside.size >= cap:
+            if len(rounds) + 1 > IPM_PROBE_ROUNDS or len(rounds) + 1 >= IPM_MAX_ROUNDS or inside.size >= cap:
                 return False
             probed.update(price_at(mu, inside, float(cg.G[:, inside].min(axis=1).sum())))
             fits = next_fits(t_round, S, min(inside.size + probed["violated"], cap), 0.5)
