@@ -327,6 +327,49 @@ def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> Non
     assert runs[0] == runs[1]
 
 
+def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance, monkeypatch) -> None:
+    """With no time limit the screening ascent stops at its iterations only, whatever
+    :data:`colgen.IPM_ASCENT_SECONDS` says (on gaussian 2,000 that cap stopped a slower machine's
+    ascent short and its screen took another path); under a time limit the cap still binds."""
+    p, direct, idx, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
+    monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
+    monkeypatch.setattr(colgen, "IPM_ASCENT_SECONDS", 1e-9)
+    infos = []
+    for limit in (float("inf"), 600.0):
+        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm", time_limit=limit)
+        assert_certified_optimum(p, direct, r)
+        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+        infos.append(entry["ipm"])
+    assert infos[0]["ascent_iterations"] == 40
+    assert infos[1]["ascent_iterations"] < 40
+
+
+def test_only_the_first_rounds_stop_at_their_probe_and_later_ones_go_on_while_outputs_are_violated(
+        instance, monkeypatch) -> None:
+    """Rounds after :data:`colgen.IPM_PROBE_ROUNDS` run to the gap instead of stopping at their probe,
+    and one that leaves outputs violated is followed by another (up to :data:`colgen.IPM_MAX_ROUNDS`):
+    on 5 screened outputs, round 2 run to its end leaves one output violated and round 3 brings it
+    in. With the rounds cut at 2 the master closes what they leave: the optimum either way."""
+    p, direct, idx, _, _, _ = instance
+    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 5)
+
+    def rounds() -> list[dict]:
+        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+        assert_certified_optimum(p, direct, r)
+        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+        return entry["ipm"]["rounds"]
+
+    assert [rd["status"] for rd in rounds()][:2] == ["probed", "probed"]  # by default both may stop
+    monkeypatch.setattr(colgen, "IPM_PROBE_ROUNDS", 1)
+    got = rounds()
+    assert got[0]["status"] == "probed" and all(rd["status"] != "probed" for rd in got[1:])
+    assert len(got) >= 3 and got[1]["violated"] > 0 and got[-1]["violated"] == 0
+    monkeypatch.setattr(colgen, "IPM_MAX_ROUNDS", 2)
+    got = rounds()
+    assert len(got) == 2 and got[-1]["violated"] > 0
+
+
 def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, monkeypatch) -> None:
     """Between rounds an output leaves when its entries are all small, unless it is some record's
     largest. Pruned too eagerly (a threshold of 1 keeps only the records' favourites), an output the
