@@ -327,6 +327,16 @@ def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> Non
     assert runs[0] == runs[1]
 
 
+def _ipm_info(p, direct, idx, **kwargs) -> dict:
+    """The ``ipm`` start's report on the giant component ``idx`` of a run on ``p`` that must end at
+    ``direct``'s certified optimum (``kwargs`` go to :func:`solve_colgen`)."""
+    args = {"dominance": False, "gap": 1e-6, "dual_ascent": 2.0, "first_order": "ipm", **kwargs}
+    r = solve_colgen(p, **args)
+    assert_certified_optimum(p, direct, r)
+    (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
+    return entry["ipm"]
+
+
 def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance, monkeypatch) -> None:
     """With no time limit the screening ascent stops at its iterations only, whatever
     :data:`colgen.IPM_ASCENT_SECONDS` says (on gaussian 2,000 that cap stopped a slower machine's
@@ -335,12 +345,7 @@ def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance, monke
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
     monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
     monkeypatch.setattr(colgen, "IPM_ASCENT_SECONDS", 1e-9)
-    infos = []
-    for limit in (float("inf"), 600.0):
-        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm", time_limit=limit)
-        assert_certified_optimum(p, direct, r)
-        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
-        infos.append(entry["ipm"])
+    infos = [_ipm_info(p, direct, idx, time_limit=limit) for limit in (float("inf"), 600.0)]
     assert infos[0]["ascent_iterations"] == 40
     assert infos[1]["ascent_iterations"] < 40
 
@@ -355,10 +360,7 @@ def test_only_the_first_rounds_stop_at_their_probe_and_later_ones_go_on_while_ou
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 5)
 
     def rounds() -> list[dict]:
-        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
-        assert_certified_optimum(p, direct, r)
-        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
-        return entry["ipm"]["rounds"]
+        return _ipm_info(p, direct, idx)["rounds"]
 
     assert [rd["status"] for rd in rounds()][:2] == ["probed", "probed"]  # by default both may stop
     monkeypatch.setattr(colgen, "IPM_PROBE_ROUNDS", 1)
@@ -403,10 +405,7 @@ def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(instance
     monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 20)
 
     def rounds_of() -> list[dict]:
-        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
-        assert_certified_optimum(p, direct, r)
-        (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
-        return entry["ipm"]["rounds"]
+        return _ipm_info(p, direct, idx)["rounds"]
 
     below = rounds_of()  # the cap: IPM_MAX_GROWN_OUTPUTS (400), at most the 60 kept outputs
     assert below[0]["outputs"] == 20 and all(rd["pruned_in_round"] == 0 for rd in below)
