@@ -26,7 +26,7 @@ RUN if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>
     && useradd --uid 10001 --create-home --shell /usr/sbin/nologin securelp
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md __init__.py ./
 COPY protos ./protos
 COPY party ./party
 COPY coordinator ./coordinator

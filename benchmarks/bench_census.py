@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from coordinator.commands.common import positive_int
-from coordinator.reporting import check_writable
-from solvers.errors import SecureLPError
-from solvers.files import write_atomically
-from solvers.hierarchy import mechanisms as mech
-from solvers.hierarchy.model import GroupSizeData, read_counts_csv
-from solvers.hierarchy.synthetic import census_synthetic
-from solvers.randomness import SecureRandom
+from securelp.coordinator.commands.common import positive_int
+from securelp.coordinator.reporting import check_writable
+from securelp.solvers.errors import SecureLPError
+from securelp.solvers.files import write_atomically
+from securelp.solvers.hierarchy import mechanisms as mech
+from securelp.solvers.hierarchy.model import GroupSizeData, read_counts_csv
+from securelp.solvers.hierarchy.synthetic import census_synthetic
+from securelp.solvers.randomness import SecureRandom
 
 TAXI = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
 
@@ -147,7 +147,7 @@ def main() -> None:
     args = ap.parse_args()
     check_writable(args.json, "--json")  # before the runs, not after them
     if args.chain_rebuild_growth is not None:
-        from solvers.hierarchy import chain
+        from securelp.solvers.hierarchy import chain
 
         chain.REBUILD_GROWTH = args.chain_rebuild_growth
     out: dict = {}

@@ -24,14 +24,14 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from coordinator.commands.common import positive_int
-from coordinator.grpc_link import local_grpc_links
-from coordinator.launcher import LocalParties
-from coordinator.reporting import check_writable, write_json_report
-from coordinator.transport import InProcessLink
-from party.session import PartySession
-from protos import securelp_pb2 as pb
-from solvers.lp.partition import ColumnBlock
+from securelp.coordinator.commands.common import positive_int
+from securelp.coordinator.grpc_link import local_grpc_links
+from securelp.coordinator.launcher import LocalParties
+from securelp.coordinator.reporting import check_writable, write_json_report
+from securelp.coordinator.transport import InProcessLink
+from securelp.party.session import PartySession
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.lp.partition import ColumnBlock
 
 
 def _block(m: int, k: int, seed: int) -> ColumnBlock:

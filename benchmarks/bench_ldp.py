@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from coordinator.commands.common import positive_int
-from solvers.errors import SecureLPError
-from solvers.mdp.ldp import simulate
-from solvers.mdp.le import GridDomain
+from securelp.coordinator.commands.common import positive_int
+from securelp.solvers.errors import SecureLPError
+from securelp.solvers.mdp.ldp import simulate
+from securelp.solvers.mdp.le import GridDomain
 
 GOWALLA = Path(__file__).resolve().parents[1] / "solvers" / "data" / "mdp" / "paris_gowalla_global_100x100.csv"
 
@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--dense-baseline", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    from coordinator.reporting import check_writable
+    from securelp.coordinator.reporting import check_writable
 
     check_writable(args.json, "--json")  # before the runs, not after them
     out = {
@@ -130,7 +130,7 @@ def main() -> None:
         "baselines": baselines(args.users),
     }
     if args.json:
-        from coordinator.reporting import write_json_report
+        from securelp.coordinator.reporting import write_json_report
 
         write_json_report(args.json, out)
 

@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.commands.common import positive_float
-from solvers.errors import SecureLPError
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.graph import build_graph
-from solvers.mdp.partition import PARTITIONERS, partition_records
-from solvers.mdp.pmo import build_pmo, solve_direct
-from solvers.resources import peak_rss
+from securelp.coordinator.commands.common import positive_float
+from securelp.solvers.errors import SecureLPError
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.graph import build_graph
+from securelp.solvers.mdp.partition import PARTITIONERS, partition_records
+from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.resources import peak_rss
 
 INSTANCES = {
     "grid6x6_eps1": ("grid", {"rows": 6, "cols": 6}, 1.0, 2.0),
@@ -76,11 +76,11 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, de
         if method == "direct":
             r = solve_direct(p, time_limit=cap)
         elif method == "colgen":
-            from solvers.mdp.colgen import solve_colgen
+            from securelp.solvers.mdp.colgen import solve_colgen
 
             r = solve_colgen(p, gap=1e-4, time_limit=cap)
         else:
-            from solvers.mdp.bd import solve_bd
+            from securelp.solvers.mdp.bd import solve_bd
 
             r = solve_bd(p, partitioner=partitioner, n_subsets=subsets, gap=1e-4, time_limit=cap, max_iterations=100000,
                          decomposition=decomposition)
@@ -101,14 +101,14 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, de
 
 
 def ipm(n_records: int, n_outputs: int, tolerance: float, seed: int, threads: int) -> None:
-    """:func:`solvers.mdp.ipm.structured_ipm` alone on ``n_outputs`` outputs drawn at random (``seed``)
+    """:func:`securelp.solvers.mdp.ipm.structured_ipm` alone on ``n_outputs`` outputs drawn at random (``seed``)
     from the pairwise-undominated ones of gaussian ``n_records``'s largest component (the dataset's
     own seed 0, eps 1, eta 0.5, as ``securelp mdp --dataset gaussian``): iterations, seconds, the
     relative gap and the seconds at every 10th iteration."""
     import numpy as np
 
-    from solvers.mdp.colgen import component_rows, undominated_outputs
-    from solvers.mdp.ipm import structured_ipm
+    from securelp.solvers.mdp.colgen import component_rows, undominated_outputs
+    from securelp.solvers.mdp.ipm import structured_ipm
 
     p = build_pmo(load_dataset("gaussian", n_records=n_records, seed=0))
     idx = max(p.graph.component_members(), key=lambda g: g.size)
@@ -142,14 +142,14 @@ GRAPHS = {
 
 
 def graph_bench() -> None:
-    """:func:`solvers.mdp.graph.essential_edges` by both searches on each of :data:`GRAPHS`, one after
+    """:func:`securelp.solvers.mdp.graph.essential_edges` by both searches on each of :data:`GRAPHS`, one after
     the other: the per-source search (the only one until stop 36) and the blocked min-plus product
     (taken on dense graphs since), with whether their masks agree. ``points1500_complete``: 1,500
     points uniform in [0, 10]^2 (``numpy.random.default_rng(0)``) with every pair a neighbour."""
     import numpy as np
 
-    from solvers.mdp import graph
-    from solvers.mdp.datasets import euclidean_distance
+    from securelp.solvers.mdp import graph
+    from securelp.solvers.mdp.datasets import euclidean_distance
 
     for name, (ds_name, kw, eta) in GRAPHS.items():
         if ds_name == "points1500":

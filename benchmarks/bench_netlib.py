@@ -15,12 +15,12 @@ import csv
 import time
 from pathlib import Path
 
-from coordinator.commands.common import positive_int
-from coordinator.protocol import SessionConfig
-from coordinator.reporting import check_writable, write_json_report
-from coordinator.simulation import simulate
-from solvers.lp import read_mps
-from solvers.lp.partition import parse_split, split_columns
+from securelp.coordinator.commands.common import positive_int
+from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.reporting import check_writable, write_json_report
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.lp import read_mps
+from securelp.solvers.lp.partition import parse_split, split_columns
 
 DEFAULT_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "netlib"
 

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from coordinator.commands.common import positive_int
-from coordinator.examples import mangasarian_example, random_solvable_lp
-from coordinator.protocol import SessionConfig, run_secure_lp
-from coordinator.reporting import check_writable, write_json_report
-from coordinator.simulation import simulated_links
-from solvers.lp import HighsBackend
-from solvers.lp.partition import split_columns
+from securelp.coordinator.commands.common import positive_int
+from securelp.coordinator.examples import mangasarian_example, random_solvable_lp
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.reporting import check_writable, write_json_report
+from securelp.coordinator.simulation import simulated_links
+from securelp.solvers.lp import HighsBackend
+from securelp.solvers.lp.partition import split_columns
 
 
 def _central(lp) -> tuple[float, float]:
@@ -47,7 +47,7 @@ def _inprocess(public, blocks) -> tuple[float, float, dict]:
 
 
 def _grpc_processes(public, blocks) -> tuple[float, float, dict, float]:
-    from coordinator.launcher import LocalParties
+    from securelp.coordinator.launcher import LocalParties
 
     with tempfile.TemporaryDirectory(prefix="securelp-bench-") as tmp:
         t0 = time.perf_counter()

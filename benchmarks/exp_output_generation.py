@@ -3,7 +3,7 @@
 The restricted PMO keeps every record of the component but only a subset ``S`` of its outputs,
 and is solved whole by HiGHS (``--solver ipm``: interior point without crossover; ``choose``:
 simplex). At its unit-row duals ``mu`` every kept output is priced by the cone LP of
-:mod:`solvers.mdp.colgen` (``v_k(mu) = min {(g_k - mu)' z : z in C, 0 <= z <= 1}``); the
+:mod:`securelp.solvers.mdp.colgen` (``v_k(mu) = min {(g_k - mu)' z : z in C, 0 <= z <= 1}``); the
 ``--add`` most negative outputs join ``S``. Both lower bounds of colgen's module docstring are
 evaluated from clipped duals only, so they are valid whatever the solvers' tolerances:
 ``sum(mu) + sum_k min(0, v_k(mu))`` and ``sum_i min_k (g_k + A'y_k)_i``. The upper bound
@@ -27,12 +27,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError
-from solvers.lp.highs import new_highs, pass_lp
-from solvers.lp.model import LinearProgram
-from solvers.mdp.colgen import _ComponentCG, undominated_outputs
-from solvers.mdp.datasets import gaussian_dataset
-from solvers.mdp.pmo import build_pmo
+from securelp.solvers.errors import InputError
+from securelp.solvers.lp.highs import new_highs, pass_lp
+from securelp.solvers.lp.model import LinearProgram
+from securelp.solvers.mdp.colgen import _ComponentCG, undominated_outputs
+from securelp.solvers.mdp.datasets import gaussian_dataset
+from securelp.solvers.mdp.pmo import build_pmo
 
 
 def largest_component(records: int, seed: str) -> _ComponentCG:

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from solvers.errors import InputError
-from solvers.files import make_output_dir, refuse_directories, write_atomically, written_together
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import make_output_dir, refuse_directories, write_atomically, written_together
 
 log = logging.getLogger(__name__)
 

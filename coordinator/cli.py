@@ -1,8 +1,8 @@
 """The ``securelp`` console script: one parser, one module per subcommand.
 
-Subcommand modules live in ``coordinator.commands`` and are imported lazily, so
+Subcommand modules live in ``securelp.coordinator.commands`` and are imported lazily, so
 ``securelp census ...`` does not pay for importing gRPC and ``securelp --help`` stays
-fast. Typed errors (``solvers.errors.SecureLPError``) become a one-line message on
+fast. Typed errors (``securelp.solvers.errors.SecureLPError``) become a one-line message on
 stderr and their exit code; only an unexpected exception prints a traceback.
 """
 
@@ -19,22 +19,22 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from coordinator.exit_cleanups import run_exit_cleanups
-from solvers.errors import ExitCode, SecureLPError
+from securelp.coordinator.exit_cleanups import run_exit_cleanups
+from securelp.solvers.errors import ExitCode, SecureLPError
 
 #: subcommand name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("coordinator.commands.demo", "run Mangasarian's example end to end over gRPC with mTLS"),
-    "solve": ("coordinator.commands.solve", "solve an MPS file securely with N simulated parties"),
-    "split": ("coordinator.commands.split", "split an MPS file into one private block per party"),
-    "party": ("coordinator.commands.party", "run one data-owner process (gRPC server)"),
-    "coordinator": ("coordinator.commands.coordinate", "run the coordinator against party processes"),
-    "certs": ("coordinator.commands.certs", "make a session CA, a coordinator and party certificates"),
-    "mdp": ("coordinator.commands.mdp", "optimal metric-DP perturbation (direct LP or Benders)"),
-    "perturb": ("coordinator.commands.perturb", "release true records through a saved mDP mechanism"),
-    "ldp": ("coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
-    "census": ("coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
-    "bench": ("coordinator.commands.bench", "run the reproducible benchmarks"),
+    "demo": ("securelp.coordinator.commands.demo", "run Mangasarian's example end to end over gRPC with mTLS"),
+    "solve": ("securelp.coordinator.commands.solve", "solve an MPS file securely with N simulated parties"),
+    "split": ("securelp.coordinator.commands.split", "split an MPS file into one private block per party"),
+    "party": ("securelp.coordinator.commands.party", "run one data-owner process (gRPC server)"),
+    "coordinator": ("securelp.coordinator.commands.coordinate", "run the coordinator against party processes"),
+    "certs": ("securelp.coordinator.commands.certs", "make a session CA, a coordinator and party certificates"),
+    "mdp": ("securelp.coordinator.commands.mdp", "optimal metric-DP perturbation (direct LP or Benders)"),
+    "perturb": ("securelp.coordinator.commands.perturb", "release true records through a saved mDP mechanism"),
+    "ldp": ("securelp.coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
+    "census": ("securelp.coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
+    "bench": ("securelp.coordinator.commands.bench", "run the reproducible benchmarks"),
 }
 
 
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.CONFIG)
     _configure_logging(args.verbose)
     if args.command not in _NO_SOLVER_COMMANDS:
-        from solvers.lp.highs import consume_highs_banner
+        from securelp.solvers.lp.highs import consume_highs_banner
 
         try:
             consume_highs_banner()  # keep HiGHS's banner out of stdout (``--json -``); imported while signals are noted

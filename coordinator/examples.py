@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.errors import ConfigError
-from solvers.lp import LinearProgram
+from securelp.solvers.errors import ConfigError
+from securelp.solvers.lp import LinearProgram
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Clean-ups that must run however a command ends: normally, by an exception, by Ctrl-C or SIGTERM,
-or by the forced exit of :func:`coordinator.cli.exit_promptly_on_interrupt` when the run is stuck in
+or by the forced exit of :func:`securelp.coordinator.cli.exit_promptly_on_interrupt` when the run is stuck in
 a C call. A temporary directory holding keys and private blocks is removed, child processes are
 killed. Kept apart from the CLI so the modules that register clean-ups (the launcher, the
 simulation, ``demo``) need not import the command-line entry point.
@@ -61,7 +61,7 @@ def private_tempdir(prefix: str) -> Iterator[Path]:
     """A fresh temporary directory (mode 0700) for keys, certificates and private blocks, removed on
     leaving the block however it is left: normally, by an exception, by Ctrl-C or SIGTERM (both raise
     KeyboardInterrupt in the console script), and by the forced exit of
-    :func:`coordinator.cli.exit_promptly_on_interrupt` when the run is stuck in a C call."""
+    :func:`securelp.coordinator.cli.exit_promptly_on_interrupt` when the run is stuck in a C call."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     remove = functools.partial(shutil.rmtree, path, ignore_errors=True)
     key = register_exit_cleanup(remove)

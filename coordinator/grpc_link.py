@@ -1,7 +1,7 @@
 """The gRPC transport: one channel factory and ``GrpcPartyLink``, the coordinator's view of
 a party process.
 
-Same four calls as ``coordinator.transport.PartyLink`` (Mangasarian's PPLP steps:
+Same four calls as ``securelp.coordinator.transport.PartyLink`` (Mangasarian's PPLP steps:
 hello, mask, decode, close), carried by ``securelp.v1.PartyService``. Rules
 (docs/protocol.md):
 
@@ -13,7 +13,7 @@ hello, mask, decode, close), carried by ``securelp.v1.PartyService``. Rules
 - a deadline on every call (``deadline_s``, default 120 s), enforced twice: by gRPC and by a
   local watchdog that cancels a call (streaming ones included) still running at its deadline;
 - payloads (masked block, solution notice, decode reply) as 1 MiB chunks with a
-  SHA-256 over the whole (``protos.codec``); per-message limit 8 MiB on both sides;
+  SHA-256 over the whole (``securelp.protos.codec``); per-message limit 8 MiB on both sides;
 - keepalive: a ping every 30 s, 20 s to answer, allowed without active calls;
 - retries declared in the service config, for UNAVAILABLE only (4 attempts, backoff
   0.2 s doubling to 2 s), and only for the idempotent calls (health check, Close);
@@ -36,12 +36,12 @@ from typing import TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from coordinator.certs import COORDINATOR_ID, load_identity, write_session_certs
-from coordinator.transport import PartyLink
-from protos import securelp_pb2 as pb
-from protos import securelp_pb2_grpc as pb_grpc
-from protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
-from solvers import errors as E
+from securelp.coordinator.certs import COORDINATOR_ID, load_identity, write_session_certs
+from securelp.coordinator.transport import PartyLink
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos import securelp_pb2_grpc as pb_grpc
+from securelp.protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
+from securelp.solvers import errors as E
 
 log = logging.getLogger(__name__)
 
@@ -473,7 +473,7 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
     Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``.
     Servers and channels are stopped on exit. For simulations and contract tests.
     """
-    from party.server import ServerTls, create_server  # lazy: the party side only here
+    from securelp.party.server import ServerTls, create_server  # lazy: the party side only here
 
     ids = [s.party_id for s in sessions]  # type: ignore[attr-defined]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

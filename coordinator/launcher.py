@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from coordinator.certs import validate_party_ids, write_session_certs
-from solvers.errors import TransportError
-from solvers.lp.partition import ColumnBlock, save_block
+from securelp.coordinator.certs import validate_party_ids, write_session_certs
+from securelp.solvers.errors import TransportError
+from securelp.solvers.lp.partition import ColumnBlock, save_block
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class LocalParties:
 
     # -- start ------------------------------------------------------------------------
     def __enter__(self) -> LocalParties:  # noqa: PYI034 - typing.Self needs Python 3.11
-        from coordinator.exit_cleanups import register_exit_cleanup
+        from securelp.coordinator.exit_cleanups import register_exit_cleanup
 
         # if the console script is forced out after an interrupt (stuck in a C call), no party survives
         self._cleanup_key = register_exit_cleanup(self._kill_all)
@@ -143,7 +143,7 @@ class LocalParties:
             pid = block.party_id
             data = self.workdir / f"{pid}.npz"
             save_block(block, data)
-            cmd = [sys.executable, "-m", "coordinator.cli", "party", "--listen", "127.0.0.1:0", "--data", str(data),
+            cmd = [sys.executable, "-m", "securelp.coordinator.cli", "party", "--listen", "127.0.0.1:0", "--data", str(data),
                    "--id", pid, "--idle-timeout", str(self.idle_timeout)]
             cmd += ["--insecure"] if self.insecure else ["--certs", str(self.certs_dir)]
             if self.seed is not None:
@@ -217,7 +217,7 @@ class LocalParties:
         """
         from concurrent.futures import ThreadPoolExecutor
 
-        from coordinator.grpc_link import ChannelTls, GrpcPartyLink
+        from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
 
         tls = None if self.insecure else ChannelTls.from_dir(self.certs_dir)
         made = [GrpcPartyLink(pid, self.endpoints[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s)
@@ -281,7 +281,7 @@ class LocalParties:
             for reader in self._readers.values():
                 reader.join(timeout=1.0)
             if self._cleanup_key is not None:
-                from coordinator.exit_cleanups import unregister_exit_cleanup
+                from securelp.coordinator.exit_cleanups import unregister_exit_cleanup
 
                 unregister_exit_cleanup(self._cleanup_key)
                 self._cleanup_key = None

@@ -30,9 +30,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from coordinator.protocol import PartyReport, TranscriptEntry
-from party.session import SCALE_SPREAD
-from solvers.lp.partition import ColumnBlock
+from securelp.coordinator.protocol import PartyReport, TranscriptEntry
+from securelp.party.session import SCALE_SPREAD
+from securelp.solvers.lp.partition import ColumnBlock
 
 
 def leakage_statement(mode: str, party: PartyReport) -> dict[str, Any]:

@@ -15,7 +15,7 @@ Every party learns the status, also when the LP is infeasible or unbounded.
 
 All of it runs over ``PartyLink`` objects, so the same code drives in-process
 simulations and gRPC deployments. What the coordinator saw is kept in a ``Transcript``
-for the leakage auditor (``coordinator.leakage``); it never leaves the process.
+for the leakage auditor (``securelp.coordinator.leakage``); it never leaves the process.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-from coordinator.sizing import check_coordinator_fits
-from coordinator.transport import PartyLink
-from party.session import PROTOCOL_VERSION
-from protos import securelp_pb2 as pb
-from protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
-from solvers.errors import ConfigError, InputError, ProtocolError, SecureLPError
-from solvers.lp import HighsBackend, LinearProgram, SolveStatus
-from solvers.lp.partition import PublicRows
+from securelp.coordinator.sizing import check_coordinator_fits
+from securelp.coordinator.transport import PartyLink
+from securelp.party.session import PROTOCOL_VERSION
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
+from securelp.solvers.errors import ConfigError, InputError, ProtocolError, SecureLPError
+from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus
+from securelp.solvers.lp.partition import PublicRows
 
 log = logging.getLogger(__name__)
 

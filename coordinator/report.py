@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from coordinator.leakage import leakage_statement
-from coordinator.protocol import SessionOutcome
+from securelp.coordinator.leakage import leakage_statement
+from securelp.coordinator.protocol import SessionOutcome
 
 REPORT_VERSION = 1
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.files import check_distinct, check_writable, write_atomically
+from securelp.solvers.files import check_distinct, check_writable, write_atomically
 
 __all__ = ["check_distinct", "check_writable", "human_stream", "quiet_output", "write_json_report"]
 

@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from coordinator import sizing
-from coordinator.exit_cleanups import private_tempdir
-from coordinator.leakage import audit_entry, check_against_truth
-from coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
-from coordinator.sizing import session_memory
-from coordinator.transport import InProcessLink, PartyLink
-from party.session import PartySession
-from solvers.errors import ConfigError, ResourceError
-from solvers.lp import LinearProgram
-from solvers.lp.partition import ColumnBlock, PublicRows
-from solvers.resources import memory_shortfall
+from securelp.coordinator import sizing
+from securelp.coordinator.exit_cleanups import private_tempdir
+from securelp.coordinator.leakage import audit_entry, check_against_truth
+from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
+from securelp.coordinator.sizing import session_memory
+from securelp.coordinator.transport import InProcessLink, PartyLink
+from securelp.party.session import PartySession
+from securelp.solvers.errors import ConfigError, ResourceError
+from securelp.solvers.lp import LinearProgram
+from securelp.solvers.lp.partition import ColumnBlock, PublicRows
+from securelp.solvers.resources import memory_shortfall
 
 TRANSPORTS = ("inprocess", "grpc")
 
@@ -42,7 +42,7 @@ def _mask_sizes(blocks: Sequence[ColumnBlock], config: SessionConfig) -> tuple[l
 
 
 def estimate_session_memory(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig) -> float:
-    """:func:`coordinator.sizing.session_memory` of a session of these blocks with this configuration."""
+    """:func:`securelp.coordinator.sizing.session_memory` of a session of these blocks with this configuration."""
     n_dense, n_bound_rows = _mask_sizes(blocks, config)
     k, _ = session_k(sum(n_dense), config.k)
     return session_memory(public.n_rows, n_dense, n_bound_rows, k, sum(int(b.A.nnz) for b in blocks))
@@ -55,10 +55,10 @@ def check_session_fits(public: PublicRows, blocks: Sequence[ColumnBlock], config
     Raises
     ------
     InputError
-        ``--k`` above :data:`coordinator.sizing.MAX_K` (k < n is refused by the protocol, exit 4).
+        ``--k`` above :data:`securelp.coordinator.sizing.MAX_K` (k < n is refused by the protocol, exit 4).
     ResourceError
-        The estimate of :func:`coordinator.sizing.session_memory` exceeds
-        :data:`~coordinator.sizing.MEMORY_SHARE` of the available memory, a party's mask exceeds
+        The estimate of :func:`securelp.coordinator.sizing.session_memory` exceeds
+        :data:`~securelp.coordinator.sizing.MEMORY_SHARE` of the available memory, a party's mask exceeds
         what a party accepts (8 GiB), or a party's masked block exceeds what one message carries
         (2 GiB).
     """
@@ -91,9 +91,9 @@ def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int 
         return
     if transport != "grpc":
         raise ConfigError(f"transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
-    from coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
+    from securelp.coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
 
-    # removed on every exit, SIGTERM included (coordinator.cli): it holds every party's private key
+    # removed on every exit, SIGTERM included (securelp.coordinator.cli): it holds every party's private key
     with private_tempdir("securelp-sim-") as tmp, \
             local_grpc_links(sessions, tmp, deadline_s=deadline_s, insecure=insecure) as links:
         yield links

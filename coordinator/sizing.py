@@ -2,27 +2,27 @@
 masked block, and memory. The memory model is calibrated on measured runs (the constants below);
 the checks refuse a session with a clear error before anything large is allocated:
 
-- :func:`check_session_fits` (``coordinator.simulation``): the whole simulated session, every
+- :func:`check_session_fits` (``securelp.coordinator.simulation``): the whole simulated session, every
   party and the coordinator in one process (``securelp solve``);
 - :func:`check_coordinator_fits`: the coordinator's own share, from the parties' Hello replies,
   before the Mask round (``run_secure_lp``, every transport; ``securelp coordinator``);
-- a party checks its own share when asked to mask (``party.session``).
+- a party checks its own share when asked to mask (``securelp.party.session``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from party.session import MAX_MASK_DOUBLES
-from protos.codec import MAX_PAYLOAD_BYTES  # also protobuf's own 2 GiB limit (a larger block: EncodeError)
-from solvers.errors import InputError, ResourceError
-from solvers.resources import available_memory, memory_shortfall
+from securelp.party.session import MAX_MASK_DOUBLES
+from securelp.protos.codec import MAX_PAYLOAD_BYTES  # also protobuf's own 2 GiB limit (a larger block: EncodeError)
+from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 __all__ = ["MAX_K", "MEMORY_SHARE", "check_coordinator_fits", "check_k", "check_messages", "coordinator_memory",
            "describe", "session_memory"]
 
 #: the largest k the protocol carries: the solution notice holds u (k doubles) in one payload of at
-#: most 2 GiB (``protos.codec.MAX_PAYLOAD_BYTES``); the MaskRequest's k is a uint64 (``--k 1e23``
+#: most 2 GiB (``securelp.protos.codec.MAX_PAYLOAD_BYTES``); the MaskRequest's k is a uint64 (``--k 1e23``
 #: failed in protobuf with "Value out of range")
 MAX_K = 1 << 28
 #: calibrated with ``/usr/bin/time -f %M`` on ``securelp solve`` (HiGHS 1.16, 3 parties): peak
@@ -34,7 +34,7 @@ MAX_K = 1 << 28
 #: and bound rows (product, message, parsed copy: 2 measured), B itself (n_d dense columns).
 #: LP_COPIES has a 50% margin over the largest coefficient measured. (A reading of 508 MB for the
 #: afiro session, 345 MB alone, came from a child of the test suite: its ``ru_maxrss`` starts from
-#: its parent's peak; ``solvers.resources.peak_rss`` reads the child's own, 327 to 347 MB.)
+#: its parent's peak; ``securelp.solvers.resources.peak_rss`` reads the child's own, 327 to 347 MB.)
 LP_COPIES = 24
 PARTY_COPIES = 3
 #: the coordinator's copies of each received block row (the message and its parsed array). Measured

@@ -1,10 +1,10 @@
 """The coordinator's view of a party: one interface, two transports.
 
 ``PartyLink`` is what protocol logic talks to: four calls (hello, mask, decode, close)
-carrying ``securelp.v1`` messages. ``InProcessLink`` drives a ``party.session.PartySession``
+carrying ``securelp.v1`` messages. ``InProcessLink`` drives a ``securelp.party.session.PartySession``
 in this process, but still round-trips every message through protobuf serialization and
-the chunk framing of ``protos.codec`` -- so a simulation of hundreds of parties exercises
-the same bytes as a deployment. ``coordinator.grpc_link.GrpcPartyLink`` is the gRPC one.
+the chunk framing of ``securelp.protos.codec`` -- so a simulation of hundreds of parties exercises
+the same bytes as a deployment. ``securelp.coordinator.grpc_link.GrpcPartyLink`` is the gRPC one.
 
 After ``hello``, ``reported_split_id`` holds the split id the party reported for its block
 (``securelp split`` writes the same random id into public.npz and every block; gRPC carries it
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import abc
 
-from protos import securelp_pb2 as pb
-from protos.codec import join_chunks, split_payload
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos.codec import join_chunks, split_payload
 
 
 class PartyLink(abc.ABC):

@@ -1,6 +1,6 @@
-"""The data owner's gRPC service: a thin servicer over ``party.session.PartySession``.
+"""The data owner's gRPC service: a thin servicer over ``securelp.party.session.PartySession``.
 
-The servicer unpacks requests (reassembling checksummed chunks, ``protos.codec``), calls
+The servicer unpacks requests (reassembling checksummed chunks, ``securelp.protos.codec``), calls
 the transport-free session (Mangasarian, PPLP, Optim. Lett. 2011: hello -> mask ->
 decode -> close), streams replies back as chunks, and maps typed errors to gRPC status
 codes in one place (``_status_for``). Nothing here does protocol math.
@@ -39,10 +39,10 @@ from typing import TypeVar
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from protos import securelp_pb2 as pb
-from protos import securelp_pb2_grpc as pb_grpc
-from protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
-from solvers import errors as E
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos import securelp_pb2_grpc as pb_grpc
+from securelp.protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
+from securelp.solvers import errors as E
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     Parameters
     ----------
-    session : the party's protocol state machine (``party.session.PartySession``).
+    session : the party's protocol state machine (``securelp.party.session.PartySession``).
     check_peer : require the client identity ``coordinator`` (True under mTLS).
     """
 

@@ -16,7 +16,7 @@ order. Free columns keep the dense mask. ``BOUNDS_MODE_ROWS`` dense-masks every 
 and sends the bound rows B_b' u in [l_b, u_b] -- exact, but it reveals B_b and, with
 it, A_.j.
 
-Masks come from ``solvers.randomness.SecureRandom`` (ChaCha20, OS entropy), or from a
+Masks come from ``securelp.solvers.randomness.SecureRandom`` (ChaCha20, OS entropy), or from a
 seed in the flagged reproducible-simulation mode.
 """
 
@@ -30,12 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from protos import securelp_pb2 as pb
-from protos.codec import matrix_to_pb, vector_from_pb, vector_to_pb
-from solvers.errors import ProtocolError, ResourceError
-from solvers.lp.partition import ColumnBlock
-from solvers.randomness import SecureRandom
-from solvers.resources import available_memory, memory_shortfall
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos.codec import matrix_to_pb, vector_from_pb, vector_to_pb
+from securelp.solvers.errors import ProtocolError, ResourceError
+from securelp.solvers.lp.partition import ColumnBlock
+from securelp.solvers.randomness import SecureRandom
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 log = logging.getLogger(__name__)
 

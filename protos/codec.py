@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from protos import securelp_pb2 as pb
-from solvers.errors import ProtocolError
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.errors import ProtocolError
 
 CHUNK_BYTES = 1 << 20
 #: trailing metadata of a party's error: the typed error's class name, re-raised as such by the coordinator

@@ -1,6 +1,6 @@
 """Regenerate the committed protobuf/gRPC code from ``protos/*.proto``.
 
-Usage: ``python -m protos.codegen`` (needs ``grpcio-tools``). The generated modules
+Usage: ``python -m securelp.protos.codegen`` (needs ``grpcio-tools``). The generated modules
 are committed; ``tests/unit/test_protos_codegen.py`` fails when they differ from a
 fresh generation.
 """
@@ -32,7 +32,7 @@ def generate(out_dir: Path) -> None:
     grpc_file = out_dir / "securelp_pb2_grpc.py"
     text = grpc_file.read_text()
     # generated code uses a top-level import; make it package-relative
-    text = text.replace("import securelp_pb2 as securelp__pb2", "from protos import securelp_pb2 as securelp__pb2")
+    text = text.replace("import securelp_pb2 as securelp__pb2", "from securelp.protos import securelp_pb2 as securelp__pb2")
     grpc_file.write_text(text)
 
 

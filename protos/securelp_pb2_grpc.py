@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from protos import securelp_pb2 as securelp__pb2
+from securelp.protos import securelp_pb2 as securelp__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -1,6 +1,6 @@
 """Typed errors and process exit codes shared by every securelp package area.
 
-Library code raises these; only ``coordinator.cli.main`` turns them into an exit
+Library code raises these; only ``securelp.coordinator.cli.main`` turns them into an exit
 code and a one-line message (library code never calls ``sys.exit``).
 """
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from solvers.errors import InputError, ResourceError
+from securelp.solvers.errors import InputError, ResourceError
 
 __all__ = ["check_distinct", "check_writable", "refuse_directories", "require_file", "write_atomically",
            "written_together"]

@@ -1,5 +1,5 @@
 """What this machine can still give a computation: memory, read before a large allocation so that
-a request too large is refused with a clear error (:class:`solvers.errors.ResourceError`) rather
+a request too large is refused with a clear error (:class:`securelp.solvers.errors.ResourceError`) rather
 than failing inside numpy or being killed."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.lp import LinearProgram
+from securelp.solvers.lp import LinearProgram
 
 INFEASIBLE_MPS = """NAME          INFEAS
 ROWS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo, solve_direct
 
 
 def gaussian70():
@@ -20,7 +20,7 @@ def gaussian70():
 
 def assert_certified_optimum(p, direct, r) -> None:
     """``r`` (a colgen result on ``p``) is verified, at ``direct``'s optimum and certified there."""
-    from solvers.mdp.verify import verify_mechanism
+    from securelp.solvers.mdp.verify import verify_mechanism
 
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert abs(r.objective - direct.objective) <= 1e-6 * abs(direct.objective)

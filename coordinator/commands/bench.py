@@ -12,7 +12,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-from solvers.errors import ConfigError
+from securelp.solvers.errors import ConfigError
 
 
 def _add_source_tree() -> None:

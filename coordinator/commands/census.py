@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.common import non_negative_int, positive_int, refuse_inapplicable
-from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
-from solvers.errors import InputError
-from solvers.files import write_atomically, written_together
-from solvers.hierarchy import mechanisms as mech
-from solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
-from solvers.randomness import SecureRandom
+from securelp.coordinator.commands.common import non_negative_int, positive_int, refuse_inapplicable
+from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import write_atomically, written_together
+from securelp.solvers.hierarchy import mechanisms as mech
+from securelp.solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def run_release(args: argparse.Namespace) -> int:
         data = read_counts_csv(args.data, max_size=args.max_size, bytes_per_cell=bytes_per_cell)
         source = args.data
     else:
-        from solvers.hierarchy.synthetic import census_synthetic
+        from securelp.solvers.hierarchy.synthetic import census_synthetic
 
         seed = args.synthetic_seed or 0
         data = census_synthetic(max_size=args.max_size or 1000, seed=seed, bytes_per_cell=bytes_per_cell)
@@ -238,7 +238,7 @@ def run_postprocess(args: argparse.Namespace) -> int:
         "details": pp.details,
     }
     if args.mechanism in mech.CUMULATIVE:
-        from solvers.hierarchy.cumulative import to_cumulative
+        from securelp.solvers.hierarchy.cumulative import to_cumulative
 
         cum = np.cumsum(pp.counts, axis=1) if reverse else to_cumulative(pp.counts)
         report["cumulative_counts"] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator.certs import DEFAULT_VALID_DAYS, MAX_VALID_DAYS, write_session_certs
-from coordinator.commands.common import _int_at_least
+from securelp.coordinator.certs import DEFAULT_VALID_DAYS, MAX_VALID_DAYS, write_session_certs
+from securelp.coordinator.commands.common import _int_at_least
 
 
 def valid_days(text: str) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from solvers.errors import ExitCode, InputError
-from solvers.lp import SolveStatus
+from securelp.solvers.errors import ExitCode, InputError
+from securelp.solvers.lp import SolveStatus
 
 STATUS_EXIT = {
     SolveStatus.OPTIMAL: ExitCode.OK,

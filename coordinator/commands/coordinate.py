@@ -2,7 +2,7 @@
 
 It dials every ``--party NAME=HOST:PORT`` with mutual TLS (certificates from
 ``--certs DIR``: ca.pem and coordinator.pem/.key), waits until each party's health
-service reports SERVING, runs the protocol (``coordinator.protocol.run_secure_lp``),
+service reports SERVING, runs the protocol (``securelp.coordinator.protocol.run_secure_lp``),
 prints the readable report and writes the JSON one. Exit codes: the LP status
 (0 optimal, 10 infeasible, 11 unbounded) or the typed error's code (6 unreachable or
 timed-out party, 7 certificate refused, 5 protocol violation, ...).
@@ -15,9 +15,9 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
-from coordinator.grpc_env import quiet_grpc_core
-from solvers.errors import ConfigError, InputError
+from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
+from securelp.coordinator.grpc_env import quiet_grpc_core
+from securelp.solvers.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     names in the certificates), reserved names (``coordinator``, ``ca``, ``public``) and names
     that cannot be a party id are refused at once (InputError), not after the ``--wait``.
     """
-    from coordinator.certs import validate_party_ids
-    from coordinator.commands.split import SPLIT_RESERVED_IDS
-    from coordinator.grpc_link import parse_address
+    from securelp.coordinator.certs import validate_party_ids
+    from securelp.coordinator.commands.split import SPLIT_RESERVED_IDS
+    from securelp.coordinator.grpc_link import parse_address
 
     out: list[tuple[str, str]] = []
     for spec in specs:
@@ -89,11 +89,11 @@ def _wait_all_ready(links: list, wait_s: float) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     quiet_grpc_core(args.verbose)
-    from coordinator.grpc_link import ChannelTls, GrpcPartyLink
-    from coordinator.protocol import SessionConfig, run_secure_lp
-    from coordinator.report import build_report, format_report
-    from coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-    from solvers.lp.partition import load_public
+    from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+    from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+    from securelp.coordinator.report import build_report, format_report
+    from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+    from securelp.solvers.lp.partition import load_public
 
     check_writable(args.json, "--json")
     check_distinct([("--json", args.json)], [("--public", args.public)])

@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
-from coordinator.examples import EXAMPLES, mangasarian_example
-from coordinator.leakage import audit_entry, check_against_truth
-from coordinator.protocol import SessionConfig, run_secure_lp
-from coordinator.report import build_report, format_report
-from coordinator.reporting import check_writable, human_stream, write_json_report
-from coordinator.simulation import simulate
-from solvers.lp.partition import split_columns
+from securelp.coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
+from securelp.coordinator.examples import EXAMPLES, mangasarian_example
+from securelp.coordinator.leakage import audit_entry, check_against_truth
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.report import build_report, format_report
+from securelp.coordinator.reporting import check_writable, human_stream, write_json_report
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.lp.partition import split_columns
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
         outcome, audits = simulate(public, blocks, config, transport="inprocess", central=lp)
         startup = 0.0
     else:
-        from coordinator.exit_cleanups import private_tempdir
-        from coordinator.launcher import LocalParties  # lazy: processes only when asked for
+        from securelp.coordinator.exit_cleanups import private_tempdir
+        from securelp.coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
         with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp) as cluster:

@@ -11,9 +11,9 @@ import argparse
 import logging
 import sys
 
-from coordinator.commands.common import grid_size, refuse_inapplicable
-from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
-from solvers.errors import InputError
+from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
+from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
+from securelp.solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _domain(args: argparse.Namespace):
-    from solvers.mdp.le import DenseDomain, GridDomain
+    from securelp.solvers.mdp.le import DenseDomain, GridDomain
 
     refuse_inapplicable(args, "--domain", args.domain, {
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
@@ -60,7 +60,7 @@ def _domain(args: argparse.Namespace):
         if args.rows * args.cols < 2:
             raise InputError("the grid needs at least 2 cells")
         return GridDomain(args.rows, args.cols, args.cell_km), None
-    from solvers.mdp.datasets import load_dataset
+    from securelp.solvers.mdp.datasets import load_dataset
 
     params = {"n_records": args.records} if args.domain in ("text", "road") else {}
     ds = load_dataset(args.domain, **params)
@@ -73,14 +73,14 @@ def run(args: argparse.Namespace) -> int:
     """Run one simulated LDP collection and report it."""
     import numpy as np
 
-    from solvers.mdp.ldp import simulate
+    from securelp.solvers.mdp.ldp import simulate
 
     check_writable(args.json_path, "--json")
     check_distinct([("--json", args.json_path)], [("--prior", args.prior)])
     domain, _ = _domain(args)
     prior = None
     if args.prior is not None:
-        from solvers.mdp.datasets import load_prior
+        from securelp.solvers.mdp.datasets import load_prior
 
         prior = load_prior(args.prior, domain.m)
     if args.users < 1:

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.common import grid_size, refuse_inapplicable
-from coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
-from solvers.errors import ExitCode, InputError
-from solvers.files import write_atomically, written_together
+from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
+from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
+from securelp.solvers.errors import ExitCode, InputError
+from securelp.solvers.files import write_atomically, written_together
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ DEFAULT_SEED = "0"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``mdp`` subcommand."""
-    from solvers.mdp.partition import PARTITIONERS
+    from securelp.solvers.mdp.partition import PARTITIONERS
 
     p = subparsers.add_parser(
         NAME,
@@ -121,9 +121,9 @@ def add_dataset_options(p: argparse.ArgumentParser) -> None:
 
 def mechanism_writer(path: str) -> Callable[[Any, np.ndarray, dict[str, Any]], None]:
     """How ``--save-mechanism PATH`` is written, by its suffix
-    (:data:`solvers.mdp.perturb.MECHANISM_FORMATS`); another suffix is an :class:`InputError`,
+    (:data:`securelp.solvers.mdp.perturb.MECHANISM_FORMATS`); another suffix is an :class:`InputError`,
     raised before the solve."""
-    from solvers.mdp.perturb import MECHANISM_FORMATS, mechanism_suffix
+    from securelp.solvers.mdp.perturb import MECHANISM_FORMATS, mechanism_suffix
 
     return MECHANISM_FORMATS[mechanism_suffix(path, f"cannot write --save-mechanism {path}")]
 
@@ -138,7 +138,7 @@ def check_eps_eta(args: argparse.Namespace) -> None:
 
 def dataset_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The dataset that :func:`add_dataset_options`' options (and ``--seed``) name, as its name and the
-    options :func:`solvers.mdp.datasets.load_dataset` takes (the prior apart)."""
+    options :func:`securelp.solvers.mdp.datasets.load_dataset` takes (the prior apart)."""
     name = args.dataset
     refuse_inapplicable(args, "--dataset", name, {
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
@@ -161,7 +161,7 @@ def dataset_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 def load_secret_dataset(args: argparse.Namespace):
     """The dataset that :func:`add_dataset_options`' options (and ``--prior``, ``--seed``) name."""
-    from solvers.mdp.datasets import load_dataset
+    from securelp.solvers.mdp.datasets import load_dataset
 
     name, params = dataset_options(args)
     return load_dataset(name, prior=getattr(args, "prior", None), **params)
@@ -290,11 +290,11 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
     """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
     the seconds left of ``--time-limit`` (``None``: none)."""
     if args.method == "direct":
-        from solvers.mdp.pmo import solve_direct
+        from securelp.solvers.mdp.pmo import solve_direct
 
         return solve_direct(problem, gap=args.gap, exact_check=args.exact_check, time_limit=time_limit)
     elif args.method == "bd":
-        from solvers.mdp.bd import solve_bd
+        from securelp.solvers.mdp.bd import solve_bd
 
         return solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
                         decomposition=args.decomposition, max_iterations=args.max_iterations,
@@ -303,23 +303,23 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
                         exact_check=args.exact_check, dual_ascent=args.dual_ascent,
                         first_order=args.first_order, progress=progress, status=status)
     elif args.method == "colgen":
-        from solvers.mdp.colgen import solve_colgen
+        from securelp.solvers.mdp.colgen import solve_colgen
 
         return solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
                             time_limit=time_limit if time_limit is not None else float("inf"),
                             workers=args.workers, dual_ascent=args.dual_ascent, first_order=args.first_order,
                             progress=progress, status=status)
     else:
-        from solvers.mdp.expmech import solve_expmech
+        from securelp.solvers.mdp.expmech import solve_expmech
 
         return solve_expmech(problem)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp mdp``."""
-    from coordinator.cli import exit_promptly_on_interrupt
-    from solvers.mdp.graph import weak_guarantees
-    from solvers.mdp.pmo import build_pmo
+    from securelp.coordinator.cli import exit_promptly_on_interrupt
+    from securelp.solvers.mdp.graph import weak_guarantees
+    from securelp.solvers.mdp.pmo import build_pmo
 
     exit_promptly_on_interrupt()
     t_command = time.perf_counter()  # --time-limit counts from here: loading and the mDP graph included
@@ -350,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
     check_distinct([("--save-mechanism", args.save_mechanism), ("--plot", args.plot), ("--json", args.json_path)],
                    [("--points", args.points), ("--prior", args.prior)])
     if args.plot:
-        from solvers.mdp.plotting import plot_format
+        from securelp.solvers.mdp.plotting import plot_format
 
         plot_format(args.plot)
     dataset = load_secret_dataset(args)
@@ -391,13 +391,13 @@ def run(args: argparse.Namespace) -> int:
     report = report_dict(result, problem)
     with written_together():  # the mechanism, the plot and the report appear together or not at all
         if args.save_mechanism:
-            from solvers.mdp.perturb import describe_mechanism
+            from securelp.solvers.mdp.perturb import describe_mechanism
 
             description = describe_mechanism(dataset, saved_dataset_options(args), problem.eps, problem.eta,
                                              problem.outputs, seed)
             write_atomically(args.save_mechanism, lambda handle: save(handle, result.mechanism, description))
         if args.plot:
-            from solvers.mdp.plotting import plot_result
+            from securelp.solvers.mdp.plotting import plot_result
 
             plot_result(result, problem, args.plot)
         if args.json_path:

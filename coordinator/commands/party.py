@@ -7,7 +7,7 @@ closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds witho
 call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
 11 unbounded, ...), 5 when the coordinator aborted the session, 6 on idle timeout,
 130 on a signal. After a signal it is gone within ``--grace`` + 5 s, even if gRPC's
-shutdown or the interpreter's exit blocks (``party.server.ExitWatchdog``). It never
+shutdown or the interpreter's exit blocks (``securelp.party.server.ExitWatchdog``). It never
 logs or prints its block, its mask or its decoded x_j.
 """
 
@@ -18,13 +18,13 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from coordinator.commands.common import positive_float
-from coordinator.grpc_env import quiet_grpc_core
-from solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
+from securelp.coordinator.commands.common import positive_float
+from securelp.coordinator.grpc_env import quiet_grpc_core
+from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
 
 if TYPE_CHECKING:
-    from party.server import ServeResult
-    from party.session import PartySession
+    from securelp.party.server import ServeResult
+    from securelp.party.session import PartySession
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _status_exit(status: int) -> int:
-    from protos import securelp_pb2 as pb
+    from securelp.protos import securelp_pb2 as pb
 
     return int({
         pb.SOLVE_STATUS_OPTIMAL: ExitCode.OK,
@@ -64,14 +64,14 @@ def _status_exit(status: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     quiet_grpc_core(args.verbose)
-    from coordinator.launcher import die_with_parent
+    from securelp.coordinator.launcher import die_with_parent
 
     die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9
-    from coordinator.certs import load_identity, validate_party_ids
-    from coordinator.grpc_link import parse_address
-    from party.server import ExitWatchdog, ServerTls, serve
-    from party.session import PartySession
-    from solvers.lp.partition import load_block
+    from securelp.coordinator.certs import load_identity, validate_party_ids
+    from securelp.coordinator.grpc_link import parse_address
+    from securelp.party.server import ExitWatchdog, ServerTls, serve
+    from securelp.party.session import PartySession
+    from securelp.solvers.lp.partition import load_block
 
     if args.certs and args.insecure:
         raise ConfigError("--certs and --insecure were both given; choose one")
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, result: ServeResult, session: PartySession) -> int:
     """Report why the session ended and return the exit code (or raise the typed error)."""
-    from protos import securelp_pb2 as pb
+    from securelp.protos import securelp_pb2 as pb
 
     if result.reason == "signal":
         print(f"securelp party: {args.id}: stopped by {result.detail}", file=sys.stderr)

@@ -4,7 +4,7 @@ A mechanism file keeps its description (dataset, ``eps``, ``eta``, outputs; ever
 ``.npy``), so the dataset need not be named again; dataset options that are given must name the
 same dataset. The mechanism is verified again against the dataset's metric, ``eps`` and ``eta``
 before anything is drawn; each true record is then replaced by an output drawn exactly from its row
-(:mod:`solvers.mdp.perturb`). The released outputs go to ``--out`` (CSV, in the order of the true
+(:mod:`securelp.solvers.mdp.perturb`). The released outputs go to ``--out`` (CSV, in the order of the true
 records); the report (``--json``) holds counts and the verification, never a record.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
-from coordinator.reporting import check_distinct, check_writable, write_json_report
-from solvers.errors import InputError
-from solvers.files import write_atomically, written_together
+from securelp.coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
+from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import write_atomically, written_together
 
 logger = logging.getLogger(__name__)
 
@@ -99,9 +99,9 @@ def _dataset_and_outputs(args: argparse.Namespace, description: dict[str, Any] |
     dataset options that are given replace the file's (the others are the file's) and the result is
     checked against it; ``--seed`` and ``--outputs`` must be the file's. For a bare ``.npy``: the
     options' dataset (grid by default) and the outputs ``--outputs`` and ``--seed`` draw."""
-    from solvers.mdp.datasets import load_dataset
-    from solvers.mdp.perturb import check_same_dataset, describe_dataset
-    from solvers.mdp.pmo import choose_outputs
+    from securelp.solvers.mdp.datasets import load_dataset
+    from securelp.solvers.mdp.perturb import check_same_dataset, describe_dataset
+    from securelp.solvers.mdp.pmo import choose_outputs
 
     where = f"mechanism {args.mechanism}"
     given = [flag for flag, key in DATASET_FLAGS if getattr(args, key) is not None]
@@ -150,9 +150,9 @@ def _parameter(given: float | None, description: dict[str, Any] | None, key: str
 
 def run(args: argparse.Namespace) -> int:
     """Run ``securelp perturb``."""
-    from solvers.errors import VerificationError
-    from solvers.mdp.graph import build_graph, weak_guarantees
-    from solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
+    from securelp.solvers.errors import VerificationError
+    from securelp.solvers.mdp.graph import build_graph, weak_guarantees
+    from securelp.solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
 
     t0 = time.perf_counter()
     check_eps_eta(args)

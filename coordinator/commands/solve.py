@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 
-from coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
-from coordinator.protocol import SessionConfig
-from coordinator.report import build_report, format_report
-from coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-from coordinator.simulation import TRANSPORTS, check_session_fits, simulate
-from solvers.errors import ConfigError
-from solvers.lp import read_mps
-from solvers.lp.partition import parse_split, split_columns
+from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
+from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.report import build_report, format_report
+from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, simulate
+from securelp.solvers.errors import ConfigError
+from securelp.solvers.lp import read_mps
+from securelp.solvers.lp.partition import parse_split, split_columns
 
 log = logging.getLogger(__name__)
 

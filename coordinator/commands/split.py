@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coordinator.certs import validate_party_ids
-from coordinator.commands.common import positive_int
-from solvers.errors import InputError
-from solvers.files import make_output_dir, refuse_directories, written_together
-from solvers.lp import read_mps
-from solvers.lp.partition import parse_split, save_block, save_public, split_columns
+from securelp.coordinator.certs import validate_party_ids
+from securelp.coordinator.commands.common import positive_int
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import make_output_dir, refuse_directories, written_together
+from securelp.solvers.lp import read_mps
+from securelp.solvers.lp.partition import parse_split, save_block, save_public, split_columns
 
 PUBLIC_FILE = "public.npz"
 #: party ids that split refuses besides those ``securelp certs`` reserves (case-insensitively), and

@@ -1,6 +1,6 @@
-"""Generic Benders decomposition for block-ladder LPs (see :mod:`solvers.benders.engine`)."""
+"""Generic Benders decomposition for block-ladder LPs (see :mod:`securelp.solvers.benders.engine`)."""
 
-from solvers.benders.engine import (
+from securelp.solvers.benders.engine import (
     PACE_WINDOW,
     BendersEngine,
     BendersIteration,

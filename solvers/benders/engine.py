@@ -52,9 +52,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from solvers.errors import SolverError
-from solvers.lp.highs import dual_bound, new_highs, set_time_left, signed_duals
-from solvers.resources import available_memory
+from securelp.solvers.errors import SolverError
+from securelp.solvers.lp.highs import dual_bound, new_highs, set_time_left, signed_duals
+from securelp.solvers.resources import available_memory
 
 __all__ = ["BendersEngine", "BendersIteration", "BendersResult", "LinkedRows", "MasterSpec", "RowBlock", "SubproblemSpec"]
 
@@ -785,7 +785,7 @@ class _MasterComponent:
         0.0126 (the optimal mechanism's boundary rows and block values), and the run's lower bound
         rose 8 % above the optimum. Wrong-signed duals are set to 0, and the duals of a block's
         optimality cuts are scaled down where they would make its theta's reduced cost negative
-        (theta has no upper bound); then :func:`solvers.lp.highs.dual_bound`.
+        (theta has no upper bound); then :func:`securelp.solvers.lp.highs.dual_bound`.
         """
         ncut, nb = len(self.cut_lower), self.row_lower.size
         ptr = np.concatenate([[0], np.cumsum([i.size for i, _ in self.cut_rows], dtype=np.int64)])

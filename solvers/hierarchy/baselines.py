@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.hierarchy.cumulative import consistency_rows, from_cumulative, model3_relaxation
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.qp import solve_highs
+from securelp.solvers.hierarchy.cumulative import consistency_rows, from_cumulative, model3_relaxation
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.qp import solve_highs
 
 
 def model1_relaxation(hier: Hierarchy, y: np.ndarray, total: int) -> tuple[np.ndarray, float]:
@@ -65,8 +65,8 @@ def cqp(hier: Hierarchy, noisy_cum: np.ndarray, total: int) -> tuple[np.ndarray,
     ``MAX_DYKSTRA_CELLS``, Dykstra's alternating projections to a max-norm residual of 1e-3
     (reported); larger models are refused with a ResourceError.
     """
-    from solvers.errors import ResourceError
-    from solvers.hierarchy import cumulative as cu
+    from securelp.solvers.errors import ResourceError
+    from securelp.solvers.hierarchy import cumulative as cu
 
     size = np.asarray(noisy_cum).size
     if size <= cu.MAX_QP_VARIABLES:

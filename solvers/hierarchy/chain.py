@@ -70,7 +70,7 @@ plateau of its chain (a run of one positive value) widens the whole run (``_plat
 A fractional LP optimum (a half-integral vertex: the matrix is not totally unimodular; Kuo
 taxi, about 1 in 30 draws at eps = 0.5 and 1 in 4 at eps = 0.1) admits no such certificate:
 the integer optimum lies above the LP bound. Then the LP's multipliers give the exact
-Lagrangian bound L and the level set W_T of ``solvers.hierarchy.window_bound`` (per cell, the
+Lagrangian bound L and the level set W_T of ``securelp.solvers.hierarchy.window_bound`` (per cell, the
 integers whose Lagrangian excess is <= T: one or two values for most cells), which contains
 every feasible point with objective <= L + T. First a local branch and bound near the LP
 point (``_local_integer_point``: the fractional cells' chains and ancestors, then their
@@ -92,7 +92,7 @@ are the starting basis of the whole block's LP (dual feasible; only the dropped 
 violated). This only changes the starting point of the dual simplex, not the LP: the many
 small LPs are much cheaper per iteration than the whole block (taxi eps = 1: 16 s -> 9 s).
 
-Zero tails (``solvers.hierarchy.zero_tail``). Leaf suffixes where the centre is 0 and the
+Zero tails (``securelp.solvers.hierarchy.zero_tail``). Leaf suffixes where the centre is 0 and the
 isotonic partial-sum condition holds get the window [0, 0] and stay out of the LPs (rows that
 touch only such cells are dropped); their multipliers are completed in closed form before the
 same certificate is checked over every cell. Failing tail cells shorten their tail; the freed
@@ -121,10 +121,10 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import ResourceError, SolverError, VerificationError
-from solvers.hierarchy.cumulative import _model3_feasible
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.window_bound import (
+from securelp.solvers.errors import ResourceError, SolverError, VerificationError
+from securelp.solvers.hierarchy.cumulative import _model3_feasible
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.window_bound import (
     WindowBound,
     binding_cells,
     level_windows,
@@ -132,13 +132,13 @@ from solvers.hierarchy.window_bound import (
     scaled_multipliers,
     window_bound,
 )
-from solvers.hierarchy.zero_tail import (
+from securelp.solvers.hierarchy.zero_tail import (
     complete_multipliers,
     fixed_cells,
     ladder_starts,
     restart_after,
 )
-from solvers.lp.highs import new_highs, set_time_left
+from securelp.solvers.lp.highs import new_highs, set_time_left
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ MAX_BLOCK_SEGMENTS = 6_000_000
 #: Most segment columns over all blocks of one round.
 MAX_TOTAL_SEGMENTS = 40_000_000
 #: Rounds with a fractional LP optimum whose binding windows are widened before the level-set
-#: branch and bound (``solvers.hierarchy.window_bound``) is tried anyway.
+#: branch and bound (``securelp.solvers.hierarchy.window_bound``) is tried anyway.
 MAX_MIP_ROUNDS = 20
 #: Time limit (s) of one HiGHS branch and bound over a level set (``_level_set_search``).
 MIP_TIME_LIMIT = 900.0
@@ -332,7 +332,7 @@ class _BlockLP:
                  simplex_strategy: int | None = None):
         import highspy
 
-        from solvers.hierarchy.cumulative import consistency_rows
+        from securelp.solvers.hierarchy.cumulative import consistency_rows
 
         self._highspy = highspy
         self.hier = hier
@@ -359,7 +359,7 @@ class _BlockLP:
         offset = a3 @ self.centre.astype(np.float64)
         row_lo = -offset
         row_hi = np.concatenate([np.zeros(self.n_cons), np.full(self.n_mono, np.inf)]) - offset
-        # rows on cells without any segment (zero tails, ``solvers.hierarchy.zero_tail``) hold for
+        # rows on cells without any segment (zero tails, ``securelp.solvers.hierarchy.zero_tail``) hold for
         # the centre and stay out of the model; their multipliers are completed in closed form
         movable = (np.asarray(n_up).ravel() + np.asarray(n_down).ravel()) > 0
         self._a3_full, self._abs_full = a3, abs(a3)
@@ -839,7 +839,7 @@ def _level_set_search(hier: Hierarchy, y: np.ndarray, total: int, wb: WindowBoun
                       incumbent: tuple[np.ndarray, int] | None = None) -> _LevelSetOptimum | str:
     """Optimum of Model 3 by branch and bound over the level set W_T of the multipliers' bound.
 
-    ``solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T. With U the
+    ``securelp.solvers.hierarchy.window_bound``: every point with f <= L + T lies in W_T. With U the
     best known value (the optimum over a box containing W_T, or an incumbent), a better point
     has f <= U - 1 (f is an integer); if U - 1 <= L + T it would lie in the box, where nothing
     beats U: U is the optimum of Model 3, checked exactly. Without an incumbent T starts at
@@ -924,7 +924,7 @@ def solve_model3_certified(
     h0 = max(1, int(initial_halfwidth))
     half_up = np.full((n_regions, n_sizes), h0, dtype=np.int64)
     half_down = half_up.copy()
-    # zero tails (solvers.hierarchy.zero_tail): leaf suffixes where the centre is 0 and the
+    # zero tails (securelp.solvers.hierarchy.zero_tail): leaf suffixes where the centre is 0 and the
     # isotonic condition holds stay at 0 outside the LPs (window [0, 0], rows dropped)
     if not zero_tails or n_sizes < 2:
         starts = np.full(leaves.size, n_sizes)
@@ -1084,7 +1084,7 @@ def solve_model3_certified(
                         f"level-set bound); no certificate is available for this instance"
                     )
                 # the LP's multipliers confine every good integer point to small windows (the level
-                # set W_T of solvers.hierarchy.window_bound); branch and bound over them
+                # set W_T of securelp.solvers.hierarchy.window_bound); branch and bound over them
                 lam_f, mu_f = complete_multipliers(hier, yf, fixed, lam, mu) if fixed.any() else (lam, mu)
                 # first make the bound as tight as these windows allow: cells whose window binds
                 # (their Lagrangian best lies outside) are widened, tails freed, and the LP re-solved
@@ -1154,7 +1154,7 @@ def solve_model3_certified(
                 rounds, len(blocks), segments, lp_round, iterations, lp_time, cert.reason,
             )
             if cert.ok:
-                from solvers.hierarchy.hdp import squared_distance
+                from securelp.solvers.hierarchy.hdp import squared_distance
 
                 return ChainLPResult(cum, squared_distance(cum, y), rounds, len(blocks), segments,
                                      int(max(half_up.max(), half_down.max())), cert, lp_time)

@@ -15,7 +15,7 @@ Model 3 (the chain model; our statement of C6-C10):
     (C9)       c_N^r >= 0
     (C10)      c integer.
 
-Exactness of ``chain``: see ``solvers.hierarchy.chain`` — windowed piecewise-linear LPs
+Exactness of ``chain``: see ``securelp.solvers.hierarchy.chain`` — windowed piecewise-linear LPs
 give an integer point and integer Lagrange multipliers, and a Lagrangian optimality
 certificate, checked in code (exact integer arithmetic on integer inputs), proves the point
 optimal over the whole domain; windows are widened until it passes. Algorithm 2 (our reading) projects each region's noisy chain onto
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError, ResourceError, VerificationError
-from solvers.hierarchy.hdp import squared_distance
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.qp import solve_highs
+from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.hierarchy.hdp import squared_distance
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.qp import solve_highs
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ MAX_DYKSTRA_CELLS = 500_000
 
 def _project_consistent(hier: Hierarchy, z: np.ndarray, total: int) -> np.ndarray:
     """Euclidean projection onto C6 + C7 (per size: tree least squares; size 1 root = G)."""
-    from solvers.hierarchy.hdp import least_squares_consistent
+    from securelp.solvers.hierarchy.hdp import least_squares_consistent
 
     out = least_squares_consistent(hier, z, None)
     out[:, :1] = least_squares_consistent(hier, z[:, :1], total)
@@ -192,7 +192,7 @@ def model3_relaxation_dykstra(
     is within ``tol`` (max norm) of the consistent one. Returns (c, residual, iterations).
     Past ``deadline`` (``time.perf_counter`` clock) it raises ``chain.ChainTimeLimit``.
     """
-    from solvers.hierarchy.chain import ChainTimeLimit
+    from securelp.solvers.hierarchy.chain import ChainTimeLimit
 
     if total < 0:
         raise ResourceError("negative total")
@@ -234,7 +234,7 @@ def model3_relaxation_accelerated(
     Returns (x, residual, iterations). Past ``deadline`` (``time.perf_counter`` clock) it raises
     ``chain.ChainTimeLimit``.
     """
-    from solvers.hierarchy.chain import ChainTimeLimit
+    from securelp.solvers.hierarchy.chain import ChainTimeLimit
 
     if total < 0:
         raise ResourceError("negative total")
@@ -272,9 +272,9 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     (``chain.consistent_rounding``), a feasible integer centre within a few units of it in every
     cell; windowed piecewise-linear LPs around it give an integer point and integer (or
     half-integral) multipliers, and ``chain.check_certificate`` proves the point optimal over
-    the whole domain (see ``solvers.hierarchy.chain``). Windows are widened
+    the whole domain (see ``securelp.solvers.hierarchy.chain``). Windows are widened
     until the check passes. A fractional LP optimum is resolved by branch and bound over the
-    level set of the LP multipliers' exact bound (``solvers.hierarchy.window_bound``).
+    level set of the LP multipliers' exact bound (``securelp.solvers.hierarchy.window_bound``).
     ``time_limit`` (seconds, None: no limit) bounds the whole solve; when it runs out there is
     no release (ResourceError saying where it stopped), never an uncertified one.
 
@@ -289,12 +289,12 @@ def solve_model3(hier: Hierarchy, noisy_cum: np.ndarray, total: int, *, initial_
     VerificationError
         The final check failed (never expected).
     """
-    from solvers.hierarchy.chain import (
+    from securelp.solvers.hierarchy.chain import (
         ChainTimeLimit,
         round_to_feasible,
         solve_model3_certified,
     )
-    from solvers.hierarchy.hdp import _check_inputs
+    from securelp.solvers.hierarchy.hdp import _check_inputs
 
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"the chain time limit must be a positive number of seconds, got {time_limit}")
@@ -352,8 +352,8 @@ def _centre_and_tails(hier: Hierarchy, y: np.ndarray, total: int, approx: np.nda
     such centre exists. Only proposals: the certificate decides, and failing tails are
     shortened by the solver.
     """
-    from solvers.hierarchy.chain import consistent_rounding, projection_multipliers
-    from solvers.hierarchy.zero_tail import fixed_cells, ladder_starts
+    from securelp.solvers.hierarchy.chain import consistent_rounding, projection_multipliers
+    from securelp.solvers.hierarchy.zero_tail import fixed_cells, ladder_starts
 
     n_sizes = approx.shape[1]
     if n_sizes < 2:

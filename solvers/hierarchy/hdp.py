@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.errors import InputError, ResourceError, VerificationError
-from solvers.hierarchy.model import Hierarchy
-from solvers.resources import available_memory, memory_shortfall
+from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ def solve_model1(
     yf = y.astype(np.float64)
     # a feasible integer point as the first window centre (TopDown); windows around a feasible
     # point always contain it, so the windowed problem is feasible in every round
-    from solvers.hierarchy.baselines import topdown
+    from securelp.solvers.hierarchy.baselines import topdown
 
     center = topdown(hier, yf, total).astype(np.float64)
     half = np.full(n_sizes, max(1, int(initial_halfwidth)), dtype=np.int64)

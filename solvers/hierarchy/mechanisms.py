@@ -4,11 +4,11 @@ Fioretto, Van Hentenryck, Zhu (AIJ 2021). Counting mechanisms add Geom(2L/eps) t
 count n_s^r (M_H); cumulative mechanisms add Geom(L/eps) to every cumulative count c_s^r
 (M_c); the post-processing steps are
 
-- ``hdp``     M_H^dp: exact Model 1 DP (solvers.hierarchy.hdp)
+- ``hdp``     M_H^dp: exact Model 1 DP (securelp.solvers.hierarchy.hdp)
 - ``hqp``     M_H^r: relaxed Model 1 QP, rounded
 - ``topdown`` Census TopDown on the noisy counts
 - ``cdp``     M_c^dp: Algorithm 2 on the noisy cumulative counts, then the Model 1 DP
-- ``chain``   M_c^ch: exact Model 3 (solvers.hierarchy.cumulative)
+- ``chain``   M_c^ch: exact Model 3 (securelp.solvers.hierarchy.cumulative)
 - ``cqp``     M_c^r: relaxed Model 3 QP, rounded, differenced into counts
 
 Post-processing never touches the true data, so every release is eps-DP (the noise is the
@@ -24,13 +24,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.hierarchy import baselines
-from solvers.hierarchy.cumulative import algorithm2, solve_model3, to_cumulative
-from solvers.hierarchy.hdp import solve_model1, squared_distance
-from solvers.hierarchy.model import GroupSizeData, Hierarchy
-from solvers.hierarchy.noise import add_geometric_noise
-from solvers.randomness import SecureRandom
+from securelp.solvers.errors import InputError
+from securelp.solvers.hierarchy import baselines
+from securelp.solvers.hierarchy.cumulative import algorithm2, solve_model3, to_cumulative
+from securelp.solvers.hierarchy.hdp import solve_model1, squared_distance
+from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
+from securelp.solvers.hierarchy.noise import add_geometric_noise
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.errors import InputError, ResourceError
-from solvers.files import require_file
-from solvers.resources import available_memory, memory_shortfall
+from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.files import require_file
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ class GroupSizeData:
 def _check_cells(regions: int, sizes: int, what: str, bytes_per_cell: float = READER_BYTES_PER_CELL) -> None:
     """ResourceError (before anything is allocated) when regions x sizes cells pass
     :data:`MAX_DENSE_CELLS`, or when ``bytes_per_cell`` per cell would not fit in the memory
-    available (:func:`solvers.resources.available_memory`)."""
+    available (:func:`securelp.solvers.resources.available_memory`)."""
     cells = regions * sizes
     if cells > MAX_DENSE_CELLS:
         raise ResourceError(

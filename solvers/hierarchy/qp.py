@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import SolverError
-from solvers.lp.highs import new_highs
+from securelp.solvers.errors import SolverError
+from securelp.solvers.lp.highs import new_highs
 
 logger = logging.getLogger(__name__)
 

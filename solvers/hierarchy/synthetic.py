@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.hierarchy.model import READER_BYTES_PER_CELL, GroupSizeData, Hierarchy, _check_cells
+from securelp.solvers.errors import InputError
+from securelp.solvers.hierarchy.model import READER_BYTES_PER_CELL, GroupSizeData, Hierarchy, _check_cells
 
 POPULATION_CSV = Path(__file__).resolve().parents[1] / "data" / "census" / "us_county_state_pop2010.csv"
 NATIONAL_SHARES = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.025, 0.018])

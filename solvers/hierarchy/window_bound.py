@@ -40,8 +40,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.hierarchy.model import Hierarchy
+from securelp.solvers.errors import InputError
+from securelp.solvers.hierarchy.model import Hierarchy
 
 __all__ = ["WindowBound", "binding_cells", "level_windows", "proves_optimal", "scaled_multipliers", "window_bound"]
 
@@ -94,7 +94,7 @@ def window_bound(hier: Hierarchy, y: np.ndarray, total: int, lam: np.ndarray, mu
     ``y`` must be integer (the noisy cumulative counts); ``lam`` / ``mu`` as in
     ``chain.check_certificate`` (any real values: mu is clipped at 0, duals rounded to 1/D).
     """
-    from solvers.hierarchy.chain import multiplier_sums
+    from securelp.solvers.hierarchy.chain import multiplier_sums
 
     y = np.asarray(y)
     if not np.issubdtype(y.dtype, np.integer):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.model import Hierarchy
 
 __all__ = ["complete_multipliers", "fixed_cells", "ladder_starts", "restart_after"]
 

@@ -5,9 +5,9 @@ Solving is build -> backend -> result: a frozen ``LinearProgram`` goes to a back
 Infeasible or unbounded is a status, never an exception.
 """
 
-from solvers.lp.highs import HighsBackend, solve
-from solvers.lp.model import LinearProgram, Sense
-from solvers.lp.mps import read_mps
-from solvers.lp.result import LPResult, SolveStatus
+from securelp.solvers.lp.highs import HighsBackend, solve
+from securelp.solvers.lp.model import LinearProgram, Sense
+from securelp.solvers.lp.mps import read_mps
+from securelp.solvers.lp.result import LPResult, SolveStatus
 
 __all__ = ["HighsBackend", "LPResult", "LinearProgram", "Sense", "SolveStatus", "read_mps", "solve"]

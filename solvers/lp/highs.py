@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from solvers.errors import SolverError
-from solvers.lp.model import LinearProgram, Sense
-from solvers.lp.result import LPResult, SolveStatus
+from securelp.solvers.errors import SolverError
+from securelp.solvers.lp.model import LinearProgram, Sense
+from securelp.solvers.lp.result import LPResult, SolveStatus
 
 log = logging.getLogger(__name__)
 

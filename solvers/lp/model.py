@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 
 class Sense(enum.Enum):

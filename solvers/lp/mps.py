@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError
-from solvers.files import require_file
-from solvers.lp.highs import new_highs
-from solvers.lp.model import LinearProgram, Sense
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import require_file
+from securelp.solvers.lp.highs import new_highs
+from securelp.solvers.lp.model import LinearProgram, Sense
 
 
 def _number(text: str) -> float:

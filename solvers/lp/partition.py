@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError
-from solvers.files import require_file, write_atomically
-from solvers.lp.model import LinearProgram, Sense
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import require_file, write_atomically
+from securelp.solvers.lp.model import LinearProgram, Sense
 
 BLOCK_FORMAT = "securelp-column-block/1"
 PUBLIC_FORMAT = "securelp-public-rows/1"

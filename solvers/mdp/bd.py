@@ -2,7 +2,7 @@
 
 Qiu, "Enhancing Scalability of Metric Differential Privacy via Secret Dataset
 Partitioning and Benders Decomposition", Sec. 4-5. With a partition into subsets
-(:mod:`solvers.mdp.partition`), boundary records ``B`` (a neighbour in another subset)
+(:mod:`securelp.solvers.mdp.partition`), boundary records ``B`` (a neighbour in another subset)
 and internal records ``I_m``:
 
 * master: the boundary variables ``z_b`` (``b in B``) with their own mDP rows
@@ -11,7 +11,7 @@ and internal records ``I_m``:
   ``I_m`` and between ``I_m`` and ``B``, which read ``z_ik <= e^{eps d} z_bk`` and
   ``-e^{eps d} z_ik <= -z_bk`` -- their right-hand sides are linked to the master;
 * Property 3.1: the master splits into independent components (variables linked by a
-  master row or by one block), each solved on its own (:class:`solvers.benders.BendersEngine`);
+  master row or by one block), each solved on its own (:class:`securelp.solvers.benders.BendersEngine`);
 * Property 3.2 (initial cuts): for boundary records ``b, b'`` of the same subset joined by a
   path through that subset, ``z_bk <= exp(eps delta_m(b, b')) z_b'k`` holds for every
   feasible mechanism (chain the mDP rows along the shortest path, length ``delta_m``); these
@@ -22,7 +22,7 @@ and internal records ``I_m``:
   the blocks' duals, both with the weak-duality bound term (valid for any duals).
 
 Every upper bound is the loss of an assembled full ``n x K`` mechanism after the exact
-repair and verification of :mod:`solvers.mdp.pmo`; the returned mechanism is the best one.
+repair and verification of :mod:`securelp.solvers.mdp.pmo`; the returned mechanism is the best one.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from solvers.benders import (
+from securelp.solvers.benders import (
     PACE_WINDOW,
     BendersEngine,
     BendersIteration,
@@ -46,9 +46,9 @@ from solvers.benders import (
     RowBlock,
     SubproblemSpec,
 )
-from solvers.errors import InputError, VerificationError
-from solvers.mdp.partition import Partition, partition_records
-from solvers.mdp.pmo import (
+from securelp.solvers.errors import InputError, VerificationError
+from securelp.solvers.mdp.partition import Partition, partition_records
+from securelp.solvers.mdp.pmo import (
     UNREPAIRED,
     IterationRecord,
     MechanismResult,
@@ -91,7 +91,7 @@ MASTER_WARN_ROWS = 1_000_000
 
 def record_bd_memory_check(E: int, n: int, K: int, E_master: int, n_boundary: int, n_initial: int = 0) -> None:
     """Refuse (:class:`ResourceError`) a record decomposition whose LPs would not fit in memory at
-    :data:`MASTER_BYTES_PER_NONZERO` (:func:`solvers.mdp.pmo.refuse_lp_too_large`). Every mDP row of
+    :data:`MASTER_BYTES_PER_NONZERO` (:func:`securelp.solvers.mdp.pmo.refuse_lp_too_large`). Every mDP row of
     the PMO (``E`` pairs x ``K`` outputs) is in the master (the ``E_master`` pairs between boundary
     records) or in a block (the others: between its internal records, or linking one to a boundary
     record), every unit row too, and the master adds its ``n_initial`` Property 3.2 pairs (``x K``
@@ -116,7 +116,7 @@ def _expmech_incumbent(problem: PMOProblem) -> tuple[float, Any] | None:
     every pair, so feasible for the PMO. Where the assembled masters' repairs are poor it is the
     better mechanism (Rome at eps 10/km: loss 0.0745 against the 0.327 that 22 iterations of repaired
     master solutions reached, stop 35); ``None`` where it cannot be built (its far outputs underflow)."""
-    from solvers.mdp.expmech import solve_expmech
+    from securelp.solvers.mdp.expmech import solve_expmech
 
     try:
         r = solve_expmech(problem)
@@ -316,7 +316,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
     Benders decomposition of the PMO's *dual* with the unit-row duals as master variables and one
     subproblem per output column -- in primal terms column generation per mDP-graph component
-    (:func:`solvers.mdp.colgen.solve_colgen`, see docs/mdp_design.md for the equivalence); the partitioner
+    (:func:`securelp.solvers.mdp.colgen.solve_colgen`, see docs/mdp_design.md for the equivalence); the partitioner
     is not used then and ``partition`` reports the components; ``dual_ascent`` (seconds of the
     first-order start per large component, ``None`` automatic, ``0`` off) and ``first_order``
     (``"auto"``, ``"pdlp"``, ``"smoothed"``, ``"screened"`` or ``"ipm"``) and ``status`` (notes on
@@ -325,15 +325,15 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     ``no_progress`` when the last ``pace_window`` iterations, or more until they span a minute,
     closed too little of the gap to reach ``gap`` within the iterations and time left at that pace
     (``0``: never; see
-    :func:`solvers.benders.engine.too_slow`), and ``memory_limit`` when an iteration left too little
-    memory for another (:func:`solvers.benders.engine.memory_running_out`).
+    :func:`securelp.solvers.benders.engine.too_slow`), and ``memory_limit`` when an iteration left too little
+    memory for another (:func:`securelp.solvers.benders.engine.memory_running_out`).
 
     Raises
     ------
     InputError
         ``gap`` outside ``(0, 1)``, ``n_subsets < 1``, unknown partitioner, ``max_iterations < 1``.
     SolverError
-        From the column decomposition (:func:`solvers.mdp.colgen.solve_colgen`). The record BD always
+        From the column decomposition (:func:`securelp.solvers.mdp.colgen.solve_colgen`). The record BD always
         has a verified mechanism (its first incumbents); HiGHS's failures end it with a status.
     VerificationError
         A mechanism failed verification.
@@ -345,7 +345,7 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     if decomposition not in ("records", "columns"):
         raise InputError(f"unknown decomposition {decomposition!r}: use records or columns")
     if decomposition == "columns":
-        from solvers.mdp.colgen import solve_colgen
+        from securelp.solvers.mdp.colgen import solve_colgen
 
         r = solve_colgen(problem, gap=gap, max_iterations=max_iterations, time_limit=time_limit, workers=workers,
                          exact_check=exact_check, method_name="bd", dual_ascent=dual_ascent, first_order=first_order,

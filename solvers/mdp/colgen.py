@@ -15,7 +15,7 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
   column ``k``'s mass to ``k'`` keeps every constraint (``C_S`` is a convex cone) and does not
   raise the loss, so some optimum has ``z_k = 0`` on ``S``. More generally (stop 29) when
   ``g_k' <= g_k + A'y`` for some ``y >= 0`` on ``S`` (dominance in the cone's dual order, found by a
-  lossy transport, :func:`solvers.mdp.transport.cone_dominated`): gaussian 1,000 and 2,000 lose
+  lossy transport, :func:`securelp.solvers.mdp.transport.cone_dominated`): gaussian 1,000 and 2,000 lose
   about 60 % of their outputs this way.
 * Dantzig-Wolfe: ``z_k = sum_r lambda_kr r`` over points ``r`` of ``C_S`` found so far (the
   restricted master, RMP, has one row per record). Pricing output ``k`` at duals ``mu`` is the
@@ -48,7 +48,7 @@ i ~ j in S}`` a polyhedral cone, the same for every column.
 * Upper bound: the RMP's mechanism (solved without the box), repaired and verified on the component (and
   before the first master solve a first-order or IPM start's repaired primal, which ends the component
   at once when it is within the gap of the start's bound); the returned
-  full matrix is verified again as a whole, and repaired only if it fails (:func:`solvers.mdp.pmo.finalize_mechanism`).
+  full matrix is verified again as a whole, and repaired only if it fails (:func:`securelp.solvers.mdp.pmo.finalize_mechanism`).
   A component stopped short of the gap above the exponential mechanism's loss returns that
   mechanism's rows instead (private on every pair; since stop 46).
 
@@ -82,10 +82,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from solvers.errors import InputError, SolverError
-from solvers.lp.highs import TIGHT_TOLERANCE, new_highs, pass_lp, set_time_left
-from solvers.lp.model import LinearProgram
-from solvers.mdp.pmo import (
+from securelp.solvers.errors import InputError, SolverError
+from securelp.solvers.lp.highs import TIGHT_TOLERANCE, new_highs, pass_lp, set_time_left
+from securelp.solvers.lp.model import LinearProgram
+from securelp.solvers.mdp.pmo import (
     IterationRecord,
     MechanismResult,
     PMOProblem,
@@ -94,14 +94,14 @@ from solvers.mdp.pmo import (
     repair_mechanism,
     require_lp_factors,
 )
-from solvers.mdp.rowpool import LazyRows
-from solvers.mdp.transport import (
+from securelp.solvers.mdp.rowpool import LazyRows
+from securelp.solvers.mdp.transport import (
     TRANSPORT_MAX_RECORDS,
     TransportCertifier,
     cone_dominated,
 )
-from solvers.mdp.verify import verify_mechanism
-from solvers.resources import available_memory, memory_shortfall
+from securelp.solvers.mdp.verify import verify_mechanism
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 __all__ = ["FIRST_ORDER_METHODS", "available_memory", "mdp_rows_bound", "mdp_rows_matrix", "pdlp_start", "solve_colgen", "undominated_outputs"]
 
@@ -221,7 +221,7 @@ ENTER_FACTOR = 10.0
 
 def master_tolerance(gap: float) -> float:
     """The RMP's primal and dual feasibility tolerance at the relative ``gap`` target: a thousandth of
-    it, between :data:`~solvers.lp.highs.TIGHT_TOLERANCE` (1e-9) and HiGHS's default 1e-7 (reached
+    it, between :data:`~securelp.solvers.lp.highs.TIGHT_TOLERANCE` (1e-9) and HiGHS's default 1e-7 (reached
     at the default gap 1e-4). The master only steers the pricing and proposes mechanisms that are
     repaired and verified; no bound comes from it, so it needs no more. At 1e-9 the master of
     gaussian 2,000's screened start (1,901 rows, 2,302 dense columns, 4.4 M nonzeros) ran 3,903
@@ -231,7 +231,7 @@ def master_tolerance(gap: float) -> float:
 
 
 #: when the column generation stalls short of the gap (nothing enters at the RMP's duals) the RMP's
-#: tolerances are divided by this, down to :data:`~solvers.lp.highs.TIGHT_TOLERANCE`, and it goes on.
+#: tolerances are divided by this, down to :data:`~securelp.solvers.lp.highs.TIGHT_TOLERANCE`, and it goes on.
 #: A 90-point 2-D instance (eps 1, eta 0.6) stalled at a gap of 2.8e-4 with the 1e-7 of the default
 #: gap (stop 27's looser master) and was certified at 1e-9 (stop 29)
 MASTER_TIGHTEN = 100.0
@@ -299,11 +299,11 @@ PRICING_DUAL_MIN_RATIO = 8.0
 
 #: components with at least this many mDP rows per record (dense mDP graphs: the text dataset, points
 #: with every pair a neighbour) give their pricing LPs only the rows they need
-#: (:mod:`solvers.mdp.rowpool`); gaussian 2,000's component has 24.6 rows per record, text 500's 499
+#: (:mod:`securelp.solvers.mdp.rowpool`); gaussian 2,000's component has 24.6 rows per record, text 500's 499
 LAZY_ROWS_MIN_RATIO = 64.0
 
 #: under a time limit, the search for outputs dominated in the cone's dual order
-#: (:func:`solvers.mdp.transport.cone_dominated`) gets at most this share of it per component; the
+#: (:func:`securelp.solvers.mdp.transport.cone_dominated`) gets at most this share of it per component; the
 #: outputs not visited by then are kept (gaussian 2,000: 1,215 of 1,971 outputs removed in 16 s)
 DOMINANCE_SHARE = 0.05
 
@@ -348,7 +348,7 @@ IPM_PROBE_GAP = 1e-3
 #: violated by the next pricing and comes back, as every other output does
 IPM_PRUNE_BELOW = 1e-2
 #: and within a round that holds the cap's outputs, once its relative gap is at most this, such an
-#: output leaves the IPM at once (:func:`solvers.mdp.ipm.structured_ipm`'s ``prune_below``): it
+#: output leaves the IPM at once (:func:`securelp.solvers.mdp.ipm.structured_ipm`'s ``prune_below``): it
 #: makes room for the violated outputs, so that the round's probe can fire, and saves its inverse at
 #: every iteration. Without it gaussian 2,000's first three rounds held the cap of 200 outputs each
 #: for about 200 iterations (11.8 s apiece), the probe never fired, and they then pruned 142, 99 and
@@ -549,7 +549,7 @@ def _smoothed_dual_ascent(G: np.ndarray, A: sp.csr_matrix, deadline: float, max_
                           Y0: np.ndarray | None, beta: float | None, state: dict[str, Any] | None,
                           pool: ThreadPoolExecutor | None, threads: int, n_chunks: int) -> tuple[np.ndarray, int]:
     """:func:`smoothed_dual_ascent`'s method, its elementwise work in ``n_chunks`` chunks of mDP rows."""
-    from solvers.mdp.rowops import RowOps, row_blocks
+    from securelp.solvers.mdp.rowops import RowOps, row_blocks
 
     m, K = G.shape
     E = A.shape[0]
@@ -818,7 +818,7 @@ def screen_outputs(Q: np.ndarray, n: int) -> np.ndarray:
 
 @dataclasses.dataclass
 class _SubProblem:
-    """A component as :func:`solvers.mdp.pmo.repair_mechanism` and the verifier take it (pairs never
+    """A component as :func:`securelp.solvers.mdp.pmo.repair_mechanism` and the verifier take it (pairs never
     cross components): its mDP graph and distances over its records, and, built only when a repair
     mixes, its distances to the outputs and its costs (for the mix with the exponential mechanism)."""
 
@@ -906,7 +906,7 @@ class _ComponentCG:
         self.add_columns(ks, vs)
         nw = max(1, min(workers, self.Kc))
         self.pricers = []
-        # dense components price with the rows they need (solvers.mdp.rowpool), the others with all
+        # dense components price with the rows they need (securelp.solvers.mdp.rowpool), the others with all
         self.lazy = (LazyRows(self.A, self.Kc, nw, TIGHT_TOLERANCE) if E >= LAZY_ROWS_MIN_RATIO * self.m
                      else None)
         self.dual_pricing = self.lazy is not None or E >= PRICING_DUAL_MIN_RATIO * self.m
@@ -976,7 +976,7 @@ class _ComponentCG:
         """Add the columns of an approximate component solution ``Z`` (records x kept outputs) to the
         master, twice: closed upward into the cone (``z_j >= z_i exp(-eps d_ij)``), which keeps
         their quality but leaves the unit rows off by the solver's tolerance, and repaired into an
-        exactly feasible mechanism on the kept outputs (:func:`solvers.mdp.pmo.repair_mechanism`:
+        exactly feasible mechanism on the kept outputs (:func:`securelp.solvers.mdp.pmo.repair_mechanism`:
         closure, row normalisation, a uniform mix), which the master can always take at once
         (on a small instance the first kind alone left the master at its start value). Returns
         how many columns entered.
@@ -1296,8 +1296,8 @@ class _ComponentCG:
         certificates stay, so every bound stays valid; the caller then stops on the time limit).
 
         ``transport``: first try the greedy transport plan of each output without a basis yet
-        (:mod:`solvers.mdp.transport`, components of at most
-        :data:`~solvers.mdp.transport.TRANSPORT_MAX_RECORDS` records). The plan serves what deficits
+        (:mod:`securelp.solvers.mdp.transport`, components of at most
+        :data:`~securelp.solvers.mdp.transport.TRANSPORT_MAX_RECORDS` records). The plan serves what deficits
         it can (``partial``: what it leaves unserved counts against the output's share of the bound);
         an output whose share from it is at least ``-tol``, the tolerance its LP would be solved to,
         keeps that certificate and needs no LP, and is returned with ``None`` (no column), like an
@@ -1545,8 +1545,8 @@ def solve_colgen(problem: PMOProblem, *, gap: float = 1e-4, max_iterations: int 
 
     Returns a verified mechanism with a certified gap (see the module docstring).
 
-    ``dominance``: drop the outputs :func:`solvers.mdp.transport.cone_dominated` proves dominated
-    (components of at most :data:`~solvers.mdp.transport.TRANSPORT_MAX_RECORDS` records; under a
+    ``dominance``: drop the outputs :func:`securelp.solvers.mdp.transport.cone_dominated` proves dominated
+    (components of at most :data:`~securelp.solvers.mdp.transport.TRANSPORT_MAX_RECORDS` records; under a
     time limit for at most :data:`DOMINANCE_SHARE` of it per component).
 
     ``dual_ascent`` is the wall-clock budget in seconds, per component, of
@@ -1756,7 +1756,7 @@ def _expmech_rows(problem: PMOProblem, idx: np.ndarray) -> np.ndarray | None:
     private on every pair, so a component's rows where its column generation stopped above their
     loss (the 100x100 grid with the Gowalla prior at a 300 s limit returned 23.03 where these give
     3.953; stop 46). ``None`` where a row's far entries would underflow beside a neighbour's."""
-    from solvers.mdp.expmech import private_exponential_mechanism
+    from securelp.solvers.mdp.expmech import private_exponential_mechanism
 
     return private_exponential_mechanism(np.asarray(problem.dataset.distance)[np.ix_(idx, problem.outputs)],
                                          problem.eps)
@@ -1843,7 +1843,7 @@ def _ipm_outputs(m: int, E: int, Kc: int, cap: int | None = None) -> int:
     ``Kc`` kept outputs: ``cap`` (:data:`IPM_MAX_OUTPUTS` by default; at most ``Kc``), halved until
     the IPM fits in :data:`IPM_MEMORY_SHARE` of the memory available; 0 when not even one output
     does, or when the ascent that screens them (over all ``Kc``) does not fit (:func:`_ascent_too_large`)."""
-    from solvers.mdp.ipm import memory_needed
+    from securelp.solvers.mdp.ipm import memory_needed
 
     if _ascent_too_large(E, Kc):
         return 0
@@ -1867,7 +1867,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
                ) -> tuple[FirstOrderStart, dict[str, Any]]:
     """The ``ipm`` start begun at ``ta``: :data:`IPM_ASCENT_ITERATIONS` of the smoothed ascent (under a
     time limit at most :data:`IPM_ASCENT_SHARE` of ``budget`` and :data:`IPM_ASCENT_SECONDS`), then
-    rounds of output generation with :func:`solvers.mdp.ipm.structured_ipm` as the restricted solver:
+    rounds of output generation with :func:`securelp.solvers.mdp.ipm.structured_ipm` as the restricted solver:
 
     1. the IPM solves the component LP over the outputs ``S`` (first the :data:`IPM_MAX_OUTPUTS`
        the ascent's certificate screens, :func:`screen_outputs`; fewer when their inverses would not
@@ -1891,7 +1891,7 @@ def _ipm_start(cg: _ComponentCG, ta: float, budget: float, deadline: float, gap:
     stability centre and the last round's primal iterate, repaired, enters the master. When that
     repaired iterate's loss is within the gap of the bound, :meth:`_ComponentCG.run` stops at once
     (no master solve); else the column generation certifies (or brings in) what the rounds left open."""
-    from solvers.mdp.ipm import structured_ipm
+    from securelp.solvers.mdp.ipm import structured_ipm
 
     # without a time limit only the iterations bound the screen, so that it is the same on any machine
     ascent_end = deadline if unlimited else ta + min(IPM_ASCENT_SECONDS, IPM_ASCENT_SHARE * budget)

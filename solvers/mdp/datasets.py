@@ -20,7 +20,7 @@ Datasets
     non-numeric label column) with ``metric`` ``euclidean`` or ``haversine`` (then the
     two columns are latitude and longitude in degrees; distances in km).
 ``text`` / ``road``
-    Provided by :mod:`solvers.mdp.text_dataset` and :mod:`solvers.mdp.road_dataset`
+    Provided by :mod:`securelp.solvers.mdp.text_dataset` and :mod:`securelp.solvers.mdp.road_dataset`
     (imported lazily).
 
 Priors are uniform unless ``prior`` (a path or an array) is given; the real Gowalla prior
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 __all__ = [
     "DATASETS",
@@ -291,9 +291,9 @@ def gaussian_dataset(n_records: int = 500, seed: int | str | None = None,
     """``n_records`` points of a 3-D standard Gaussian (Qiu's synthetic data); eps 1, eta 0.5.
 
     The points are public test data, not a privacy-relevant sample: they are drawn with
-    :class:`solvers.randomness.SecureRandom` only so a seed reproduces them.
+    :class:`securelp.solvers.randomness.SecureRandom` only so a seed reproduces them.
     """
-    from solvers.randomness import SecureRandom
+    from securelp.solvers.randomness import SecureRandom
 
     n_records = int(n_records)
     if not 1 <= n_records <= MAX_DENSE_RECORDS:
@@ -429,8 +429,8 @@ DATASETS: dict[str, Callable[..., SecretDataset]] = {
     "rome": rome_dataset,
     "gaussian": gaussian_dataset,
     "points": points_dataset,
-    "text": _lazy("solvers.mdp.text_dataset", "load_text_dataset", "text"),
-    "road": _lazy("solvers.mdp.road_dataset", "load_road_dataset", "road"),
+    "text": _lazy("securelp.solvers.mdp.text_dataset", "load_text_dataset", "text"),
+    "road": _lazy("securelp.solvers.mdp.road_dataset", "load_road_dataset", "road"),
 }
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from solvers.mdp.verify import neighbour_pairs
+from securelp.solvers.mdp.verify import neighbour_pairs
 
 __all__ = ["NeighbourGraph", "build_graph", "essential_edges", "pair_share"]
 

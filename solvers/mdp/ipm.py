@@ -16,7 +16,7 @@ output (``m^3`` flops densely, a fraction of that through a nested dissection of
 see :func:`dissection` and :class:`_Inverses`) instead of a factorisation of the whole LP's
 ``(m + E) K``-row normal equations, which is what a general IPM would face (HiGHS's IPX: 80
 iterations and 166 s on gaussian 300's component, where this takes about 60 iterations and 25 s).
-The outputs are spread over threads; the BLAS/LAPACK calls go through :mod:`solvers.mdp.lapack`,
+The outputs are spread over threads; the BLAS/LAPACK calls go through :mod:`securelp.solvers.mdp.lapack`,
 which releases the GIL (scipy's own wrappers do not), and the iterate is kept with one column per
 output (records x outputs, mDP rows x outputs) so that the products with ``A`` and ``A'`` need no
 transposed copies.
@@ -27,7 +27,7 @@ of iterative refinement corrects the complementarity equations (without it the d
 grew as the iterates approached the boundary and the bound stalled near 1e-4).
 
 Nothing the method returns is trusted: the caller gets ``Y`` clipped at 0, whose certificate
-``Q = G + A'Y`` gives the valid bound ``sum_i min_k Q_ik`` (see :mod:`solvers.mdp.colgen`), and a
+``Q = G + A'Y`` gives the valid bound ``sum_i min_k Q_ik`` (see :mod:`securelp.solvers.mdp.colgen`), and a
 primal iterate that the caller repairs and verifies.
 """
 
@@ -44,9 +44,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from solvers.errors import InputError
-from solvers.mdp import lapack as lapack_nogil
-from solvers.mdp.rowops import RowOps, edge_structure, row_blocks, run_blocks
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp import lapack as lapack_nogil
+from securelp.solvers.mdp.rowops import RowOps, edge_structure, row_blocks, run_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class _Inverses:
     inverse costs about :meth:`Dissection.flops`; ``sum_k H_k^-1`` gets the leaves' blocks and a
     ``syrk`` of every ``U``. Without a dissection the tree is one leaf (the dense inverse).
 
-    Every array is allocated once; the BLAS/LAPACK calls go through :mod:`solvers.mdp.lapack` and
+    Every array is allocated once; the BLAS/LAPACK calls go through :mod:`securelp.solvers.mdp.lapack` and
     the copies through numpy, all without the GIL, so ``threads`` threads of ``pool`` share the
     outputs."""
 
@@ -665,7 +665,7 @@ def structured_ipm(G: np.ndarray, A: sp.csr_matrix, deadline: float, *, toleranc
     use, kept to the end, costs an inverse at every iteration (gaussian 2,000's first round held
     200 outputs for 200 iterations and then found 142 of them unused). One the optimum needs after
     all is found violated by the caller's pricing, like any output outside the LP. 0: never.
-    The output generation of :mod:`solvers.mdp.colgen` prices the other outputs there, and
+    The output generation of :mod:`securelp.solvers.mdp.colgen` prices the other outputs there, and
     restarts with the violated ones instead of finishing a restricted LP that lacks them.
 
     ``on_iteration``: called at every iteration with its number, the primal objective and the best

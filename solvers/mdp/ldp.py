@@ -2,10 +2,10 @@
 
 References: X. Gu, M. Li, Y. Cao, L. Xiong, "Supporting both Range Queries and Frequency
 Estimation with Local Differential Privacy" (IEEE CNS 2019) -- the LE mechanism
-(:mod:`solvers.mdp.le`) and the metrics; T. Wang, J. Blocki, N. Li, S. Jha, "Locally
+(:mod:`securelp.solvers.mdp.le`) and the metrics; T. Wang, J. Blocki, N. Li, S. Jha, "Locally
 Differentially Private Protocols for Frequency Estimation" (USENIX Security 2017) -- GRR
 and OUE closed forms; M. E. Andres et al., "Geo-Indistinguishability" (CCS 2013) --
-planar Laplace (:mod:`solvers.mdp.planar_laplace`).
+planar Laplace (:mod:`securelp.solvers.mdp.planar_laplace`).
 
 Mechanisms (``m`` domain values, privacy parameter ``eps``):
 
@@ -48,8 +48,8 @@ from fractions import Fraction
 import numpy as np
 import scipy.linalg as sla
 
-from solvers.errors import InputError, ResourceError, VerificationError
-from solvers.mdp.le import (
+from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.mdp.le import (
     FULL_VERIFY_MAX,
     MAX_EXPONENT,
     Domain,
@@ -61,8 +61,8 @@ from solvers.mdp.le import (
     linear_equations_mechanism,
     verify_dense,
 )
-from solvers.mdp.sampling import RowSampler, bernoulli_dyadic, sample_from_rows
-from solvers.randomness import SecureRandom
+from securelp.solvers.mdp.sampling import RowSampler, bernoulli_dyadic, sample_from_rows
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ PL_MAX_CELLS = 900
 
 
 def check_ratio_eps(name: str, eps: float) -> float:
-    """A valid eps (:func:`check_eps`) of at most :data:`~solvers.mdp.le.MAX_EXPONENT` for the
+    """A valid eps (:func:`check_eps`) of at most :data:`~securelp.solvers.mdp.le.MAX_EXPONENT` for the
     mechanisms whose privacy ratio is ``e^eps`` itself (GRR, OUE): above it GRR's float weight
     ``e^eps`` overflows and the exact arithmetic of both does too (stop 35: ``--eps 1e6`` and
     ``1e300`` ended in tracebacks)."""
@@ -262,7 +262,7 @@ class DenseMechanism:
 
 def planar_laplace_mechanism(domain: GridDomain, eps: float, *, rng: SecureRandom | None = None) -> DenseMechanism:
     """Planar Laplace remapped to the grid as an explicit, verified matrix."""
-    from solvers.mdp.planar_laplace import planar_laplace_matrix
+    from securelp.solvers.mdp.planar_laplace import planar_laplace_matrix
 
     if not isinstance(domain, GridDomain):
         raise InputError("planar Laplace (pl) needs a 2-D grid domain")
@@ -364,7 +364,7 @@ def require_memory_for_users(users: int) -> None:
     ResourceError
         Saying how much the users need, how much there is, and how many users fit.
     """
-    from solvers.resources import available_memory, memory_shortfall
+    from securelp.solvers.resources import available_memory, memory_shortfall
 
     avail = available_memory()
     if avail is not None and (short := memory_shortfall(users * BYTES_PER_USER, avail, USERS_MEMORY_SHARE)):
@@ -389,7 +389,7 @@ def require_memory_for_domain(m: int, mechanism: str) -> None:
     ResourceError
         Saying how much the domain needs and how much there is.
     """
-    from solvers.resources import available_memory, memory_shortfall
+    from securelp.solvers.resources import available_memory, memory_shortfall
 
     need = m * BYTES_PER_VALUE.get(mechanism, 24_000)
     if short := memory_shortfall(need, available_memory(), USERS_MEMORY_SHARE):

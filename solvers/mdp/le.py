@@ -15,7 +15,7 @@ the "diagonal"). Row sums equal one iff
 If the solution has ``p >= 0`` then ``P = E diag(p)`` is a mechanism and it is
 ``eps``-d-private *by the triangle inequality*: ``P_jk / P_lk = exp(-eps (d_jk - d_lk))
 <= exp(eps d_jl)``. A negative ``p_k`` means LE has no valid mechanism for this
-(domain, eps): an :class:`~solvers.errors.InputError` says so (raise eps or coarsen
+(domain, eps): an :class:`~securelp.solvers.errors.InputError` says so (raise eps or coarsen
 the domain).
 
 **Inversion estimator.** With ``N`` users and observed output frequencies ``y``
@@ -57,8 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
-from solvers.errors import InputError, ResourceError, SolverError, VerificationError
-from solvers.randomness import SecureRandom
+from securelp.solvers.errors import InputError, ResourceError, SolverError, VerificationError
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class GridDomain:
     """``rows x cols`` cells of ``cell`` distance units; index ``r * cols + c``.
 
     Cell centres ``((c + 0.5) cell, (r + 0.5) cell)``, Euclidean distance (the same
-    convention as :func:`solvers.mdp.datasets.grid_dataset`).
+    convention as :func:`securelp.solvers.mdp.datasets.grid_dataset`).
     """
 
     rows: int
@@ -369,7 +369,7 @@ class LdpVerification:
     """How a local mechanism was verified (figures for the JSON report).
 
     ``method``: ``"verify_mechanism"`` (every pair, every output, via
-    :func:`solvers.mdp.verify.verify_mechanism`), ``"ldp-columns"`` (eps-LDP by the
+    :func:`securelp.solvers.mdp.verify.verify_mechanism`), ``"ldp-columns"`` (eps-LDP by the
     column max/min ratio), ``"oue-exact"`` (the per-bit ratio in rational arithmetic), or
     ``"structural"`` (large LE/EM: ``p >= 0`` and all row sums checked, the ratio bound
     holds by the triangle inequality; ``max_mdp_violation`` is measured on
@@ -398,7 +398,7 @@ class LdpVerification:
 
 def verify_dense(P: np.ndarray, distance: np.ndarray, eps: float, tol: float = 1e-9) -> LdpVerification:
     """Full local d-privacy check with the shared verifier (raises VerificationError)."""
-    from solvers.mdp.verify import verify_mechanism
+    from securelp.solvers.mdp.verify import verify_mechanism
 
     rep = verify_mechanism(P, distance, eps, eta=None, tol=tol)
     return LdpVerification("verify_mechanism", rep.max_row_sum_error, rep.min_entry, rep.max_mdp_violation)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 __all__ = ["PARTITIONERS", "Partition", "boundary_mask", "kmeans", "partition_records"]
 

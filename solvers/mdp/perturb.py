@@ -7,9 +7,9 @@ This module reads it back (:func:`load_mechanism`), checks a dataset against the
 (:func:`check_same_dataset`), and :func:`perturb_records` verifies the matrix again against the
 dataset's metric, ``eps`` and ``eta`` -- a file is not trusted because it was once verified: it may
 have been written for another ``eps``, edited, or truncated -- before any row is sampled. Rows are
-sampled with :class:`solvers.mdp.sampling.RowSampler`, which draws the row's float64 weights
+sampled with :class:`securelp.solvers.mdp.sampling.RowSampler`, which draws the row's float64 weights
 *exactly* (no floating-point transform of random bits), from a ChaCha20 keystream seeded by the OS
-(:class:`solvers.randomness.SecureRandom`); a seeded draw is for reproducible simulations only.
+(:class:`securelp.solvers.randomness.SecureRandom`); a seeded draw is for reproducible simulations only.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.mdp.sampling import sample_from_rows
-from solvers.mdp.verify import VerificationReport, verify_mechanism
-from solvers.randomness import SecureRandom
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.sampling import sample_from_rows
+from securelp.solvers.mdp.verify import VerificationReport, verify_mechanism
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def labels_digest(labels: Sequence[str]) -> str:
 def describe_mechanism(dataset: Any, options: dict[str, Any], eps: float, eta: float,
                        outputs: np.ndarray, seed: str) -> dict[str, Any]:
     """What a saved mechanism was computed for: the dataset (its name and the options that load it
-    again, :func:`solvers.mdp.datasets.load_dataset`; no prior), ``eps``, ``eta``, the outputs as
+    again, :func:`securelp.solvers.mdp.datasets.load_dataset`; no prior), ``eps``, ``eta``, the outputs as
     record indices and the ``--seed`` that drew them, and what recognises the dataset again (its labels' digest and a few distances).
     Nothing in it is private: the dataset is the set of possible records, not anyone's record."""
     i, j = _probe_pairs(dataset.n)

@@ -14,7 +14,7 @@ where region_k is cell ``k``'s square, extended to infinity for border cells. Be
 post-processing of eps-geo-indistinguishable noise, ``P`` satisfies
 ``P_jk <= exp(eps d_jl) P_lk``. We never sample floating-point Laplace noise: the
 matrix is computed by quadrature and its rows are sampled with the exact
-:class:`solvers.mdp.sampling.RowSampler`; the matrix is verified before use.
+:class:`securelp.solvers.mdp.sampling.RowSampler`; the matrix is verified before use.
 
 Quadrature (relative accuracy ~1e-13, so the ratio checks at 1e-9 are meaningful):
 every region is split at the axes through ``x_j`` into first-quadrant rectangles
@@ -35,8 +35,8 @@ import math
 
 import numpy as np
 
-from solvers.errors import InputError, ResourceError, VerificationError
-from solvers.mdp.le import MAX_EXPONENT  # exp(-eps d) beyond it heads for subnormals
+from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.mdp.le import MAX_EXPONENT  # exp(-eps d) beyond it heads for subnormals
 
 logger = logging.getLogger(__name__)
 

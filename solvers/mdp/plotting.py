@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.files import write_atomically
+from securelp.solvers.errors import InputError
+from securelp.solvers.files import write_atomically
 
 __all__ = ["PLOT_FORMATS", "plot_format", "plot_result"]
 

@@ -26,9 +26,9 @@ output's largest ratio error from step (3) and the ``lam`` that absorbs every on
 constant mechanism meets the mDP row of output ``k`` with slack ``(exp(eps d) - 1) u_k``), or,
 where the problem knows its outputs and costs, the exponential mechanism (Qiu Eq. 47) with the
 ``lam`` its slack on the broken rows needs; the mix of lower loss is kept. The result is then
-verified (:mod:`solvers.mdp.verify`); its loss (not the solver's objective) is the reported
+verified (:mod:`securelp.solvers.mdp.verify`); its loss (not the solver's objective) is the reported
 objective and upper bound.
-Implied constraints (:func:`solvers.mdp.graph.essential_edges`) are left out of the LP
+Implied constraints (:func:`securelp.solvers.mdp.graph.essential_edges`) are left out of the LP
 (same feasible set); the verifier checks all pairs.
 """
 
@@ -43,12 +43,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError, ResourceError, SolverError, VerificationError
-from solvers.lp.highs import dual_bound, new_highs
-from solvers.mdp.datasets import SecretDataset
-from solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
-from solvers.mdp.verify import VerificationReport, verify_mechanism
-from solvers.resources import available_memory, memory_shortfall
+from securelp.solvers.errors import InputError, ResourceError, SolverError, VerificationError
+from securelp.solvers.lp.highs import dual_bound, new_highs
+from securelp.solvers.mdp.datasets import SecretDataset
+from securelp.solvers.mdp.graph import NeighbourGraph, build_graph, essential_edges
+from securelp.solvers.mdp.verify import VerificationReport, verify_mechanism
+from securelp.solvers.resources import available_memory, memory_shortfall
 
 __all__ = [
     "UNREPAIRED",
@@ -176,7 +176,7 @@ def travel_cost_loss(distance: np.ndarray, outputs: np.ndarray, *, n_destination
     Destinations are records drawn uniformly without replacement (public randomness, not
     a privacy-relevant sample; :class:`SecureRandom` so a seed reproduces them).
     """
-    from solvers.randomness import SecureRandom
+    from securelp.solvers.randomness import SecureRandom
 
     n = distance.shape[0]
     T = min(int(n_destinations), n)
@@ -240,7 +240,7 @@ def choose_outputs(n: int, n_outputs: int | None = None, seed: int | str | None 
         raise InputError(f"the number of outputs K = {K} exceeds the {n} records they are drawn from")
     if K == n:
         return np.arange(n)
-    from solvers.randomness import SecureRandom
+    from securelp.solvers.randomness import SecureRandom
 
     return np.sort(SecureRandom(seed, label="mdp-outputs").permutation(n)[:K])
 
@@ -499,7 +499,7 @@ def _repair_reference(problem: Any, K: int) -> tuple[np.ndarray, np.ndarray] | N
     (``to_outputs``, or the dataset's distances and ``outputs``) and its costs (for a matrix over
     the outputs ``kept``, those columns of them), or where
     ``exp(-eps d / 2)`` would underflow within a row (then it is not private as computed)."""
-    from solvers.mdp.expmech import private_exponential_mechanism
+    from securelp.solvers.mdp.expmech import private_exponential_mechanism
 
     cost = getattr(problem, "cost", None)
     D = getattr(problem, "to_outputs", None)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -213,8 +213,8 @@ def load_road_dataset(n_records: int = 500, seed: int | str | None = None):
     """
     from scipy.sparse.csgraph import dijkstra
 
-    from solvers.mdp.datasets import SecretDataset, validate_dataset
-    from solvers.randomness import SecureRandom
+    from securelp.solvers.mdp.datasets import SecretDataset, validate_dataset
+    from securelp.solvers.randomness import SecureRandom
 
     lat, lon, adj = road_graph()
     # candidates: one node per distinct coordinate

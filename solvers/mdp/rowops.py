@@ -1,8 +1,8 @@
 """The mDP rows ``A`` (mDP rows x records): their structure, and the products with ``A`` and ``A'``
 by blocks of rows on a thread pool.
 
-Shared by the structured interior-point method (:mod:`solvers.mdp.ipm`), the smoothed dual
-ascent (:mod:`solvers.mdp.colgen`) and the transport certificates (:mod:`solvers.mdp.transport`):
+Shared by the structured interior-point method (:mod:`securelp.solvers.mdp.ipm`), the smoothed dual
+ascent (:mod:`securelp.solvers.mdp.colgen`) and the transport certificates (:mod:`securelp.solvers.mdp.transport`):
 scipy's sparse products and numpy's elementwise loops run without the GIL, so blocks of rows on
 threads use the cores.
 """
@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 __all__ = ["PairIndex", "RowOps", "edge_structure", "row_blocks", "run_blocks"]
 

@@ -1,6 +1,6 @@
 """Pricing LPs of a dense component that carry only the mDP rows they need (stop 37).
 
-Every output's pricing LP of a component (:mod:`solvers.mdp.colgen`) is
+Every output's pricing LP of a component (:mod:`securelp.solvers.mdp.colgen`) is
 
     min (g_k - mu)' z   s.t.  z_i - exp(eps d_ij) z_j <= 0  (every essential pair i ~ j),  0 <= z <= 1,
 
@@ -24,7 +24,7 @@ feasibility tolerance per record (the most violated), after which it is solved a
 ``z`` violates none. That ``z`` is optimal for the whole LP: it is optimal for a relaxation and
 feasible for the whole. An output priced for the first time starts from the starting rows, the rows
 whose multipliers were basic at the last solution of the output its worker priced (a neighbour,
-:func:`solvers.mdp.colgen.pricing_chain`), and that basis. Certificates need no care: the LP's
+:func:`securelp.solvers.mdp.colgen.pricing_chain`), and that basis. Certificates need no care: the LP's
 multipliers, zero on the rows it does not carry, are multipliers ``y >= 0`` of the whole LP's rows,
 and every bound is built from those (weak duality holds for any ``y >= 0``).
 """
@@ -37,8 +37,8 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.lp.highs import pass_arrays
-from solvers.mdp.rowops import PairIndex, edge_structure
+from securelp.solvers.lp.highs import pass_arrays
+from securelp.solvers.mdp.rowops import PairIndex, edge_structure
 
 #: every lazy pricing LP carries the rows between each record and this many nearest neighbours. First
 #: pricings at the first master's duals (stop 39, `/tmp/s39/sn.py`, two workers): 600 random points,
@@ -101,7 +101,7 @@ class LazyRows:
     """The rows ``A z <= 0`` of one component (each row ``+1`` at its source record, ``-exp(eps d)``
     at its target) and, per output, the subset its pricing LP carries with its last basis.
 
-    The LPs are solved in their dual form, as :mod:`solvers.mdp.colgen` does on components with many
+    The LPs are solved in their dual form, as :mod:`securelp.solvers.mdp.colgen` does on components with many
     rows per record: ``min 1't  s.t.  t + A_R'y >= -(g_k - mu),  t, y >= 0`` over the carried rows
     ``R``, whose basis has one row per record; ``z`` is its row duals, and a row of ``A`` that ``z``
     violates is a column ``y_e`` of negative reduced cost. ``workers`` HiGHS models are loaded through

@@ -48,8 +48,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.errors import InputError
-from solvers.randomness import SecureRandom
+from securelp.solvers.errors import InputError
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 

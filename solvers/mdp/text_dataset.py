@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from solvers.errors import InputError
+from securelp.solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def load_text_dataset(n_records: int = 500, seed: int | str | None = None):
         ``name="text"``, uniform prior, ``coords=None``, ``default_eps = 10``,
         ``default_eta`` = twice the median nearest-neighbour distance, unit ``""``.
     """
-    from solvers.mdp.datasets import SecretDataset, euclidean_distance, validate_dataset
+    from securelp.solvers.mdp.datasets import SecretDataset, euclidean_distance, validate_dataset
 
     words = load_words()
     emb = word_embeddings()

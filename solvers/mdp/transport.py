@@ -1,4 +1,4 @@
-"""Certificates for the pricing LPs of :mod:`solvers.mdp.colgen` without an LP: a lossy transport.
+"""Certificates for the pricing LPs of :mod:`securelp.solvers.mdp.colgen` without an LP: a lossy transport.
 
 Output ``k`` is not violated at the unit-row duals ``mu`` when some ``y >= 0`` has
 ``g_k + A'y >= mu`` (then every entry of ``q = g_k + A'y`` is at least ``mu``, and the output's
@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from solvers.mdp.rowops import PairIndex, edge_structure
+from securelp.solvers.mdp.rowops import PairIndex, edge_structure
 
 __all__ = ["DOMINANCE_NEIGHBOURS", "DOMINANCE_TRIES", "TRANSPORT_MAX_RECORDS", "TransportCertifier", "cone_dominated"]
 
@@ -136,7 +136,7 @@ def cone_dominated(G: np.ndarray, A: sp.csr_matrix, certifier: TransportCertifie
     the loss, so the optimum over the other outputs is the optimum. With ``b = g_j - g_k`` the
     multipliers are a lossy transport (:meth:`TransportCertifier.certify`): the records nearer ``k``
     than ``j`` are served by those nearer ``j``. Entrywise dominance (``g_j <= g_k``,
-    :func:`solvers.mdp.colgen.undominated_outputs`) is the case ``y = 0``.
+    :func:`securelp.solvers.mdp.colgen.undominated_outputs`) is the case ``y = 0``.
 
     The outputs are visited from the largest total loss down (the outliers first). Each tries
     :data:`DOMINANCE_TRIES` dominators among the :data:`DOMINANCE_NEIGHBOURS` live outputs nearest

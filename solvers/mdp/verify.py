@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.errors import InputError, VerificationError
+from securelp.solvers.errors import InputError, VerificationError
 
 __all__ = ["VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_mechanism"]
 

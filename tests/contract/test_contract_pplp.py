@@ -13,14 +13,14 @@ import contextlib
 import numpy as np
 import pytest
 
-from coordinator.grpc_link import GrpcPartyLink, local_grpc_links
-from coordinator.protocol import SessionConfig, run_secure_lp
-from coordinator.transport import InProcessLink
-from party.session import PartySession
-from protos import securelp_pb2 as pb
-from solvers.errors import ConfigError, ProtocolError, ResourceError
-from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
-from solvers.lp.partition import ColumnBlock, parse_split, split_columns
+from securelp.coordinator.grpc_link import GrpcPartyLink, local_grpc_links
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.transport import InProcessLink
+from securelp.party.session import PartySession
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.errors import ConfigError, ProtocolError, ResourceError
+from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
+from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
 
 TRANSPORTS = ["inprocess", "grpc"]
@@ -122,7 +122,7 @@ def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path, monkeyp
     """A k whose masked block would not fit in the party's memory is refused by the party (the
     coordinator's own checks pass); the coordinator's message names the call and the party once,
     whatever the transport (gRPC's said "mask: mask: ...")."""
-    from party import session as party_session
+    from securelp.party import session as party_session
 
     monkeypatch.setattr(party_session, "available_memory", lambda: 1 << 20)  # the parties' machine: 1 MiB left
     lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
@@ -175,7 +175,7 @@ def test_grpc_deadline_names_the_party(tmp_path):
     import threading
     import time
 
-    from solvers.errors import TransportError
+    from securelp.solvers.errors import TransportError
 
     lp = random_feasible_lp(np.random.default_rng(7), 4, 4)
     _, blocks = split_columns(lp, [4], ids=["slowpoke"])

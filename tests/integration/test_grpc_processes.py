@@ -17,22 +17,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.certs import write_session_certs
-from coordinator.grpc_link import ChannelTls, GrpcPartyLink
-from coordinator.launcher import LocalParties
-from coordinator.protocol import SessionConfig, run_secure_lp
-from coordinator.transport import PartyLink
-from protos import securelp_pb2 as pb
-from solvers.errors import AuthenticationError, ExitCode, TransportError
-from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
-from solvers.lp.partition import split_columns
+from securelp.coordinator.certs import write_session_certs
+from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+from securelp.coordinator.launcher import LocalParties
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.transport import PartyLink
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.errors import AuthenticationError, ExitCode, TransportError
+from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
+from securelp.solvers.lp.partition import split_columns
 from tests.conftest import shared_path
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
 from tests.process_helpers import sigint_raises
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-PY = [sys.executable, "-m", "coordinator.cli"]
+PY = [sys.executable, "-m", "securelp.coordinator.cli"]
 
 
 def alive(pid: int) -> bool:
@@ -45,8 +45,8 @@ def alive(pid: int) -> bool:
 
 
 def party_children() -> list[str]:
-    """``coordinator.cli party`` processes that are children of this test process."""
-    out = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "coordinator.cli party"], check=False, capture_output=True,
+    """``securelp.coordinator.cli party`` processes that are children of this test process."""
+    out = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "securelp.coordinator.cli party"], check=False, capture_output=True,
                          text=True)
     return out.stdout.split()
 
@@ -232,7 +232,7 @@ def test_certificates_from_another_ca_are_refused(tmp_path):
 def lone_party_command(tmp_path: Path, party_id: str) -> list[str]:
     """``securelp party`` for a one-party session whose block and certificates are written to ``tmp_path``."""
     _, blocks = blocks_of(small_lp(5), [9], [party_id])
-    from solvers.lp.partition import save_block
+    from securelp.solvers.lp.partition import save_block
 
     save_block(blocks[0], tmp_path / f"{party_id}.npz")
     write_session_certs(tmp_path / "c", [party_id])
@@ -263,7 +263,7 @@ def test_party_exits_after_idle_timeout_and_on_sigterm(tmp_path):
 def test_party_refuses_a_block_of_another_party(tmp_path):
     lp = small_lp(6)
     _, blocks = blocks_of(lp, [4, 5], ["p1", "p2"])
-    from solvers.lp.partition import save_block
+    from securelp.solvers.lp.partition import save_block
 
     save_block(blocks[1], tmp_path / "p2.npz")
     write_session_certs(tmp_path / "c", ["p1", "p2"])
@@ -277,8 +277,8 @@ def test_launcher_killed_with_sigkill_leaves_no_party(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time, numpy as np
         from pathlib import Path
-        from coordinator.launcher import LocalParties
-        from solvers.lp.partition import split_columns
+        from securelp.coordinator.launcher import LocalParties
+        from securelp.solvers.lp.partition import split_columns
         from tests.lp_fixtures import random_feasible_lp
         lp = random_feasible_lp(np.random.default_rng(0), 5, 6)
         _, blocks = split_columns(lp, [3, 3], ids=["k1", "k2"])

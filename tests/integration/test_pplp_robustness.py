@@ -15,15 +15,15 @@ import time
 import numpy as np
 import pytest
 
-from coordinator import grpc_link
-from coordinator.grpc_link import GrpcPartyLink, local_grpc_links
-from coordinator.launcher import LocalParties
-from coordinator.protocol import SessionConfig, run_secure_lp
-from coordinator.transport import InProcessLink
-from party.session import PartySession
-from solvers.errors import AuthenticationError, ExitCode, InputError, TransportError
-from solvers.lp import SolveStatus
-from solvers.lp.partition import ColumnBlock, PublicRows, split_columns
+from securelp.coordinator import grpc_link
+from securelp.coordinator.grpc_link import GrpcPartyLink, local_grpc_links
+from securelp.coordinator.launcher import LocalParties
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.transport import InProcessLink
+from securelp.party.session import PartySession
+from securelp.solvers.errors import AuthenticationError, ExitCode, InputError, TransportError
+from securelp.solvers.lp import SolveStatus
+from securelp.solvers.lp.partition import ColumnBlock, PublicRows, split_columns
 from tests.integration.test_grpc_processes import no_orphans  # noqa: F401 - autouse fixture
 from tests.lp_fixtures import random_feasible_lp
 
@@ -168,7 +168,7 @@ def test_files_without_a_roster_still_work_with_a_warning(caplog):
     outcome = run_secure_lp(old_public, [InProcessLink(PartySession(b)) for b in old_blocks], SessionConfig())
     assert outcome.status is SolveStatus.OPTIMAL
     # new public rows, a block from before split ids: accepted, with a warning naming the party
-    with caplog.at_level(logging.WARNING, logger="coordinator.protocol"):
+    with caplog.at_level(logging.WARNING, logger="securelp.coordinator.protocol"):
         outcome = run_secure_lp(public, [InProcessLink(PartySession(blocks[0])), InProcessLink(PartySession(old_blocks[1]))],
                                 SessionConfig())
     assert outcome.status is SolveStatus.OPTIMAL
@@ -215,8 +215,8 @@ def test_plaintext_coordinator_against_a_tls_party_is_told_at_once(tmp_path):
 
 
 def test_tls_coordinator_against_a_plaintext_party_is_told_at_once(tmp_path):
-    from coordinator.certs import write_session_certs
-    from coordinator.grpc_link import ChannelTls
+    from securelp.coordinator.certs import write_session_certs
+    from securelp.coordinator.grpc_link import ChannelTls
 
     lp = small_lp(8)
     _, blocks = split_columns(lp, [9], ids=["plain"])
@@ -229,8 +229,8 @@ def test_tls_coordinator_against_a_plaintext_party_is_told_at_once(tmp_path):
 def test_cli_a_mismatch_on_one_party_does_not_wait_for_the_others(tmp_path, capsys):
     """``securelp coordinator --insecure`` against a TLS party, with another party not up yet: the
     mismatch is reported at once (exit 6, one line), not after the other party's --wait."""
-    from coordinator.cli import main
-    from solvers.lp.partition import save_public
+    from securelp.coordinator.cli import main
+    from securelp.solvers.lp.partition import save_public
 
     lp = small_lp(9)
     public, blocks = split_columns(lp, [4, 5], ids=["tlsparty", "later"])

@@ -20,7 +20,7 @@ def test_the_ipm_benchmark_reports_a_certified_restricted_gap(capsys: pytest.Cap
 
 def test_the_graph_benchmark_runs_both_searches(capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from solvers.mdp import graph
+    from securelp.solvers.mdp import graph
 
     monkeypatch.setattr(bench_mdp, "GRAPHS", {"dense": ("grid", {"rows": 6, "cols": 7}, 40.0),
                                               "sparse": ("grid", {"rows": 6, "cols": 7}, 2.0)})

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from solvers.benders import BendersEngine, BendersIteration, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
-from solvers.benders.engine import PACE_MIN_SECONDS, PACE_WINDOW, gap_closed, pace_window_for, too_slow
+from securelp.solvers.benders import BendersEngine, BendersIteration, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
+from securelp.solvers.benders.engine import PACE_MIN_SECONDS, PACE_WINDOW, gap_closed, pace_window_for, too_slow
 
 
 def _rb(A: np.ndarray, lo: np.ndarray, up: np.ndarray) -> RowBlock:
@@ -116,7 +116,7 @@ def test_the_repair_function_gives_an_upper_bound_while_blocks_are_infeasible() 
 
 
 def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     master, blocks, ref = _instance(3)
     calls = {"n": 0}
@@ -147,7 +147,7 @@ def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch:
 def test_the_time_limit_holds_inside_an_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     master, blocks, ref = _instance(3)
     solve = engine._Block.solve
@@ -191,7 +191,7 @@ def test_a_time_limit_before_any_upper_bound_still_gives_the_repaired_one() -> N
 def test_highs_gets_the_time_left() -> None:
     import time
 
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     master, blocks, _ = _instance(0)
     blk = engine._Block(blocks[0], master.upper)
@@ -210,8 +210,8 @@ def test_the_time_left_counts_from_now_on_a_model_solved_before() -> None:
     # 215 s of a 300 s limit)
     import time
 
-    from solvers.benders import engine
-    from solvers.lp.highs import new_highs
+    from securelp.solvers.benders import engine
+    from securelp.solvers.lp.highs import new_highs
 
     rng = np.random.default_rng(0)
     A = sp.random(400, 600, density=0.05, random_state=1, format="csr")
@@ -246,8 +246,8 @@ def _block_value(A: np.ndarray, g: np.ndarray, x: np.ndarray) -> float:
 
 
 def test_a_block_highs_fails_on_is_solved_with_its_widest_rows_freed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from solvers.benders import engine
-    from solvers.errors import SolverError
+    from securelp.solvers.benders import engine
+    from securelp.solvers.errors import SolverError
 
     spec, A, g = _wide_block()
     calls: list[str] = []
@@ -291,7 +291,7 @@ def test_the_master_bound_comes_from_duals_and_holds_for_any_duals(seed: int) ->
     # the lower bound is weak duality on the master's row duals, not HiGHS's objective (which on
     # Rome's record BD was 4 % above the LP's optimum): exact duals give the optimum, any others a
     # value below it, and a theta's cut duals that overshoot are scaled, not a bound of -inf
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     master, _blocks, _ = _instance(seed, n_x=4, n_blocks=3, n_y=3)
     rng = np.random.default_rng(seed)
@@ -363,10 +363,10 @@ def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bound
     # the 5x5 grid at eps 10/km (the strict-xfail test's instance) solved at the master's points
     # (no in-out separation): without the rule the record BD runs to its iteration cap; with it, it
     # stops after 21 iterations with the bounds it would have had
-    from solvers.benders import engine
-    from solvers.mdp.bd import solve_bd
-    from solvers.mdp.datasets import load_dataset
-    from solvers.mdp.pmo import build_pmo
+    from securelp.solvers.benders import engine
+    from securelp.solvers.mdp.bd import solve_bd
+    from securelp.solvers.mdp.datasets import load_dataset
+    from securelp.solvers.mdp.pmo import build_pmo
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)  # its iterations take milliseconds
     # the cuts as added until stop 42 (not scaled up to a violation HiGHS sees): with the scaling
@@ -414,7 +414,7 @@ def test_cuts_beyond_highs_limits_are_scaled_or_left_out_and_the_bound_still_add
     multiple being as valid, with the coefficients that fall below 1e-9 dropped safely; an
     optimality cut whose theta would fall below 1e-9 is left out. Until stop 41 a refused cut was
     recorded all the same, and the next certified bound failed on arrays longer than HiGHS's duals."""
-    from solvers.benders.engine import _MasterComponent
+    from securelp.solvers.benders.engine import _MasterComponent
 
     master, _blocks, _ = _instance(3)
     comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
@@ -444,7 +444,7 @@ def test_a_short_certificate_is_recomputed_from_a_rescaled_copy() -> None:
     """A master certificate that falls short of HiGHS's objective is recomputed from the duals of a
     copy re-solved with the costs scaled (on the 20x25 grid at eps 10/km wrong-signed duals of 6e-10
     times coefficients up to e^20 took it to -0.049, stop 42); the master's own HiGHS is untouched."""
-    from solvers.benders.engine import RECERTIFY_SCALES, _MasterComponent, _rescaled_duals
+    from securelp.solvers.benders.engine import RECERTIFY_SCALES, _MasterComponent, _rescaled_duals
 
     master, _blocks, _ = _instance(5)
     comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
@@ -466,7 +466,12 @@ def test_a_cut_hair_short_of_highs_tolerance_is_scaled_up_until_violated_visibly
     """A cut that cuts off the master's point by less than HiGHS's feasibility tolerance is added as a
     positive multiple whose violation is VISIBLE_VIOLATION in the row's units (the 8x8 grid at eps
     10/km repeated one master point from iteration 378 on with cuts violated by 1.8e-10, stop 42)."""
-    from solvers.benders.engine import CUT_MAX_COEFFICIENT, CUT_MAX_UPSCALE, VISIBLE_VIOLATION, _MasterComponent
+    from securelp.solvers.benders.engine import (
+        CUT_MAX_COEFFICIENT,
+        CUT_MAX_UPSCALE,
+        VISIBLE_VIOLATION,
+        _MasterComponent,
+    )
 
     master, _blocks, _ = _instance(5)
     comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])

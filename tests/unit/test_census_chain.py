@@ -9,18 +9,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from solvers.errors import InputError, ResourceError
-from solvers.hierarchy import chain
-from solvers.hierarchy.chain import check_certificate, round_to_feasible
-from solvers.hierarchy.cumulative import (
+from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.hierarchy import chain
+from securelp.solvers.hierarchy.chain import check_certificate, round_to_feasible
+from securelp.solvers.hierarchy.cumulative import (
     model3_relaxation_dykstra,
     solve_model3,
     to_cumulative,
 )
-from solvers.hierarchy.hdp import squared_distance
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.synthetic import census_synthetic
-from solvers.hierarchy.window_bound import level_windows, window_bound
+from securelp.solvers.hierarchy.hdp import squared_distance
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.synthetic import census_synthetic
+from securelp.solvers.hierarchy.window_bound import level_windows, window_bound
 
 
 def _tree() -> Hierarchy:
@@ -169,7 +169,7 @@ def test_split_blocks_are_merged_when_the_dropped_c8_rows_break(caplog) -> None:
     h, y, total, centre = _split_instance()
     lo, hi = np.clip(centre - 1, 0, total), np.clip(centre + 1, 0, total)
     assert chain._blocks(lo, hi, np.asarray(h.leaves)) == [(0, 2), (2, 4)]
-    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+    with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, centre, initial_halfwidth=1)
     assert "merging two blocks" in caplog.text
     assert res.certificate.ok and res.blocks == 1
@@ -226,7 +226,7 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
         return x, lam, mu
 
     monkeypatch.setattr(chain._BlockLP, "solve", half_integral)
-    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+    with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, ref.cumulative)
     assert "re-solving cold" in caplog.text
     assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
@@ -515,7 +515,7 @@ def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, gr
     monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
     monkeypatch.setattr(chain, "_warm_is_slow", lambda warm, build: slow and build is not None)
     monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 0.0)  # no stopped warm re-solve (tested below)
-    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+    with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert res.rounds > 1 and res.certificate.ok
     assert ("rebuilt" in caplog.text) == (growth > 0 and slow)
@@ -530,7 +530,7 @@ def test_warm_resolves_past_their_budget_are_rebuilt_with_the_same_optimum(monke
     monkeypatch.setattr(chain, "REBUILD_GROWTH", 0.0)  # only the budget rebuilds
     monkeypatch.setattr(chain, "WARM_BUDGET_MIN_S", 0.0)
     monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 1e-12)
-    with caplog.at_level("INFO", logger="solvers.hierarchy.chain"):
+    with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
         res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
     assert "warm re-solve stopped after" in caplog.text and "rebuilt" in caplog.text
     assert res.rounds > 1 and res.certificate.ok
@@ -562,8 +562,8 @@ def _census_shape(scale: float = 0.01, n_sizes: int = 12):
 def test_consistent_rounding_stays_near_the_projection_where_leaf_rounding_drifts() -> None:
     """3,194 regions: rounding the leaves and summing them drifts by ~100+ at the root; the
     top-down split keeps every cell within a few units of the projection, and is feasible."""
-    from solvers.hierarchy.cumulative import _centre_and_tails, _model3_feasible
-    from solvers.hierarchy.zero_tail import fixed_cells
+    from securelp.solvers.hierarchy.cumulative import _centre_and_tails, _model3_feasible
+    from securelp.solvers.hierarchy.zero_tail import fixed_cells
 
     h, y, total, approx = _census_shape()
     centre, starts = _centre_and_tails(h, y, total, approx)
@@ -580,8 +580,8 @@ def test_consistent_rounding_stays_near_the_projection_where_leaf_rounding_drift
 @pytest.mark.parametrize("seed", range(4))
 def test_consistent_rounding_random_trees(seed: int) -> None:
     """Any approximate point: the rounding is feasible, 0 on the fixed cells, and near the target."""
-    from solvers.hierarchy.cumulative import _model3_feasible
-    from solvers.hierarchy.zero_tail import fixed_cells
+    from securelp.solvers.hierarchy.cumulative import _model3_feasible
+    from securelp.solvers.hierarchy.zero_tail import fixed_cells
 
     h, true, y = _random_instance(seed)
     total = int(true[0, 0])
@@ -606,7 +606,7 @@ def test_consistent_rounding_without_a_free_leaf_is_none() -> None:
 
 def test_projection_multipliers_are_the_exact_relaxation_duals() -> None:
     """At the exact projection, lam read off the cells equals the QP's C7 duals (up to sign)."""
-    from solvers.hierarchy.cumulative import model3_relaxation
+    from securelp.solvers.hierarchy.cumulative import model3_relaxation
 
     rng = np.random.default_rng(4)
     h = _tree()
@@ -641,7 +641,7 @@ def test_scaled_certificate_checks_half_integral_multipliers_exactly() -> None:
 
 
 def test_complete_multipliers_commutes_with_scaling() -> None:
-    from solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells
+    from securelp.solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells
 
     rng = np.random.default_rng(5)
     h = _tree()

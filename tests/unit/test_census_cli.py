@@ -1,4 +1,4 @@
-"""`securelp census` end to end through coordinator.cli.main."""
+"""`securelp census` end to end through securelp.coordinator.cli.main."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.hierarchy.cumulative import solve_model3
-from solvers.hierarchy.hdp import solve_model1
-from solvers.hierarchy.model import read_noisy_csv
+from securelp.coordinator.cli import main
+from securelp.solvers.hierarchy.cumulative import solve_model3
+from securelp.solvers.hierarchy.hdp import solve_model1
+from securelp.solvers.hierarchy.model import read_noisy_csv
 
 NOISY = """level,region_id,parent_id,size,noisy_count
 1,R,,1,5

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from solvers.errors import ResourceError
-from solvers.hierarchy import chain
-from solvers.hierarchy import hdp as hdp_module
-from solvers.hierarchy.cumulative import solve_model3, to_cumulative
-from solvers.hierarchy.hdp import exchange_optimality_gap, solve_model1, squared_distance
-from solvers.hierarchy.model import Hierarchy
+from securelp.solvers.errors import ResourceError
+from securelp.solvers.hierarchy import chain
+from securelp.solvers.hierarchy import hdp as hdp_module
+from securelp.solvers.hierarchy.cumulative import solve_model3, to_cumulative
+from securelp.solvers.hierarchy.hdp import exchange_optimality_gap, solve_model1, squared_distance
+from securelp.solvers.hierarchy.model import Hierarchy
 
 
 def compositions(total: int, k: int):

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import InputError
-from solvers.hierarchy import model
-from solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import InputError
+from securelp.solvers.hierarchy import model
+from securelp.solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
 
 COUNTS = "level,region_id,parent_id,size,count\n"
 NOISY = "level,region_id,parent_id,size,noisy_count\n"
@@ -222,7 +222,7 @@ def test_synthetic_seed_refused_with_data(tmp_path: Path, capsys) -> None:
 def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -> None:
     """HiGHS's QP ran for minutes on noisy values near 1e15 (stop 47); above 2**20 the tree
     algorithm is used, and it agrees with HiGHS on the same problem scaled down."""
-    from solvers.hierarchy.baselines import HIGHS_QP_MAX_SCALE, hqp, model1_relaxation, model1_relaxation_tree
+    from securelp.solvers.hierarchy.baselines import HIGHS_QP_MAX_SCALE, hqp, model1_relaxation, model1_relaxation_tree
 
     text = NOISY + ("1,R,,1,71271685121515\n1,R,,2,9.39627e+11\n1,R,,3,975845398629358\n"
                     "2,c0,R,1,3.23669e+10\n2,c0,R,2,90613200603003\n2,c0,R,3,100882842953892\n"
@@ -242,7 +242,7 @@ def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -
 def test_the_exact_dp_is_refused_by_the_memory_it_would_hold(monkeypatch, tmp_path: Path, capsys) -> None:
     """hdp's tables grew to 20.5 GB before the cell limit refused them (stop 47); now the memory they
     would hold is checked against what is available first."""
-    from solvers.hierarchy import hdp
+    from securelp.solvers.hierarchy import hdp
 
     monkeypatch.setattr(hdp, "available_memory", lambda: 200 << 20)  # 200 MiB: 3.5 M cells at 40 B, 70 %
     data = _file(tmp_path, NOISY + "1,R,,1,7e12\n1,R,,2,9e11\n2,a,R,1,3e12\n2,a,R,2,5e11\n2,b,R,1,-2e12\n2,b,R,2,1\n")

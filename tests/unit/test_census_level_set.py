@@ -1,5 +1,5 @@
 """chain when the windowed LP optimum is fractional: the level-set bound of
-``solvers.hierarchy.window_bound`` (validity, exact windows, negative controls) and the
+``securelp.solvers.hierarchy.window_bound`` (validity, exact windows, negative controls) and the
 branch-and-bound path against an independent full-domain MILP."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from solvers.hierarchy.chain import multiplier_sums
-from solvers.hierarchy.cumulative import consistency_rows, solve_model3
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.window_bound import (
+from securelp.solvers.hierarchy.chain import multiplier_sums
+from securelp.solvers.hierarchy.cumulative import consistency_rows, solve_model3
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.window_bound import (
     level_windows,
     proves_optimal,
     window_bound,
@@ -165,7 +165,7 @@ def test_level_set_negative_controls() -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -> None:
     """Random instances pushed through the level-set path (forged fractional LP point) stay exact."""
-    from solvers.hierarchy import chain
+    from securelp.solvers.hierarchy import chain
 
     rng = np.random.default_rng(100 + seed)
     h = _tree()
@@ -188,7 +188,7 @@ def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -
 
 def test_binding_cells() -> None:
     """No cell binds a full-domain window; a window that excludes a cell's best value binds it."""
-    from solvers.hierarchy.window_bound import binding_cells
+    from securelp.solvers.hierarchy.window_bound import binding_cells
 
     h, total, k = _tiny()
     y = np.array([[4, 2, 1, 0], [3, 1, 0, 0], [1, 1, 1, 0]])[:, :k]

@@ -7,19 +7,19 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from solvers.errors import InputError, ResourceError
-from solvers.hierarchy import mechanisms as mech
-from solvers.hierarchy.baselines import (
+from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.hierarchy import mechanisms as mech
+from securelp.solvers.hierarchy.baselines import (
     model1_relaxation,
     model1_relaxation_tree,
     project_simplex_columns,
     round_keep_sums,
     topdown,
 )
-from solvers.hierarchy.cumulative import algorithm2, from_cumulative, solve_model3, to_cumulative
-from solvers.hierarchy.model import GroupSizeData, Hierarchy
-from solvers.hierarchy.synthetic import census_synthetic
-from solvers.randomness import SecureRandom
+from securelp.solvers.hierarchy.cumulative import algorithm2, from_cumulative, solve_model3, to_cumulative
+from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
+from securelp.solvers.hierarchy.synthetic import census_synthetic
+from securelp.solvers.randomness import SecureRandom
 
 
 def small_data(seed: int = 0, n_sizes: int = 6) -> GroupSizeData:
@@ -123,7 +123,7 @@ def test_cumulative_transforms_and_algorithm2() -> None:
 
 
 def test_chain_refuses_models_beyond_the_lp_limit(monkeypatch) -> None:
-    from solvers.hierarchy import chain
+    from securelp.solvers.hierarchy import chain
 
     monkeypatch.setattr(chain, "MAX_BLOCK_SEGMENTS", 1000)
     data = census_synthetic(max_size=10, seed=1, scale=0.001)
@@ -154,7 +154,7 @@ def _relaxation_instance():
 
 @pytest.mark.parametrize("method", ["model3_relaxation_dykstra", "model3_relaxation_accelerated"])
 def test_projection_methods_match_highs_qp(method: str) -> None:
-    from solvers.hierarchy import cumulative
+    from securelp.solvers.hierarchy import cumulative
 
     data, y = _relaxation_instance()
     exact, f_exact = cumulative.model3_relaxation(data.hierarchy, y, data.total)
@@ -165,7 +165,7 @@ def test_projection_methods_match_highs_qp(method: str) -> None:
 
 
 def test_accelerated_relaxation_needs_fewer_iterations_than_dykstra() -> None:
-    from solvers.hierarchy.cumulative import model3_relaxation_accelerated, model3_relaxation_dykstra
+    from securelp.solvers.hierarchy.cumulative import model3_relaxation_accelerated, model3_relaxation_dykstra
 
     data, y = _relaxation_instance()
     for tol in (0.05, 1e-4, 1e-8):
@@ -178,8 +178,8 @@ def test_accelerated_relaxation_needs_fewer_iterations_than_dykstra() -> None:
 def test_accelerated_relaxation_stops_at_its_deadline() -> None:
     import time
 
-    from solvers.hierarchy.chain import ChainTimeLimit
-    from solvers.hierarchy.cumulative import model3_relaxation_accelerated
+    from securelp.solvers.hierarchy.chain import ChainTimeLimit
+    from securelp.solvers.hierarchy.cumulative import model3_relaxation_accelerated
 
     data = small_data(2, n_sizes=8)
     y = to_cumulative(data.counts) + np.random.default_rng(3).normal(0, 4, size=data.counts.shape)

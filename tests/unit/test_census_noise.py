@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from solvers.hierarchy.noise import (
+from securelp.solvers.hierarchy.noise import (
     add_geometric_noise,
     bernoulli_exp_le1,
     discrete_laplace,
     discrete_laplace_pmf,
     discrete_laplace_tail,
 )
-from solvers.randomness import SecureRandom
+from securelp.solvers.randomness import SecureRandom
 
 ALPHA = 1e-6
 

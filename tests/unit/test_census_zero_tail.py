@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.hierarchy.chain import check_certificate
-from solvers.hierarchy.model import Hierarchy
-from solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells, ladder_starts
+from securelp.solvers.hierarchy.chain import check_certificate
+from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells, ladder_starts
 
 
 def _two_leaves() -> Hierarchy:
@@ -61,9 +61,9 @@ def test_chain_with_zero_tails_equals_chain_without_and_shortens_failing_tails(c
     shortened (rows and columns added to the live LP), and the optimum equals the tail-free solve."""
     import logging
 
-    from solvers.hierarchy import chain
-    from solvers.hierarchy.chain import round_to_feasible
-    from solvers.hierarchy.cumulative import model3_relaxation_dykstra
+    from securelp.solvers.hierarchy import chain
+    from securelp.solvers.hierarchy.chain import round_to_feasible
+    from securelp.solvers.hierarchy.cumulative import model3_relaxation_dykstra
 
     h = Hierarchy.from_parents(["r", "a", "b", "a0", "a1", "a2", "b0", "b1"], ["", "r", "r", "a", "a", "a", "b", "b"])
     leaves = list(h.leaves)
@@ -81,7 +81,7 @@ def test_chain_with_zero_tails_equals_chain_without_and_shortens_failing_tails(c
         approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
         centre = round_to_feasible(h, approx, total)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="solvers.hierarchy.chain"):
+        with caplog.at_level(logging.INFO, logger="securelp.solvers.hierarchy.chain"):
             with_tails = chain.solve_model3_certified(h, y, total, centre, zero_tails=True)
         assert "zero tails fix" in caplog.text
         shortened += "zero-tail cells fail" in caplog.text

@@ -15,7 +15,7 @@ from tests.process_helpers import signal_when_ready
 # solve), then, once interrupted, a clean-up that hangs (as the exit's join of worker threads in
 # such calls would): the watcher thread must end the process either way
 _SNIPPET = """
-import time, numpy as np, coordinator.cli as cli
+import time, numpy as np, securelp.coordinator.cli as cli
 cli._console = True
 cli.exit_promptly_on_interrupt()
 a = np.ones((3000, 3000))
@@ -42,7 +42,7 @@ def test_a_run_stuck_in_a_c_call_exits_130_soon_after_the_signal(sig: int) -> No
 def test_it_does_nothing_in_process() -> None:
     import signal as s
 
-    from coordinator import cli
+    from securelp.coordinator import cli
 
     before = s.set_wakeup_fd(-1)
     s.set_wakeup_fd(before)
@@ -54,7 +54,7 @@ def test_it_does_nothing_in_process() -> None:
 # KeyboardInterrupt raised there once broke numpy's import into a 63-line traceback)
 _EARLY = """
 import os, signal, sys
-import coordinator.cli as cli
+import securelp.coordinator.cli as cli
 cli._console = True
 if sys.argv[1] == "deferred":
     cli._defer_early_signals()  # what the console script does first
@@ -76,7 +76,7 @@ def test_a_signal_while_the_command_loads_is_one_line_and_130(mode: str, code: i
 # keeps its default action, so that a shutdown that hangs stays killable
 _LATE = """
 import os, signal, sys, threading, time
-import coordinator.cli as cli
+import securelp.coordinator.cli as cli
 cli._console = True
 sig, armed = getattr(signal, sys.argv[1]), sys.argv[2] == "armed"
 signal.signal(signal.SIGINT, cli._raise_interrupt)  # as during the run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from solvers.errors import ExitCode
+from securelp.solvers.errors import ExitCode
 from tests.lp_fixtures import INFEASIBLE_MPS, TINY_MPS, UNBOUNDED_MPS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ REPORT_KEYS = {"status", "objective", "central_objective", "objective_rel_diff",
 
 
 def securelp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coordinator.cli", *args], cwd=cwd or REPO, check=False, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "securelp.coordinator.cli", *args], cwd=cwd or REPO, check=False, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -1,4 +1,4 @@
-"""``party.server.ExitWatchdog``: a stopping party process ends even when its exit blocks.
+"""``securelp.party.server.ExitWatchdog``: a stopping party process ends even when its exit blocks.
 
 The hang is real: a process whose main thread returns while a non-daemon thread waits forever
 never exits (the control case below times out). With the watchdog armed it exits with the
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from party.server import ExitWatchdog
-from solvers.errors import ConfigError
+from securelp.party.server import ExitWatchdog
+from securelp.solvers.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _script(arm: str) -> list[str]:
     code = textwrap.dedent(f"""
         import threading
-        from party.server import ExitWatchdog
+        from securelp.party.server import ExitWatchdog
         w = ExitWatchdog(0.3, label="securelp party: t1")
         threading.Thread(target=threading.Event().wait, name="stuck").start()  # blocks the exit
         {arm}

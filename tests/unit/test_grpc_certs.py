@@ -10,9 +10,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from coordinator.certs import load_identity, validate_party_ids, write_session_certs
-from coordinator.cli import main
-from solvers.errors import ExitCode, InputError
+from securelp.coordinator.certs import load_identity, validate_party_ids, write_session_certs
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode, InputError
 
 
 def _cert(path):

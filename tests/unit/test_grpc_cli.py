@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from coordinator.commands.coordinate import parse_parties
-from solvers.errors import ConfigError, ExitCode, InputError
-from solvers.lp import read_mps
-from solvers.lp.partition import load_block, load_public, save_public, split_columns
+from securelp.coordinator.cli import main
+from securelp.coordinator.commands.coordinate import parse_parties
+from securelp.solvers.errors import ConfigError, ExitCode, InputError
+from securelp.solvers.lp import read_mps
+from securelp.solvers.lp.partition import load_block, load_public, save_public, split_columns
 from tests.lp_fixtures import TINY_MPS
 
 

@@ -1,4 +1,4 @@
-"""``party.server.serve``: health states, and the three ways a party's serving ends
+"""``securelp.party.server.serve``: health states, and the three ways a party's serving ends
 (Close from the coordinator, idle timeout, signal) -- so no party runs forever."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from coordinator.grpc_link import GrpcPartyLink
-from party.server import SERVICE_NAME, create_server, serve
-from party.session import PartySession
-from protos import securelp_pb2 as pb
-from solvers.errors import ConfigError, ProtocolError
-from solvers.lp.partition import ColumnBlock
+from securelp.coordinator.grpc_link import GrpcPartyLink
+from securelp.party.server import SERVICE_NAME, create_server, serve
+from securelp.party.session import PartySession
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.errors import ConfigError, ProtocolError
+from securelp.solvers.lp.partition import ColumnBlock
 
 
 def _session(pid="solo"):
@@ -89,7 +89,7 @@ def test_serve_and_create_server_validate_arguments():
     try:
         assert port > 0
         assert _health(port) == health_pb2.HealthCheckResponse.SERVING
-        from solvers.errors import TransportError
+        from securelp.solvers.errors import TransportError
         with pytest.raises(TransportError, match=f"cannot listen on 127.0.0.1:{port}"):
             create_server(f"127.0.0.1:{port}", _session(), tls=None, insecure=True)  # no silent port sharing
     finally:
@@ -101,13 +101,13 @@ class _RefusingSession:
     closed = threading.Event()
 
     def hello(self, request):
-        from solvers.errors import InputError
+        from securelp.solvers.errors import InputError
 
         raise InputError("party strict: its block file is stale")
 
 
 def test_party_error_class_crosses_the_wire():
-    from solvers.errors import InputError, ProtocolError
+    from securelp.solvers.errors import InputError, ProtocolError
 
     server, port = create_server("127.0.0.1:0", _RefusingSession(), tls=None, insecure=True)
     link = GrpcPartyLink("strict", f"127.0.0.1:{port}", tls=None, insecure=True, deadline_s=5)
@@ -124,10 +124,10 @@ def test_party_error_class_crosses_the_wire():
 def test_a_client_certificate_of_the_session_ca_that_is_not_the_coordinator_is_refused(tmp_path):
     # mint, with the session CA, a client certificate for "mallory": TLS accepts it (right CA,
     # clientAuth), so only the party's identity check stands between mallory and the data.
-    from coordinator.certs import _certificate, _new_key, _pem_cert, _pem_key
-    from coordinator.grpc_link import ChannelTls
-    from party.server import ServerTls
-    from solvers.errors import AuthenticationError
+    from securelp.coordinator.certs import _certificate, _new_key, _pem_cert, _pem_key
+    from securelp.coordinator.grpc_link import ChannelTls
+    from securelp.party.server import ServerTls
+    from securelp.solvers.errors import AuthenticationError
 
     ca_key = _new_key()
     ca = _certificate("test CA", ca_key, "test CA", ca_key, ca=True, days=1, server=False, client=False)

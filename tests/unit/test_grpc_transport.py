@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.grpc_link import GrpcPartyLink, create_channel, parse_address
-from party.server import PartyServicer, _status_for, create_server
-from protos import securelp_pb2 as pb
-from protos.codec import CHUNK_BYTES, join_chunks, split_payload
-from solvers import errors as E
+from securelp.coordinator.grpc_link import GrpcPartyLink, create_channel, parse_address
+from securelp.party.server import PartyServicer, _status_for, create_server
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos.codec import CHUNK_BYTES, join_chunks, split_payload
+from securelp.solvers import errors as E
 
 
 # -- chunk framing --------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def test_servicer_records_contact():
 
 # -- factories ------------------------------------------------------------------------------
 def test_factories_refuse_tls_with_insecure_and_nothing_at_all():
-    from coordinator.grpc_link import ChannelTls
-    from party.server import ServerTls
+    from securelp.coordinator.grpc_link import ChannelTls
+    from securelp.party.server import ServerTls
 
     with pytest.raises(E.ConfigError, match="both"):
         create_channel("127.0.0.1:1", tls=ChannelTls(b"a", b"b", b"c"), insecure=True)

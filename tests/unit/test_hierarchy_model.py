@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.errors import InputError, ResourceError
-from solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
 
 HEADER = "level,region_id,parent_id,size,count\n"
 GOOD = HEADER + "1,R,,1,3\n1,R,,2,1\n2,A,R,1,2\n2,A,R,2,1\n2,B,R,1,1\n"

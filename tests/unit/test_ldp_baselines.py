@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from solvers.errors import InputError, ResourceError, VerificationError
-from solvers.mdp.ldp import (
+from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.mdp.ldp import (
     DenseMechanism,
     GeneralizedRandomizedResponse,
     OptimizedUnaryEncoding,
@@ -17,11 +17,11 @@ from solvers.mdp.ldp import (
     planar_laplace_mechanism,
     simulate,
 )
-from solvers.mdp.le import GridDomain, exponential_mechanism
-from solvers.mdp.planar_laplace import planar_laplace_matrix, rectangle_masses
-from solvers.mdp.sampling import RowSampler, chi_square_test, distinguishing_audit
-from solvers.mdp.verify import verify_mechanism
-from solvers.randomness import SecureRandom
+from securelp.solvers.mdp.le import GridDomain, exponential_mechanism
+from securelp.solvers.mdp.planar_laplace import planar_laplace_matrix, rectangle_masses
+from securelp.solvers.mdp.sampling import RowSampler, chi_square_test, distinguishing_audit
+from securelp.solvers.mdp.verify import verify_mechanism
+from securelp.solvers.randomness import SecureRandom
 
 
 def test_grr_diagonal_and_rows_sum_to_one() -> None:
@@ -150,7 +150,7 @@ def test_planar_laplace_refuses_an_eps_whose_far_cells_underflow(monkeypatch: py
     rejects (until stop 34 it let them pass: exp(eps d) overflowed and its NaN hid them)."""
     with pytest.raises(VerificationError, match="underflows on this grid"):
         planar_laplace_matrix(10, 10, 1.0, 50.0)
-    import solvers.mdp.planar_laplace as pl_module
+    import securelp.solvers.mdp.planar_laplace as pl_module
 
     monkeypatch.setattr(pl_module, "MAX_EXPONENT", np.inf)
     with np.errstate(all="ignore"):
@@ -211,7 +211,7 @@ def test_simulate_rejects_bad_inputs() -> None:
 
 
 def _oue_reports(o: OptimizedUnaryEncoding, v: int, n: int, rng: SecureRandom) -> np.ndarray:
-    from solvers.mdp.sampling import bernoulli_dyadic
+    from securelp.solvers.mdp.sampling import bernoulli_dyadic
 
     bits = bernoulli_dyadic(o.q_frac, (n, o.m), rng)
     bits[:, v] = bernoulli_dyadic(o.p_frac, n, rng)
@@ -220,7 +220,7 @@ def _oue_reports(o: OptimizedUnaryEncoding, v: int, n: int, rng: SecureRandom) -
 
 def test_oue_distinguishing_audit_with_known_bad_control() -> None:
     """LDP-Audit's OUE check: event (bit j = 1, bit l = 0) has ratio (1 - q)/q = e^eps."""
-    from solvers.mdp.sampling import clopper_pearson
+    from securelp.solvers.mdp.sampling import clopper_pearson
 
     rng = SecureRandom(33)
     n = 60_000
@@ -240,9 +240,9 @@ def test_grr_and_oue_refuse_an_eps_whose_exponential_overflows(eps: float, tmp_p
     """Until stop 35 GRR at eps 1e6 failed inside the sampler (its weight e^eps was inf) and both
     failed in the exact Decimal arithmetic at 1e300, with tracebacks. Now a one-line input error;
     650 itself still works."""
-    from coordinator.cli import main
-    from solvers.errors import ExitCode
-    from solvers.mdp.ldp import GeneralizedRandomizedResponse, OptimizedUnaryEncoding
+    from securelp.coordinator.cli import main
+    from securelp.solvers.errors import ExitCode
+    from securelp.solvers.mdp.ldp import GeneralizedRandomizedResponse, OptimizedUnaryEncoding
 
     for cls in (GeneralizedRandomizedResponse, OptimizedUnaryEncoding):
         with pytest.raises(InputError, match="supports eps up to 650"):

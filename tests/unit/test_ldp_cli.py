@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import ExitCode
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode
 
 KEYS = {"error_range", "error_range_theory", "mse_freq", "mse_freq_theory", "time_s", "mechanism", "eps", "m",
         "users", "range", "verification", "reproducible", "mse_freq_theory_stderr", "mse_freq_theory_method"}
@@ -108,7 +108,7 @@ def test_cli_domains_that_cannot_be_computed_are_one_line_errors(capsys: pytest.
 
 def test_more_users_than_memory_holds_are_refused_before_any_allocation(capsys: pytest.CaptureFixture[str],
                                                                          monkeypatch) -> None:
-    from solvers import resources
+    from securelp.solvers import resources
 
     rc = main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", str(10**11)])
     err = capsys.readouterr().err

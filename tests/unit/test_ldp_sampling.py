@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.errors import InputError
-from solvers.mdp.le import GridDomain, linear_equations_mechanism
-from solvers.mdp.sampling import (
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.le import GridDomain, linear_equations_mechanism
+from securelp.solvers.mdp.sampling import (
     RowSampler,
     bernoulli_dyadic,
     chi_square_test,
@@ -19,7 +19,7 @@ from solvers.mdp.sampling import (
     fixed_bins,
     sample_from_rows,
 )
-from solvers.randomness import SecureRandom
+from securelp.solvers.randomness import SecureRandom
 
 
 def le_row(eps: float, j: int = 12) -> np.ndarray:

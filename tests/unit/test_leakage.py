@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coordinator.leakage import audit_entry, check_against_truth, leakage_statement
-from coordinator.protocol import SessionConfig
-from coordinator.simulation import simulate
-from solvers.lp import LinearProgram
-from solvers.lp.partition import ColumnBlock, split_columns
+from securelp.coordinator.leakage import audit_entry, check_against_truth, leakage_statement
+from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.lp import LinearProgram
+from securelp.solvers.lp.partition import ColumnBlock, split_columns
 from tests.lp_fixtures import random_feasible_lp
 
 

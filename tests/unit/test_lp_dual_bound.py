@@ -1,4 +1,4 @@
-"""solvers.lp.highs.dual_bound: weak duality from any row duals (the certified lower bounds of
+"""securelp.solvers.lp.highs.dual_bound: weak duality from any row duals (the certified lower bounds of
 ``direct`` and of the Benders master)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.lp.highs import dual_bound
-from solvers.mdp.pmo import highs_solve_lp
+from securelp.solvers.lp.highs import dual_bound
+from securelp.solvers.mdp.pmo import highs_solve_lp
 
 
 def _random_lp(seed: int):

@@ -1,4 +1,4 @@
-"""solvers.lp: model validation, MPS reading, HiGHS statuses."""
+"""securelp.solvers.lp: model validation, MPS reading, HiGHS statuses."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from solvers.errors import InputError
-from solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
+from securelp.solvers.errors import InputError
+from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
 from tests.lp_fixtures import (
     INFEASIBLE_MPS,
     TINY_MPS,
@@ -114,14 +114,14 @@ def test_every_highs_user_runs_after_any_other_in_one_process():
 
     script = (
         "import numpy as np\n"
-        "from solvers.lp import HighsBackend, LinearProgram\n"
+        "from securelp.solvers.lp import HighsBackend, LinearProgram\n"
         "lp = LinearProgram(c=[1.0, 1.0], A=np.array([[1.0, 1.0]]), row_lower=[1.0], row_upper=[np.inf],\n"
         "                   col_lower=[0.0, 0.0], col_upper=[np.inf, np.inf])\n"
         "assert HighsBackend().solve(lp).status.value == 'optimal'\n"
-        "from solvers.mdp.datasets import load_dataset\n"
-        "from solvers.mdp.pmo import build_pmo, solve_direct\n"
-        "from solvers.mdp.bd import solve_bd\n"
-        "from solvers.mdp.colgen import solve_colgen\n"
+        "from securelp.solvers.mdp.datasets import load_dataset\n"
+        "from securelp.solvers.mdp.pmo import build_pmo, solve_direct\n"
+        "from securelp.solvers.mdp.bd import solve_bd\n"
+        "from securelp.solvers.mdp.colgen import solve_colgen\n"
         "p = build_pmo(load_dataset('grid', rows=3, cols=3, cell_km=1.0), 1.0, 2.0)\n"
         "d = solve_direct(p)\n"
         "b = solve_bd(p, n_subsets=2)\n"
@@ -153,7 +153,7 @@ def _slow_lp(n: int = 400):
     """A dense LP that takes HiGHS about 0.1 s (max c'x, Ax <= 1, x >= 0, A and c > 0 random)."""
     import highspy
 
-    from solvers.lp.highs import new_highs
+    from securelp.solvers.lp.highs import new_highs
 
     rng = np.random.default_rng(0)
     A = rng.uniform(0, 1, (n, n))
@@ -172,7 +172,7 @@ def test_set_time_left_counts_from_the_objects_accumulated_run_time() -> None:
     control); set_time_left gives the second run its own allowance."""
     import math
 
-    from solvers.lp.highs import set_time_left
+    from securelp.solvers.lp.highs import set_time_left
 
     h = _slow_lp()
     t = time.perf_counter()
@@ -225,7 +225,7 @@ def test_a_run_that_errs_out_is_tried_again_with_other_options(monkeypatch, capl
     'Not Set' (a transformed e226 in rows mode, 1 session in 150); the same options fail again
     (until stop 48 the one retry used them), so the solve is tried with presolve off, then with the
     interior-point solver; when both fail too the status is an error, not an exception."""
-    from solvers.lp import highs as backend
+    from securelp.solvers.lp import highs as backend
 
     real = backend.new_highs
     seen: list[dict[str, object]] = []

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import ExitCode
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.verify import verify_mechanism
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.verify import verify_mechanism
 
 KEYS = {"status", "method", "objective", "lower_bound", "upper_bound", "rel_gap", "iterations", "time_s",
         "n_records", "n_outputs", "n_edges", "verification", "partition", "history"}
@@ -209,7 +209,7 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
     # separation: upper 0.0030952 from iteration 10 on, lower 0.0028202 there, 0.0028222 at 20 and
     # 0.0030577 after 2,000 iterations (the instance at eps 10/km this test used until stop 41 is
     # now certified). Its iterations take milliseconds: the rule's minute is set to 0 here
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)
     monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)  # the cuts as until stop 42 (the instance is certified now)
@@ -228,7 +228,7 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
 def test_record_bd_short_of_memory_returns_its_mechanism_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # an iteration that leaves less than twice what it took stops the run (memory read through a fake)
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     left = iter([8 << 30, 5 << 30])
     monkeypatch.setattr(engine, "available_memory", lambda: next(left, 5 << 30))
@@ -245,7 +245,7 @@ def test_record_bd_short_of_memory_returns_its_mechanism_and_says_so(tmp_path: P
 
 def test_direct_whose_duals_do_not_certify_it_exits_8_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from solvers.mdp import pmo
+    from securelp.solvers.mdp import pmo
 
     out = tmp_path / "r.json"
     args = ["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--method", "direct",
@@ -273,9 +273,9 @@ def test_the_terminal_progress_line_shows_the_start_and_ends_before_an_error(
     """On a terminal the column decomposition rewrites one progress line (``\\r``, cleared to its
     end) with its slow phases and iterations; when the solve fails the line is ended first, so the
     error message starts a line of its own. Without a terminal (the other tests) nothing is shown."""
-    import coordinator.commands.mdp as mdp_cmd
-    from solvers.errors import SolverError
-    from solvers.mdp import colgen
+    import securelp.coordinator.commands.mdp as mdp_cmd
+    from securelp.solvers.errors import SolverError
+    from securelp.solvers.mdp import colgen
 
     monkeypatch.setattr(mdp_cmd, "quiet_output", lambda _path: False)  # as on a terminal
     monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)
@@ -305,7 +305,7 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
     took 112 s, 40 s of them before the solve). A negative limit is refused for every LP method."""
     import time as _time
 
-    from coordinator.commands import mdp as mdp_cmd
+    from securelp.coordinator.commands import mdp as mdp_cmd
 
     real_load, real_solve = mdp_cmd.load_secret_dataset, mdp_cmd._solve
     seen: list[float | None] = []
@@ -338,7 +338,7 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from coordinator.commands.mdp import partition_seed
+    from securelp.coordinator.commands.mdp import partition_seed
 
     assert partition_seed(None) == 0 and partition_seed("7") == 7 and partition_seed(12) == 12
     for seed in ("-1", "abc", "1.5", "\u00b2"):
@@ -350,7 +350,7 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
     assert rc == 0 and rep["status"] == "optimal"
     seeds = []
     for salt in ("1", "2"):  # two processes with different string hashing
-        code = "from coordinator.commands.mdp import partition_seed; print(partition_seed('abc'))"
+        code = "from securelp.coordinator.commands.mdp import partition_seed; print(partition_seed('abc'))"
         done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": salt}, check=True,
                               capture_output=True, text=True, timeout=60)
         seeds.append(int(done.stdout))
@@ -360,9 +360,9 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
 def test_the_map_of_lat_lon_records_is_labelled_and_to_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.pyplot as plt
 
-    from solvers.mdp.expmech import solve_expmech
-    from solvers.mdp.plotting import plot_result
-    from solvers.mdp.pmo import build_pmo
+    from securelp.solvers.mdp.expmech import solve_expmech
+    from securelp.solvers.mdp.plotting import plot_result
+    from securelp.solvers.mdp.pmo import build_pmo
 
     figures = []
     close = plt.close

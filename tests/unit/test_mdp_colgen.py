@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import InputError, VerificationError
-from solvers.mdp import colgen
-from solvers.mdp.bd import solve_bd
-from solvers.mdp.colgen import solve_colgen, undominated_outputs
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo, solve_direct
-from solvers.mdp.verify import verify_mechanism
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import InputError, VerificationError
+from securelp.solvers.mdp import colgen
+from securelp.solvers.mdp.bd import solve_bd
+from securelp.solvers.mdp.colgen import solve_colgen, undominated_outputs
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.verify import verify_mechanism
 
 
 def _gauss_components():
@@ -167,7 +167,7 @@ def test_cli_bd_columns_keeps_report_keys(tmp_path: Path) -> None:
 
 def test_mdp_rows_bound_is_valid_for_nonnegative_multipliers_only() -> None:
     """OPT >= sum_i min_k (g_k + A'y_k)_i for every y >= 0; with y < 0 the same formula overshoots."""
-    from solvers.mdp.colgen import mdp_rows_bound, mdp_rows_matrix
+    from securelp.solvers.mdp.colgen import mdp_rows_bound, mdp_rows_matrix
 
     p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
     opt = solve_direct(p).objective
@@ -208,7 +208,7 @@ def test_pricing_chain_walks_to_nearest_neighbours() -> None:
 
 
 def test_the_master_tolerance_follows_the_gap_target() -> None:
-    from solvers.lp.highs import TIGHT_TOLERANCE
+    from securelp.solvers.lp.highs import TIGHT_TOLERANCE
 
     assert colgen.master_tolerance(1e-4) == pytest.approx(1e-7)  # HiGHS's default at the default gap
     assert colgen.master_tolerance(1e-2) == pytest.approx(1e-7)
@@ -371,7 +371,7 @@ def test_a_component_stopped_above_the_exponential_mechanism_returns_its_rows(mo
     prior at a 300 s limit: 23.03 against the exponential mechanism's 3.953, stop 46): such a
     component's rows are the exponential mechanism's, verified with the rest; a component that
     beats them keeps its own."""
-    from solvers.mdp.expmech import solve_expmech
+    from securelp.solvers.mdp.expmech import solve_expmech
 
     problem = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
     em = solve_expmech(problem).objective

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.errors import InputError
-from solvers.mdp import datasets as dsmod
-from solvers.mdp.datasets import GOWALLA_PRIOR, SecretDataset, haversine_km, load_dataset, load_prior
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp import datasets as dsmod
+from securelp.solvers.mdp.datasets import GOWALLA_PRIOR, SecretDataset, haversine_km, load_dataset, load_prior
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mdp"
 
@@ -113,7 +113,7 @@ def test_unknown_dataset_and_missing_lazy_module(monkeypatch: pytest.MonkeyPatch
     real = importlib.import_module
 
     def fake(name: str, *a, **k):
-        if name == "solvers.mdp.road_dataset":
+        if name == "securelp.solvers.mdp.road_dataset":
             raise ImportError("no road support")
         return real(name, *a, **k)
 

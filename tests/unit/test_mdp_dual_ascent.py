@@ -11,17 +11,17 @@ import time
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import InputError
-from solvers.mdp.colgen import (
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.colgen import (
     _ComponentCG,
     smoothed_dual_ascent,
     solve_colgen,
     undominated_outputs,
 )
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo, solve_direct
-from solvers.mdp.verify import verify_mechanism
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.verify import verify_mechanism
 
 
 def _giant(p) -> _ComponentCG:

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from coordinator.cli import main
-from solvers.errors import InputError
-from solvers.mdp import colgen, ipm
-from solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
-from solvers.mdp.ipm import memory_needed, structured_ipm
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import InputError
+from securelp.solvers.mdp import colgen, ipm
+from securelp.solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
+from securelp.solvers.mdp.ipm import memory_needed, structured_ipm
 from tests.mdp_fixtures import assert_certified_optimum, gaussian70
 
 
@@ -438,7 +438,7 @@ def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, ca
             monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 10)
             monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 10)
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="solvers.mdp.colgen"):
+        with caplog.at_level(logging.INFO, logger="securelp.solvers.mdp.colgen"):
             r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=None if method == "auto" else 1.0,
                              first_order=method)
         assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
@@ -512,8 +512,8 @@ def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance
 def test_auto_keeps_the_column_generation_that_closes_quickly(monkeypatch) -> None:
     """A component whose start columns are nearly optimal (a grid at eps 10/km) closes within
     ``IPM_SWITCH_ITERATIONS``: no IPM start."""
-    from solvers.mdp.datasets import load_dataset
-    from solvers.mdp.pmo import build_pmo, solve_direct
+    from securelp.solvers.mdp.datasets import load_dataset
+    from securelp.solvers.mdp.pmo import build_pmo, solve_direct
 
     monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", 2)
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)

@@ -1,4 +1,4 @@
-"""The GIL-free BLAS/LAPACK calls of the structured IPM (solvers.mdp.lapack) against numpy, on
+"""The GIL-free BLAS/LAPACK calls of the structured IPM (securelp.solvers.mdp.lapack) against numpy, on
 blocks of larger column-major arrays (worked on in place, nothing around them touched), through
 scipy's exported routines and through the fallback to scipy's wrappers."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.mdp import lapack
+from securelp.solvers.mdp import lapack
 
 
 @pytest.fixture(params=["native", "fallback"])

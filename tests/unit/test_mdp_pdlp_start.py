@@ -11,10 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import InputError, SolverError
-from solvers.mdp import colgen
-from solvers.mdp.colgen import (
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import InputError, SolverError
+from securelp.solvers.mdp import colgen
+from securelp.solvers.mdp.colgen import (
     _MASTER_FALLBACKS,
     MASTER_ACCEPT_INFEASIBILITY,
     _ComponentCG,
@@ -22,9 +22,9 @@ from solvers.mdp.colgen import (
     solve_colgen,
     undominated_outputs,
 )
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo
-from solvers.mdp.verify import verify_mechanism
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo
+from securelp.solvers.mdp.verify import verify_mechanism
 from tests.mdp_fixtures import assert_certified_optimum, gaussian70
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import ExitCode, InputError, VerificationError
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
-from solvers.mdp.pmo import choose_outputs
-from solvers.mdp.sampling import chi_square_test
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode, InputError, VerificationError
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
+from securelp.solvers.mdp.pmo import choose_outputs
+from securelp.solvers.mdp.sampling import chi_square_test
 
 GRID = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5"]
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.errors import InputError, VerificationError
-from solvers.mdp import pmo
-from solvers.mdp.bd import solve_bd
-from solvers.mdp.datasets import SecretDataset, load_dataset
-from solvers.mdp.expmech import solve_expmech
-from solvers.mdp.graph import build_graph, essential_edges
-from solvers.mdp.partition import PARTITIONERS, partition_records
-from solvers.mdp.pmo import (
+from securelp.solvers.errors import InputError, VerificationError
+from securelp.solvers.mdp import pmo
+from securelp.solvers.mdp.bd import solve_bd
+from securelp.solvers.mdp.datasets import SecretDataset, load_dataset
+from securelp.solvers.mdp.expmech import solve_expmech
+from securelp.solvers.mdp.graph import build_graph, essential_edges
+from securelp.solvers.mdp.partition import PARTITIONERS, partition_records
+from securelp.solvers.mdp.pmo import (
     UNREPAIRED,
     _mix_into_cone,
     _repair_reference,
@@ -29,7 +29,7 @@ from solvers.mdp.pmo import (
     repair_mechanism,
     solve_direct,
 )
-from solvers.mdp.verify import verify_mechanism
+from securelp.solvers.mdp.verify import verify_mechanism
 
 
 def _subset(ds: SecretDataset, idx: np.ndarray, name: str) -> SecretDataset:
@@ -62,7 +62,7 @@ def test_direct_beats_exponential_mechanism_and_is_verified() -> None:
 def test_direct_lower_bound_is_weak_duality_not_the_solvers_objective(monkeypatch: pytest.MonkeyPatch) -> None:
     # HiGHS's objective overstates the optimum on badly scaled PMOs (Rome at eps 10/km); the bound
     # comes from its duals, so an overstated objective does not reach the report
-    from solvers.mdp import pmo
+    from securelp.solvers.mdp import pmo
 
     p = build_pmo(load_dataset("grid", rows=4, cols=4), 1.0, 1.5)
     honest = solve_direct(p)
@@ -176,7 +176,7 @@ def test_upward_closure_from_sparse_seeds_in_small_blocks_reaches_the_fixed_poin
     (their source grew in a block before their target's) must all hold, including pairs that were
     not swept in the pass where their source grew (stop 36: an early version skipped those and
     stopped short of the fixed point)."""
-    from solvers.mdp import pmo
+    from securelp.solvers.mdp import pmo
 
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=4))
     rows, cols = p.graph.rows, p.graph.cols
@@ -197,7 +197,7 @@ def test_upward_closure_in_blocks_equals_whole_sweeps(monkeypatch: pytest.Monkey
     """Blocks of a few targets, each writing before the next reads, reach the same fixed point bit
     for bit as the plain sweeps (on a dense graph, where one pass is 125 M entries on the text
     dataset and is taken a block at a time)."""
-    from solvers.mdp import pmo
+    from securelp.solvers.mdp import pmo
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 0.7, 3.0)
     rows, cols = p.graph.rows, p.graph.cols
@@ -229,7 +229,7 @@ def _essential_edges_by_pair(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, 
 def test_essential_edges_equal_the_pairwise_definition(search: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each of the three searches (the blocked min-plus product of dense graphs, the per-source
     search with a dense or a sparse adjacency) on every graph, dense or not."""
-    from solvers.mdp import graph
+    from securelp.solvers.mdp import graph
 
     monkeypatch.setattr(graph, "DENSE_PAIR_SHARE", 0.0 if search == "min-plus" else np.inf)
     monkeypatch.setattr(graph, "_MINPLUS_BLOCK", 7)  # blocks that do not divide n
@@ -401,7 +401,7 @@ def test_bad_bd_parameters() -> None:
 
 @pytest.mark.parametrize("instance", ["grid_eps1", "grid_eps10", "rome40", "gaussian_travel", "points_k"])
 def test_colgen_equals_direct(instance: str, tmp_path: Path) -> None:
-    from solvers.mdp.colgen import solve_colgen
+    from securelp.solvers.mdp.colgen import solve_colgen
 
     if instance == "grid_eps1":
         p = build_pmo(load_dataset("grid", rows=5, cols=6), 1.0, 2.0)
@@ -430,7 +430,7 @@ def test_bd_and_colgen_equal_direct_on_the_ldp_helpers_datasets(name: str) -> No
         ds = load_dataset(name, n_records=16, seed=1)
     except InputError as exc:  # the loader is another helper's module; absent in some builds
         pytest.skip(str(exc))
-    from solvers.mdp.colgen import solve_colgen
+    from securelp.solvers.mdp.colgen import solve_colgen
 
     eta = float(np.quantile(ds.distance[ds.distance > 0], 0.3))  # a sparse, non-trivial mDP graph
     p = build_pmo(ds, 1.0 / eta, eta)
@@ -442,7 +442,7 @@ def test_bd_and_colgen_equal_direct_on_the_ldp_helpers_datasets(name: str) -> No
 def test_bd_returns_a_verified_mechanism_when_a_block_always_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     # every HiGHS fallback failing on one block (seen on Rome at eps 10/km) no longer ends the run
     # without a mechanism: the iterations' assemblies are repaired exactly, and the bounds stay valid
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     p = build_pmo(load_dataset("grid", rows=4, cols=5), 1.0, 1.5)
     direct = solve_direct(p)
@@ -470,9 +470,9 @@ def test_direct_refuses_an_lp_that_cannot_fit_in_memory(monkeypatch: pytest.Monk
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """Gaussian 2,000's whole PMO (178 M nonzeros) was killed by the kernel at 24 GB: refused before
     anything is built, with a clear error naming the way out; a fitting LP still runs."""
-    from coordinator.cli import main
-    from solvers.errors import ExitCode, ResourceError
-    from solvers.mdp import pmo
+    from securelp.coordinator.cli import main
+    from securelp.solvers.errors import ExitCode, ResourceError
+    from securelp.solvers.mdp import pmo
 
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
     nnz = 2 * p.lp_edges[0].size * p.K + p.n * p.K
@@ -492,8 +492,8 @@ def test_direct_refuses_an_lp_that_cannot_fit_in_memory(monkeypatch: pytest.Monk
 def test_record_bd_refuses_a_master_that_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a dense mDP graph every record is a boundary record and Qiu's master is the whole PMO
     (text 500: 250 M nonzeros); refused before the master is built, naming the way out."""
-    from solvers.errors import ResourceError
-    from solvers.mdp import pmo
+    from securelp.solvers.errors import ResourceError
+    from securelp.solvers.mdp import pmo
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 1.0, 2.0)
     monkeypatch.setattr(pmo, "available_memory", lambda: 1000)
@@ -509,8 +509,8 @@ def test_record_bd_counts_all_its_rows_against_memory(monkeypatch: pytest.Monkey
     rows, at the record BD's own bytes per nonzero: until stop 44 only the master's mDP rows counted,
     at the direct LP's bytes, and the 50x50 grid at eps 1/km was killed by the kernel at 24 GB. Memory
     for all but the initial rows is refused, enough for all of them runs."""
-    from solvers.errors import ResourceError
-    from solvers.mdp import bd, pmo
+    from securelp.solvers.errors import ResourceError
+    from securelp.solvers.mdp import bd, pmo
 
     p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
     part = partition_records("kmrec", p.dataset.distance, p.graph.rows, p.graph.cols, 4, coords=p.dataset.coords)
@@ -535,15 +535,15 @@ def test_record_bd_warns_when_its_master_is_nearly_the_whole_pmo(monkeypatch: py
     """Subsets small next to eta put nearly every record on the boundary: the master is nearly the
     whole PMO (the 20x20 grid at eps 1/km: 91 % of its rows, a first master solve of more than 15
     minutes), which the run says up front; a partition with internal records does not warn."""
-    from solvers.mdp import bd
+    from securelp.solvers.mdp import bd
 
     monkeypatch.setattr(bd, "MASTER_WARN_ROWS", 1)
     p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
-    with caplog.at_level("WARNING", logger="solvers.mdp.bd"):
+    with caplog.at_level("WARNING", logger="securelp.solvers.mdp.bd"):
         solve_bd(p, n_subsets=16, max_iterations=1)
     assert "of the PMO's mDP rows" in caplog.text and "--decomposition columns" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="solvers.mdp.bd"):
+    with caplog.at_level("WARNING", logger="securelp.solvers.mdp.bd"):
         solve_bd(p, n_subsets=2, partitioner="kmrec", max_iterations=1)
     assert "of the PMO's mDP rows" not in caplog.text
 
@@ -551,7 +551,7 @@ def test_record_bd_warns_when_its_master_is_nearly_the_whole_pmo(monkeypatch: py
 def test_record_bd_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """When an iteration leaves less than twice what it took (or under 1 GiB), the run stops with
     ``memory_limit`` and its verified mechanism instead of growing until the kernel kills it."""
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 4.0, 2.0)
     left = iter([8 << 30, 5 << 30, 5 << 30])  # iteration 1 takes 3 GiB and leaves 5
@@ -590,8 +590,8 @@ def _union_find_roots(n: int, groups: list[np.ndarray]) -> np.ndarray:
 def test_master_components_equal_a_union_find() -> None:
     """The master's components from one sparse graph equal a plain union-find over its rows and
     its blocks' linked variables (Rome, 25 subsets: 5.0 s row by row, 0.13 s now)."""
-    from solvers.benders.engine import BendersEngine
-    from solvers.mdp.bd import build_bd_model
+    from securelp.solvers.benders.engine import BendersEngine
+    from securelp.solvers.mdp.bd import build_bd_model
 
     for name, kw, eps, eta, M in (("grid", {"rows": 8, "cols": 9}, 1.0, 2.0, 6), ("road", {"n_records": 300}, None, None, 25)):
         ds = load_dataset(name, **kw)
@@ -619,8 +619,8 @@ def test_direct_holds_its_time_limit_with_a_verified_mechanism_and_valid_bounds(
     `--time-limit 5` ran 173 s). At the limit HiGHS's last iterate (repaired) or the best constant
     mechanism is returned, verified, with the trivial or weak-duality bound: status time_limit,
     exit code 8."""
-    from coordinator.cli import main
-    from solvers.errors import ExitCode, InputError
+    from securelp.coordinator.cli import main
+    from securelp.solvers.errors import ExitCode, InputError
 
     p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
     opt = solve_direct(p).objective
@@ -659,7 +659,7 @@ def test_record_bd_starts_from_the_better_of_two_private_mechanisms() -> None:
     output; stops 35-44: the exponential mechanism alone, 3.43 on the 20x25 grid at eps 1/km where
     the repaired cheapest mechanism costs 1.675 and the optimum is 1.638), and no run returns a
     mechanism worse than it."""
-    from solvers.mdp.bd import _cheapest_incumbent
+    from securelp.solvers.mdp.bd import _cheapest_incumbent
 
     p = build_pmo(load_dataset("grid", rows=6, cols=6), 1.0, 1.5)
     e = solve_expmech(p)
@@ -687,7 +687,7 @@ def test_a_record_of_prior_zero_starts_on_its_nearest_output() -> None:
     """Every ``p_i c_ik`` of a record of prior 0 is 0: put on output 0 by the objective's argmin, its
     mass spread by the repair onto its neighbours' rows; on its nearest output by the loss's, it
     costs nothing (stop 46: 3.418 -> 1.669 on a 20x20 grid with 80 % of the prior zero)."""
-    from solvers.mdp.bd import _cheapest_incumbent, _on_cheapest_outputs
+    from securelp.solvers.mdp.bd import _cheapest_incumbent, _on_cheapest_outputs
 
     rng = np.random.default_rng(0)
     prior = rng.random(100) * (rng.random(100) < 0.2)
@@ -778,7 +778,7 @@ def test_record_bd_whose_bounds_move_in_bursts_is_not_stopped_under_a_minute(mon
     # minute it is certified after about 250 iterations, 4.5 s (stop 42). Since stop 43 weak cuts
     # also send the separation to the master's point, and the same run is certified in 26
     # iterations: that rule is off here to keep the bursts
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)
     monkeypatch.setattr(engine, "IN_OUT_WEAK_SHARE", 0.0)
@@ -813,7 +813,7 @@ def test_record_bd_goes_to_the_masters_point_when_the_cuts_that_entered_are_weak
     # 10/km cuts violated by 4e-12 had kept the lower bound at 0.0133369 from iteration 8 on, and
     # with the rule it reaches 0.0135261 in 600 s (the optimum is 0.0135487; stop 43). On the 5x5
     # grid at eps 6/km: 30 iterations instead of 36, both certified
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 6.0, 2.0)
     direct = solve_direct(p)
@@ -831,7 +831,7 @@ def test_record_bd_gives_up_a_block_that_is_slow_at_the_masters_point(monkeypatc
     # a block solve at the master's point that runs past its cap (here 0 s: every one) gives no cut,
     # the run goes on between the point and the core and is not ended by it (Rome at eps 10/km, stop
     # 42: one such solve ran 400 s to the time limit); the result is verified and its bounds hold
-    from solvers.benders import engine
+    from securelp.solvers.benders import engine
 
     monkeypatch.setattr(engine, "AT_X_MIN_SECONDS", 0.0)
     monkeypatch.setattr(engine, "AT_X_SLOWEST_FACTOR", 0.0)

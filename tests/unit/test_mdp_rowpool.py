@@ -1,4 +1,4 @@
-"""Lazy mDP rows in the column decomposition's pricing LPs (dense components, solvers.mdp.rowpool)."""
+"""Lazy mDP rows in the column decomposition's pricing LPs (dense components, securelp.solvers.mdp.rowpool)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from solvers.mdp import colgen, rowpool
-from solvers.mdp.bd import solve_bd
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo, solve_direct
-from solvers.mdp.verify import verify_mechanism
+from securelp.solvers.mdp import colgen, rowpool
+from securelp.solvers.mdp.bd import solve_bd
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.verify import verify_mechanism
 
 
 def _complete(tmp_path: Path, n: int = 40, seed: int = 0):
@@ -90,7 +90,7 @@ def test_cli_reports_the_lazy_rows_of_a_dense_component(tmp_path: Path) -> None:
     `lazy_rows` names the component and what its LPs carried; a sparse grid's is empty."""
     import json
 
-    from coordinator.cli import main
+    from securelp.coordinator.cli import main
 
     f = tmp_path / "pts.csv"
     np.savetxt(f, np.random.default_rng(3).uniform(0, 10, size=(80, 2)), fmt="%.6f", delimiter=",")

@@ -1,4 +1,4 @@
-"""Greedy lossy-transport certificates for the pricing LPs (`solvers.mdp.transport`)."""
+"""Greedy lossy-transport certificates for the pricing LPs (`securelp.solvers.mdp.transport`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers.mdp.colgen import _ComponentCG, smoothed_dual_ascent, undominated_outputs
-from solvers.mdp.datasets import load_dataset
-from solvers.mdp.pmo import build_pmo
-from solvers.mdp.transport import TransportCertifier
+from securelp.solvers.mdp.colgen import _ComponentCG, smoothed_dual_ascent, undominated_outputs
+from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.pmo import build_pmo
+from securelp.solvers.mdp.transport import TransportCertifier
 
 
 def _giant(p) -> _ComponentCG:
@@ -55,8 +55,8 @@ def test_partial_plans_certify_the_outputs_the_master_uses(monkeypatch) -> None:
     remainder is within the pricing's tolerance. On a grid at eps 10/km (the start columns are
     nearly optimal, every output is in use) partial plans certify most pricings; complete plans
     (the negative control) almost none. Either way the optimum is certified."""
-    from solvers.mdp.colgen import solve_colgen
-    from solvers.mdp.pmo import solve_direct
+    from securelp.solvers.mdp.colgen import solve_colgen
+    from securelp.solvers.mdp.pmo import solve_direct
 
     p = build_pmo(load_dataset("grid", rows=6, cols=6), 10.0, 2.0)
     opt = solve_direct(p).objective
@@ -124,7 +124,7 @@ def test_pricing_with_transport_finds_the_same_violated_outputs_and_bound() -> N
 
 def _pricing_value(G_diff: np.ndarray, A: sp.csr_matrix) -> float:
     """``min {(g_k - g_j).z : A z <= 0, 0 <= z <= 1}`` by HiGHS: >= 0 iff ``k`` is dominated by ``j``."""
-    from solvers.mdp.pmo import highs_solve_lp
+    from securelp.solvers.mdp.pmo import highs_solve_lp
 
     E, m = A.shape
     A = sp.csr_matrix(A)
@@ -135,7 +135,7 @@ def _pricing_value(G_diff: np.ndarray, A: sp.csr_matrix) -> float:
 
 
 def _component(p):
-    from solvers.mdp.colgen import component_rows, output_features
+    from securelp.solvers.mdp.colgen import component_rows, output_features
 
     idx = max(p.graph.component_members(), key=lambda g: g.size)
     kept = undominated_outputs(p.cost[idx])
@@ -145,7 +145,7 @@ def _component(p):
 
 
 def test_every_output_removed_as_dominated_is_dominated_by_a_kept_one() -> None:
-    from solvers.mdp.transport import cone_dominated
+    from securelp.solvers.mdp.transport import cone_dominated
 
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
@@ -166,7 +166,7 @@ def test_every_output_removed_as_dominated_is_dominated_by_a_kept_one() -> None:
 
 
 def test_a_plan_that_does_not_hold_removes_nothing(monkeypatch) -> None:
-    from solvers.mdp.transport import cone_dominated
+    from securelp.solvers.mdp.transport import cone_dominated
 
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
@@ -178,7 +178,7 @@ def test_a_plan_that_does_not_hold_removes_nothing(monkeypatch) -> None:
 
 
 def test_the_search_stops_at_its_deadline_and_keeps_the_rest() -> None:
-    from solvers.mdp.transport import cone_dominated
+    from securelp.solvers.mdp.transport import cone_dominated
 
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
@@ -187,8 +187,8 @@ def test_the_search_stops_at_its_deadline_and_keeps_the_rest() -> None:
 
 
 def test_colgen_without_the_dominated_outputs_equals_direct() -> None:
-    from solvers.mdp.colgen import solve_colgen
-    from solvers.mdp.pmo import solve_direct
+    from securelp.solvers.mdp.colgen import solve_colgen
+    from securelp.solvers.mdp.pmo import solve_direct
 
     p = build_pmo(load_dataset("gaussian", n_records=120, seed=7), None, None)
     direct = solve_direct(p)

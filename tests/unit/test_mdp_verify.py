@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.errors import InputError, VerificationError
-from solvers.mdp.datasets import euclidean_distance, grid_dataset
-from solvers.mdp.expmech import exponential_mechanism
-from solvers.mdp.verify import exp_lower_bound, neighbour_pairs, verify_mechanism
+from securelp.solvers.errors import InputError, VerificationError
+from securelp.solvers.mdp.datasets import euclidean_distance, grid_dataset
+from securelp.solvers.mdp.expmech import exponential_mechanism
+from securelp.solvers.mdp.verify import exp_lower_bound, neighbour_pairs, verify_mechanism
 
 
 def _grid(rows: int = 4, cols: int = 4) -> np.ndarray:
@@ -36,7 +36,7 @@ def test_negative_control_eps_doubled_fails() -> None:
     em2 = exponential_mechanism(d, 2.0)  # an EM built for 2 eps is not eps-private
     with pytest.raises(VerificationError, match="mDP violated"):
         verify_mechanism(em2, d, 1.0, eta=2.0)
-    from solvers.mdp.verify import _verify_exact
+    from securelp.solvers.mdp.verify import _verify_exact
 
     rows, cols = neighbour_pairs(d, 2.0)
     with pytest.raises(VerificationError, match="exact check"):

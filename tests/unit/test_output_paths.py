@@ -1,6 +1,6 @@
 """Output paths (``--json``, ``--save-mechanism``, ``--plot``, ``--out``) are checked before any
 work, so an hour-long solve is not lost to a typo; a write that fails at the end is a one-line
-error that leaves neither the file nor a temporary behind (solvers.files, used by every writer)."""
+error that leaves neither the file nor a temporary behind (securelp.solvers.files, used by every writer)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
-from coordinator.commands import mdp as mdp_command
-from coordinator.reporting import write_json_report
-from solvers import files
-from solvers.errors import ExitCode, InputError, ResourceError
-from solvers.files import check_writable, write_atomically
+from securelp.coordinator.cli import main
+from securelp.coordinator.commands import mdp as mdp_command
+from securelp.coordinator.reporting import write_json_report
+from securelp.solvers import files
+from securelp.solvers.errors import ExitCode, InputError, ResourceError
+from securelp.solvers.files import check_writable, write_atomically
 
 
 def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monkeypatch) -> None:
@@ -132,8 +132,8 @@ def test_outputs_get_the_umask_and_private_blocks_stay_owner_only(tmp_path: Path
     """A report, a mechanism or the public rows get what ``open()`` would give (``0666`` less the
     umask; until stop 36 they were ``0600`` like keys); a party's block file holds private data and
     stays ``0600`` whatever the umask."""
-    from solvers.lp.mps import read_mps
-    from solvers.lp.partition import save_block, save_public, split_columns
+    from securelp.solvers.lp.mps import read_mps
+    from securelp.solvers.lp.partition import save_block, save_public, split_columns
     from tests.lp_fixtures import TINY_MPS
 
     old = os.umask(0o022)
@@ -180,7 +180,7 @@ def test_an_input_file_that_is_a_directory_is_called_one(tmp_path: Path, capsys,
 
 
 def test_check_distinct_sees_one_file_under_other_names(tmp_path: Path) -> None:
-    from solvers.files import check_distinct
+    from securelp.solvers.files import check_distinct
 
     f = tmp_path / "in.csv"
     f.write_text("x")
@@ -258,7 +258,7 @@ def test_a_link_is_followed_and_a_device_or_fifo_is_written_into(tmp_path: Path)
 
 
 def test_files_written_together_appear_together_or_not_at_all(tmp_path: Path) -> None:
-    from solvers.files import written_together
+    from securelp.solvers.files import written_together
 
     with pytest.raises(RuntimeError, match="the command failed"), written_together():
         write_atomically(tmp_path / "a.csv", "a")
@@ -329,7 +329,7 @@ def test_outputs_through_pipes_long_names_loops_and_kept_permissions(tmp_path: P
     place; ``/proc/self/fd/N`` (a link to ``pipe:[...]``) could not be written; a 260-byte name was a
     traceback and a 250-byte one failed for its temporary's name; a loop of links was replaced by a
     file; a link into a missing directory was found only after the work; a 0600 file became 0644."""
-    from solvers.files import written_together
+    from securelp.solvers.files import written_together
 
     fifo = tmp_path / "ff"
     os.mkfifo(fifo)

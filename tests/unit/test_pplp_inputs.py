@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coordinator import simulation, sizing
-from coordinator.cli import main
-from solvers.errors import ExitCode, InputError, ResourceError
-from solvers.lp import read_mps
+from securelp.coordinator import simulation, sizing
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode, InputError, ResourceError
+from securelp.solvers.lp import read_mps
 from tests.lp_fixtures import TINY_MPS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,8 +114,8 @@ def test_a_default_k_too_large_exits_12_not_5(tmp_path, monkeypatch, capsys):
 
 
 def _afiro_session(k: int):  # type: ignore[no-untyped-def]
-    from coordinator.protocol import SessionConfig
-    from solvers.lp.partition import split_columns
+    from securelp.coordinator.protocol import SessionConfig
+    from securelp.solvers.lp.partition import split_columns
 
     lp = read_mps(AFIRO)
     public, blocks = split_columns(lp, [11, 11, 10])
@@ -125,9 +125,9 @@ def _afiro_session(k: int):  # type: ignore[no-untyped-def]
 def test_the_coordinator_checks_its_own_memory_before_any_mask(monkeypatch):
     """``securelp coordinator`` has no blocks to size a session by; from the Hello replies it
     refuses a k it could not hold (exit 12) before a party draws a mask, and closes every party."""
-    from coordinator.protocol import run_secure_lp
-    from coordinator.simulation import simulated_links
-    from solvers.errors import ResourceError
+    from securelp.coordinator.protocol import run_secure_lp
+    from securelp.coordinator.simulation import simulated_links
+    from securelp.solvers.errors import ResourceError
 
     public, blocks, config = _afiro_session(2000)
     need = sizing.coordinator_memory(27, [11, 11, 10], [11, 11, 10], 2000)  # rows mode: every column bounded
@@ -149,8 +149,8 @@ def test_the_coordinator_checks_its_own_memory_before_any_mask(monkeypatch):
     (2**24, ResourceError, "party party1.s masked block .* would exceed the protocol's 2 GiB message"),
 ])
 def test_the_coordinator_refuses_a_k_no_party_could_send(k, error, match):
-    from coordinator.protocol import run_secure_lp
-    from coordinator.simulation import simulated_links
+    from securelp.coordinator.protocol import run_secure_lp
+    from securelp.coordinator.simulation import simulated_links
 
     public, blocks, config = _afiro_session(k)
     with simulated_links(blocks, "inprocess") as links:
@@ -160,8 +160,8 @@ def test_the_coordinator_refuses_a_k_no_party_could_send(k, error, match):
 
 
 def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
-    from party import session as party_session
-    from protos import securelp_pb2 as pb
+    from securelp.party import session as party_session
+    from securelp.protos import securelp_pb2 as pb
 
     _, blocks, _ = _afiro_session(5000)
     need = party_session.mask_memory(27, 11, 11, 5000)
@@ -182,8 +182,8 @@ def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
 
 _MEASURE = """
 import sys
-from coordinator.simulation import simulate
-from solvers.resources import peak_rss
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.resources import peak_rss
 from tests.unit.test_pplp_inputs import measured_case
 public, blocks, config, lp = measured_case(sys.argv[1])
 outcome, _ = simulate(public, blocks, config, central=lp)
@@ -193,9 +193,9 @@ print(outcome.status.value, peak_rss())
 
 def measured_case(name: str):  # type: ignore[no-untyped-def]
     """Two sessions of about 0.3 and 0.6 GB: free columns (monomial), bounded columns (rows)."""
-    from coordinator.examples import random_solvable_lp
-    from coordinator.protocol import SessionConfig
-    from solvers.lp.partition import split_columns
+    from securelp.coordinator.examples import random_solvable_lp
+    from securelp.coordinator.protocol import SessionConfig
+    from securelp.solvers.lp.partition import split_columns
 
     if name == "free":
         lp, _ = random_solvable_lp(200, 30, np.random.default_rng(0))
@@ -225,13 +225,13 @@ def test_the_estimate_covers_the_measured_peak(case):
 
 # -- certificates ------------------------------------------------------------------------------------
 def _certs(tmp_path: Path, *ids: str) -> Path:
-    from coordinator.certs import write_session_certs
+    from securelp.coordinator.certs import write_session_certs
 
     return write_session_certs(tmp_path / "certs", list(ids)).directory
 
 
 def test_a_key_that_does_not_match_its_certificate_is_named(tmp_path):
-    from coordinator.certs import load_identity
+    from securelp.coordinator.certs import load_identity
 
     d = _certs(tmp_path, "p1", "p2")
     (d / "p1.key").write_bytes((d / "p2.key").read_bytes())
@@ -240,8 +240,8 @@ def test_a_key_that_does_not_match_its_certificate_is_named(tmp_path):
 
 
 def test_a_corrupt_key_is_named_also_the_coordinators(tmp_path):
-    from coordinator.certs import load_identity
-    from coordinator.grpc_link import ChannelTls
+    from securelp.coordinator.certs import load_identity
+    from securelp.coordinator.grpc_link import ChannelTls
 
     d = _certs(tmp_path, "p1")
     (d / "p1.key").write_text("-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
@@ -253,8 +253,8 @@ def test_a_corrupt_key_is_named_also_the_coordinators(tmp_path):
 
 
 def test_a_party_with_a_mismatched_key_exits_3_not_6(tmp_path, capsys):
-    from coordinator.certs import load_identity  # noqa: F401 - the party command loads it lazily
-    from solvers.lp.partition import save_block, split_columns
+    from securelp.coordinator.certs import load_identity  # noqa: F401 - the party command loads it lazily
+    from securelp.solvers.lp.partition import save_block, split_columns
 
     d = _certs(tmp_path, "party1", "party2")
     (d / "party1.key").write_bytes((d / "party2.key").read_bytes())
@@ -270,7 +270,7 @@ def test_an_expired_certificate_is_refused_with_its_date(tmp_path):
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from coordinator.certs import _name, _pem_key, load_identity
+    from securelp.coordinator.certs import _name, _pem_key, load_identity
 
     d = _certs(tmp_path, "p1")
     key = serialization.load_pem_private_key((d / "p1.key").read_bytes(), password=None)
@@ -285,7 +285,7 @@ def test_an_expired_certificate_is_refused_with_its_date(tmp_path):
 
 
 def test_certs_days_is_bounded_before_anything_is_created(tmp_path, capsys):
-    from coordinator.certs import write_session_certs
+    from securelp.coordinator.certs import write_session_certs
 
     out = tmp_path / "D"
     with pytest.raises(SystemExit) as info:

@@ -8,15 +8,15 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.examples import mangasarian_example
-from coordinator.protocol import K_MARGIN, SessionConfig, run_secure_lp, transformed_lp
-from coordinator.simulation import simulate
-from coordinator.transport import InProcessLink
-from party.session import PartySession
-from protos import securelp_pb2 as pb
-from solvers.errors import ConfigError, InputError, ProtocolError
-from solvers.lp import HighsBackend, SolveStatus, read_mps
-from solvers.lp.partition import ColumnBlock, parse_split, split_columns
+from securelp.coordinator.examples import mangasarian_example
+from securelp.coordinator.protocol import K_MARGIN, SessionConfig, run_secure_lp, transformed_lp
+from securelp.coordinator.simulation import simulate
+from securelp.coordinator.transport import InProcessLink
+from securelp.party.session import PartySession
+from securelp.protos import securelp_pb2 as pb
+from securelp.solvers.errors import ConfigError, InputError, ProtocolError
+from securelp.solvers.lp import HighsBackend, SolveStatus, read_mps
+from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
 
 
@@ -89,7 +89,7 @@ def test_status_reaches_every_party(tmp_path, text, status, pbstatus, mode):
 def test_free_lp_statuses_through_dense_masks():
     # x free, min x1 + x2 s.t. x1 + x2 >= 1 and x1 + x2 <= 0: infeasible with dense masks only
     A = np.array([[1.0, 1.0], [1.0, 1.0]])
-    from solvers.lp import LinearProgram
+    from securelp.solvers.lp import LinearProgram
     lp = LinearProgram(c=[1.0, 1.0], A=A, row_lower=[1.0, -np.inf], row_upper=[np.inf, 0.0],
                        col_lower=[-np.inf] * 2, col_upper=[np.inf] * 2)
     outcome, _sessions = _run(lp, parties=2)
@@ -243,7 +243,7 @@ def test_64_parties_4096_columns_inprocess():
 
 
 def test_dense_to_csc_equals_scipy_with_and_without_zeros():
-    from coordinator.protocol import _dense_to_csc
+    from securelp.coordinator.protocol import _dense_to_csc
 
     rng = np.random.default_rng(0)
     for M in (rng.standard_normal((7, 5)), np.where(rng.random((6, 4)) < 0.3, 0.0, 1.5), np.zeros((3, 0))):
@@ -261,7 +261,7 @@ def test_an_interrupt_does_not_wait_for_the_other_parties_calls():
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from coordinator.protocol import _each
+    from securelp.coordinator.protocol import _each
     from tests.process_helpers import sigint_raises
 
     release = threading.Event()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from protos import codegen
+from securelp.protos import codegen
 
 
 def test_generated_code_is_up_to_date(tmp_path: Path):
@@ -15,4 +15,4 @@ def test_generated_code_is_up_to_date(tmp_path: Path):
     for name in codegen.GENERATED:
         committed = (codegen.PROTO_DIR / name).read_text()
         fresh = (tmp_path / name).read_text()
-        assert committed == fresh, f"protos/{name} is stale: run python -m protos.codegen"
+        assert committed == fresh, f"protos/{name} is stale: run python -m securelp.protos.codegen"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from solvers.randomness import _NORMAL_PAIRS, SecureRandom
+from securelp.solvers.randomness import _NORMAL_PAIRS, SecureRandom
 
 
 def test_seeded_streams_repeat_and_labels_separate():

@@ -1,4 +1,4 @@
-"""solvers.resources: the memory a run may still use, limits included, and a process's own peak;
+"""securelp.solvers.resources: the memory a run may still use, limits included, and a process's own peak;
 and an out-of-memory the estimates missed is one line with exit code 12."""
 
 from __future__ import annotations
@@ -9,23 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import ExitCode
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[2]
 GIB = 1 << 30
 
 
 def _limited(limit: int, code: str | list[str]) -> subprocess.CompletedProcess[str]:
-    """Run ``python -c code`` (or ``python -m coordinator.cli ARGS``) under ``ulimit -v`` (a shell sets
+    """Run ``python -c code`` (or ``python -m securelp.coordinator.cli ARGS``) under ``ulimit -v`` (a shell sets
     it: ``preexec_fn`` is not safe in a process with threads)."""
-    argv = [sys.executable, "-c", code] if isinstance(code, str) else [sys.executable, "-m", "coordinator.cli", *code]
+    argv = [sys.executable, "-c", code] if isinstance(code, str) else [sys.executable, "-m", "securelp.coordinator.cli", *code]
     return subprocess.run(["sh", "-c", f'ulimit -v {limit // 1024} && exec "$@"', "sh", *argv], cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_the_address_space_limit_caps_the_available_memory() -> None:
-    out = _limited(2 * GIB, "from solvers.resources import available_memory, _status_bytes\n"
+    out = _limited(2 * GIB, "from securelp.solvers.resources import available_memory, _status_bytes\n"
                             "print(available_memory(), _status_bytes('VmSize'))")
     assert out.returncode == 0, out.stderr
     available, vm_size = map(int, out.stdout.split())
@@ -50,7 +50,7 @@ def test_a_run_under_ulimit_v_is_refused_up_front() -> None:
 def test_a_resource_the_estimates_missed_is_one_line_and_exit_12(monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str],
                                                                  error: Exception, start: str) -> None:
-    from coordinator.commands import ldp
+    from securelp.coordinator.commands import ldp
 
     def fails(args: object) -> int:
         raise error
@@ -66,10 +66,10 @@ def test_a_resource_the_estimates_missed_is_one_line_and_exit_12(monkeypatch: py
 def test_a_childs_peak_is_its_own_not_its_parents() -> None:
     import numpy as np
 
-    from solvers.resources import peak_rss
+    from securelp.solvers.resources import peak_rss
 
     held = np.ones(40_000_000)  # 320 MB touched in this process before the child starts
-    out = subprocess.run([sys.executable, "-c", "from solvers.resources import peak_rss; print(peak_rss())"], cwd=REPO,
+    out = subprocess.run([sys.executable, "-c", "from securelp.solvers.resources import peak_rss; print(peak_rss())"], cwd=REPO,
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) < 200 << 20 < held.nbytes <= peak_rss()  # ru_maxrss of wait4 would say >= 320 MB
@@ -78,8 +78,8 @@ def test_a_childs_peak_is_its_own_not_its_parents() -> None:
 def test_an_unexpected_error_after_an_interrupt_is_the_interrupt(monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     # a KeyboardInterrupt inside an import leaves e.g. "ImportError: initialization failed"
-    from coordinator import cli
-    from coordinator.commands import ldp
+    from securelp.coordinator import cli
+    from securelp.coordinator.commands import ldp
 
     def broken_import(args: object) -> int:
         cli._signalled.append("SIGTERM")  # the console script noted a signal meanwhile
@@ -99,7 +99,7 @@ def test_an_interrupted_removal_of_private_keys_is_finished_by_the_exit_cleanups
         monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    from coordinator import exit_cleanups
+    from securelp.coordinator import exit_cleanups
 
     real_rmtree = shutil.rmtree
     calls: list[int] = []
@@ -123,14 +123,14 @@ def test_an_interrupted_removal_of_private_keys_is_finished_by_the_exit_cleanups
     (int(12.34 * GIB), "12.3 GiB"), (-5, "0 bytes"),
 ])
 def test_byte_figures_keep_a_digit_before_the_point(n: int, text: str) -> None:
-    from solvers.resources import format_bytes
+    from securelp.solvers.resources import format_bytes
 
     assert format_bytes(n) == text
 
 
 def test_a_tight_limit_is_not_read_as_zero() -> None:
     # "more than the 0.0 GiB available" until stop 49
-    from solvers.resources import memory_shortfall
+    from securelp.solvers.resources import memory_shortfall
 
     assert memory_shortfall(3 * 2**20, 2**20) == "3.0 MiB, more than the 1.0 MiB available"
     assert memory_shortfall(2 * GIB, 100 * 2**20, 0.9) == "2.0 GiB, more than 90% of the 100.0 MiB available"

@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 # the parties up and the keys on disk); "hang": a clean-up that never finishes (as a C call would)
 _SNIPPET = """
 import sys, time
-import coordinator.cli as cli
-import coordinator.commands.demo as demo
-import coordinator.simulation as simulation
+import securelp.coordinator.cli as cli
+import securelp.coordinator.commands.demo as demo
+import securelp.coordinator.simulation as simulation
 
 def session(*args, **kwargs):
     print("ready", flush=True)

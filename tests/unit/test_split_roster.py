@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from coordinator.cli import main
-from solvers.errors import ExitCode, InputError
-from solvers.lp import read_mps
-from solvers.lp.partition import (
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode, InputError
+from securelp.solvers.lp import read_mps
+from securelp.solvers.lp.partition import (
     ColumnBlock,
     PublicRows,
     Roster,
@@ -123,7 +123,7 @@ def test_coordinator_warns_about_a_public_file_without_roster(tiny, tmp_path, ca
     save_public(PublicRows(public.row_lower, public.row_upper, public.sense, public.offset), tmp_path / "public.npz")
     capsys.readouterr()
     # nothing listens: it gets as far as the --wait, after the warning
-    with caplog.at_level(logging.WARNING, logger="coordinator.commands.coordinate"):
+    with caplog.at_level(logging.WARNING, logger="securelp.coordinator.commands.coordinate"):
         code = _coordinator(tmp_path / "public.npz", "solo=127.0.0.1:1", wait="0.5")
     assert code == ExitCode.TRANSPORT
     err = capsys.readouterr().err
@@ -134,9 +134,9 @@ def test_coordinator_warns_about_a_public_file_without_roster(tiny, tmp_path, ca
 def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> None:
     """A party refusing a k whose masked block would pass its 8 GiB limit reports a resource limit
     (exit 12), not a protocol fault (exit 5 until stop 47)."""
-    from party import session as party_session
-    from protos import securelp_pb2 as pb
-    from solvers.errors import ResourceError
+    from securelp.party import session as party_session
+    from securelp.protos import securelp_pb2 as pb
+    from securelp.solvers.errors import ResourceError
 
     assert ResourceError.exit_code == ExitCode.RESOURCE
     mps = tmp_path / "tiny.mps"
