@@ -32,7 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from securelp.solvers.errors import InputError
-from securelp.solvers.files import make_output_dir, refuse_directories, write_atomically, written_together
+from securelp.solvers.files import (
+    current_umask,
+    make_output_dir,
+    refuse_directories,
+    write_atomically,
+    written_together,
+)
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +186,7 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     names = [CA_FILE] + [f"{n}.{ext}" for n in (COORDINATOR_ID, *ids) for ext in ("pem", "key")]
     refuse_directories(out, names)
     make_output_dir(out, mode=0o700)
+    cert_mode = 0o644 & ~current_umask()  # certificates are public, but the umask has the last word
     ca_key = _new_key()
     ca_cert = _certificate("securelp session CA", ca_key, "securelp session CA", ca_key, ca=True, days=days,
                            server=False, client=False)
@@ -190,13 +197,13 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
         cert = _certificate(name, key, "securelp session CA", ca_key, ca=False, days=days, server=server, client=client)
         cert_path, key_path = out / f"{name}.pem", out / f"{name}.key"
         write_atomically(key_path, _pem_key(key), mode=0o600)
-        write_atomically(cert_path, _pem_cert(cert), mode=0o644)
+        write_atomically(cert_path, _pem_cert(cert), mode=cert_mode)
         return cert_path, key_path
 
     # atomically, each file's mode set before any byte lands (keys are never world-readable), and
     # all of them together: a failure part-way leaves no CA without its certificates
     with written_together():
-        write_atomically(ca_path, _pem_cert(ca_cert), mode=0o644)
+        write_atomically(ca_path, _pem_cert(ca_cert), mode=cert_mode)
         coordinator = issue(COORDINATOR_ID, server=False, client=True)
         parties = {pid: issue(pid, server=True, client=False) for pid in ids}
     log.info("wrote a session CA, a coordinator certificate and %d party certificates to %s", len(ids), out)

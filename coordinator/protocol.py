@@ -370,7 +370,7 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
     ids = [link.party_id for link in links]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ConfigError(f"duplicate party ids: {', '.join(dupes)}")
+        raise InputError(f"duplicate party ids: {', '.join(dupes)}; every party needs its own id")
     if public.roster is not None:  # before any call: a missing party would silently change the LP
         public.roster.check_parties(ids)
     else:

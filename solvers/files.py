@@ -148,7 +148,7 @@ def make_output_dir(directory: str | os.PathLike[str], mode: int = 0o777) -> Non
         raise InputError(f"cannot create {out}: {exc.strerror or exc.__class__.__name__}") from None
 
 
-def _umask() -> int:
+def current_umask() -> int:
     """The process's umask, read without changing it where Linux tells it (``/proc/self/status``);
     elsewhere set and restored at once."""
     try:
@@ -305,7 +305,7 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
     if mode is None:
         # a file that exists keeps its permissions (a release written 0600 stays 0600); a new one
         # gets what open() would give
-        mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else 0o666 & ~_umask()
+        mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else 0o666 & ~current_umask()
     try:
         # a short prefix: a name of up to 255 bytes must leave room for the temporary one
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=directory)

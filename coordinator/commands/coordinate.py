@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     """``NAME=HOST:PORT`` items -> [(name, address)].
 
-    Duplicate names are refused (ConfigError); names that differ only in case (they are DNS
+    Duplicate names are refused (InputError, as in split and certs); names that differ only in case (they are DNS
     names in the certificates), reserved names (``coordinator``, ``ca``, ``public``) and names
     that cannot be a party id are refused at once (InputError), not after the ``--wait``.
     """
@@ -58,7 +58,7 @@ def parse_parties(specs: list[str]) -> list[tuple[str, str]]:
     names = [n for n, _ in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ConfigError(f"duplicate party ids in --party: {', '.join(dupes)}; every party needs its own id")
+        raise InputError(f"duplicate party ids in --party: {', '.join(dupes)}; every party needs its own id")
     try:
         validate_party_ids(names, SPLIT_RESERVED_IDS)
     except InputError as exc:

@@ -42,6 +42,11 @@ _LARGE_MATRIX_VALUE = 1e15
 _INFINITE_COST = 1e20
 #: bound types without a value
 _NO_VALUE_BOUNDS = ("FR", "MI", "PL", "BV")
+#: the section names of fixed and free MPS (HiGHS's reader, CPLEX's and Gurobi's extensions): a line
+#: that starts in column 1 must begin with one of them
+_SECTIONS = ("NAME", "ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "ENDATA", "OBJSENSE", "OBJSENS", "OBJNAME",
+             "LAZYCONS", "USERCUTS", "SOS", "QUADOBJ", "QMATRIX", "QSECTION", "QCMATRIX", "CSECTION", "INDICATORS",
+             "GENCONS", "PWLOBJ", "PWLNAM", "PWLCON", "MAX", "MIN", "MAXIMIZE", "MINIMIZE")
 
 
 def _check_lines(path: Path) -> None:
@@ -66,7 +71,11 @@ def _check_lines(path: Path) -> None:
             if not line.strip() or line.startswith("*"):
                 continue
             if not line[0].isspace():
-                section = line.split()[0].upper()
+                word = line.split()[0].upper()
+                if word not in _SECTIONS:  # e.g. a file of numbers, which HiGHS would read to its end first
+                    raise InputError(f"MPS file {path}, line {lineno}: {line.split()[0][:40]!r} is not an MPS section "
+                                     f"name (expected one of {', '.join(_SECTIONS[:8])}, ...); is this an MPS file?")
+                section = word
                 continue
             fields = line.split()
             where = f"MPS file {path}, line {lineno}"

@@ -260,7 +260,13 @@ def load_block(path: str | os.PathLike[str], party_id: str | None = None) -> Col
     d = _open_npz(p, "party block", BLOCK_FORMAT)
     try:
         shape = tuple(int(v) for v in d["shape"])
+        for name in ("indices", "indptr"):
+            if d[name].dtype.kind not in "iu":
+                raise ValueError(f"its {name} are not integers")
         A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=shape)
+        # every index in range, indptr monotonic and of the right length: a bad index would
+        # otherwise surface later as wrong data or a crash inside compiled code
+        A.check_format(full_check=True)
         block = ColumnBlock(str(d["party_id"]), A, d["c"], d["col_lower"], d["col_upper"],
                             str(d["split_id"]) if "split_id" in d else "")
     except KeyError as exc:

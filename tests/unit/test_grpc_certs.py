@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 
 import pytest
@@ -96,3 +97,15 @@ def test_certs_command(tmp_path, capsys):
     assert main(["certs", "--out", str(tmp_path / "c"), "--parties", "x1"]) == ExitCode.INPUT
     assert main(["certs", "--out", str(tmp_path / "d"), "--parties", "x1,x1"]) == ExitCode.INPUT
     assert "duplicate party id 'x1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("umask, cert_mode", [(0o022, 0o644), (0o077, 0o600), (0o027, 0o640)])
+def test_certificates_follow_the_umask_keys_stay_private(tmp_path, umask, cert_mode):
+    old = os.umask(umask)
+    try:
+        write_session_certs(tmp_path / "certs", ["owner1"])
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "certs").iterdir():
+        expected = 0o600 if path.suffix == ".key" else cert_mode
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path.name

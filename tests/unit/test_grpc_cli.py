@@ -7,7 +7,7 @@ import pytest
 
 from securelp.coordinator.cli import main
 from securelp.coordinator.commands.coordinate import parse_parties
-from securelp.solvers.errors import ConfigError, ExitCode, InputError
+from securelp.solvers.errors import ExitCode, InputError
 from securelp.solvers.lp import read_mps
 from securelp.solvers.lp.partition import load_block, load_public, save_public, split_columns
 from tests.lp_fixtures import TINY_MPS
@@ -56,7 +56,7 @@ def test_split_missing_file_names_it(tmp_path, capsys):
 
 def test_parse_parties():
     assert parse_parties(["a=h:1", "b=10.0.0.2:50051"]) == [("a", "h:1"), ("b", "10.0.0.2:50051")]
-    with pytest.raises(ConfigError, match="duplicate party ids in --party: a"):
+    with pytest.raises(InputError, match="duplicate party ids in --party: a"):
         parse_parties(["a=h:1", "a=h:2"])
     for bad in ("a", "=h:1", "a=h", "a=h:x"):
         with pytest.raises(InputError):
@@ -68,7 +68,7 @@ def test_coordinator_duplicate_ids_exit_code(tiny, tmp_path, capsys):
     save_public(public, tmp_path / "public.npz")
     code = main(["coordinator", "--public", str(tmp_path / "public.npz"), "--party", "a=127.0.0.1:1",
                  "--party", "a=127.0.0.1:2", "--insecure"])
-    assert code == ExitCode.CONFIG
+    assert code == ExitCode.INPUT  # as for a duplicate id in split and certs
     assert "duplicate party ids" in capsys.readouterr().err
 
 

@@ -310,3 +310,14 @@ def test_bench_checks_its_options_before_running(tmp_path, capsys):
     assert "expected a positive integer" in capsys.readouterr().err
     assert main(["bench", "pplp", "--json", str(tmp_path / "nonexist" / "x.json")]) == ExitCode.INPUT
     _one_error_line(capsys, "directory", "does not exist")
+
+
+def test_a_file_that_is_not_mps_is_refused_at_its_first_line(tmp_path, capsys):
+    # a large file of numbers used to be read to its end by HiGHS before it was refused
+    zeros = tmp_path / "zeros.mps"
+    zeros.write_text("0\n" * 2_000_000)
+    assert main(["solve", str(zeros)]) == ExitCode.INPUT
+    _one_error_line(capsys, "line 1", "'0' is not an MPS section name")
+    tiny = tmp_path / "tiny.mps"  # control: a real MPS file passes the section check
+    tiny.write_text(TINY_MPS)
+    assert read_mps(tiny).n_cols > 0

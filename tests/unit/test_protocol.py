@@ -132,7 +132,7 @@ def test_duplicate_party_ids_refused():
     public, blocks = split_columns(lp, [50, 50])
     twin = ColumnBlock(blocks[0].party_id, blocks[1].A, blocks[1].c, blocks[1].col_lower, blocks[1].col_upper)
     links = [InProcessLink(PartySession(blocks[0])), InProcessLink(PartySession(twin))]
-    with pytest.raises(ConfigError, match="duplicate party ids: party1"):
+    with pytest.raises(InputError, match="duplicate party ids: party1"):
         run_secure_lp(public, links, SessionConfig())
 
 

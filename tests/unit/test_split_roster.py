@@ -148,3 +148,20 @@ def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> No
     k = party_session.MAX_MASK_DOUBLES // max(lp.n_rows, lp.n_cols) + 1
     with pytest.raises(ResourceError, match="would need more than 8 GiB"):
         sess.mask(pb.MaskRequest(session_id="s", k=k, bounds_mode=pb.BOUNDS_MODE_ROWS))
+
+
+@pytest.mark.parametrize("field, corrupt, fragment", [
+    ("indices", lambda a: np.where(np.arange(a.size) == 0, -1, a), "indices must be >= 0"),
+    ("indices", lambda a: np.where(np.arange(a.size) == a.size - 1, 10**6, a), "indices must be <"),
+    ("indptr", lambda a: a[::-1].copy(), "index pointer"),
+    ("indices", lambda a: a.astype(float) + 0.5, "not integers"),
+])
+def test_a_block_file_with_bad_indices_is_refused_on_load(tiny, tmp_path, field, corrupt, fragment):
+    # a party used to accept such a block and later crash in compiled code or mask the wrong data
+    assert _split(tiny, tmp_path / "b") == 0
+    arrays = dict(np.load(tmp_path / "b" / "party1.npz"))
+    arrays[field] = corrupt(arrays[field])
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(InputError, match=fragment):
+        load_block(tmp_path / "bad.npz")
+    assert load_block(tmp_path / "b" / "party1.npz").n_cols > 0  # control: the original loads
