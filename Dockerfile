@@ -3,11 +3,13 @@
 # No image registry is reachable here, so the base image is built locally from Debian
 # bookworm (Python 3.11) with debootstrap -- see deploy/build-base-image.sh:
 #
-#     sudo deploy/build-base-image.sh            # -> image securelp-base:bookworm
+#     deploy/build-base-image.sh                 # as root -> image securelp-base:bookworm
 #     deploy/build-wheelhouse.sh                 # wheels via the host's pip (offline docker build)
 #     docker-compose build
 #
-# With a registry, `--build-arg BASE_IMAGE=python:3.11-slim` works as well.
+# With a registry, `--build-arg BASE_IMAGE=python:3.11-slim` works as well. The build ends by
+# checking that securelp installed as one import package holding every module of the copied
+# tree (deploy/check-package.py) and that `securelp --help` runs.
 ARG BASE_IMAGE=securelp-base:bookworm
 FROM ${BASE_IMAGE}
 
@@ -15,7 +17,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PATH=/opt/securelp/bin:$PATH
+    PATH=/opt/securelp/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # python3 + venv (bookworm: Python 3.11), and an unprivileged user for the processes
 RUN if ! command -v python3 >/dev/null || ! python3 -m venv --help >/dev/null 2>&1; then \
@@ -40,6 +42,7 @@ RUN if ls /deploy/wheelhouse/securelp-*.whl >/dev/null 2>&1; then \
     else \
         pip install -r /deploy/runtime-requirements.txt && pip install --no-deps . ; \
     fi \
+    && python /deploy/check-package.py --source /src \
     && rm -rf /src /deploy/wheelhouse \
     && securelp --help >/dev/null
 
