@@ -80,8 +80,15 @@ fi
 NFT=0; command -v nft >/dev/null && NFT=1
 IPT_NFT=0; iptables --version 2>/dev/null | grep -q nf_tables && IPT_NFT=1
 
-exec 9>"$LOCK"
-flock -n 9 || { echo "smoke: another smoke run holds $LOCK; wait for it to finish" >&2; exit 3; }
+# One run at a time on this host. The lock file is removed again at the end; a run that took
+# the lock on a file removed meanwhile takes it again on the new one.
+while :; do
+  exec 9>>"$LOCK"
+  flock -n 9 || { echo "smoke: another smoke run holds $LOCK; wait for it to finish" >&2; exit 3; }
+  [ "$(stat -c %i "$LOCK" 2>/dev/null)" = "$(stat -L -c %i /proc/self/fd/9)" ] && break
+  exec 9>&-
+done
+release_lock() { rm -f "$LOCK"; exec 9>&-; }
 
 # ---------------------------------------------------------------- host state
 # Each snapshot is a directory of normalized text files (counters, lifetimes, interface indexes
@@ -105,7 +112,7 @@ snapshot() {
     if [ -e "/proc/sys/${key//.//}" ]; then echo "$key = $(sysctl -n "$key")"; fi
   done >"$dir.tmp/sysctl"
   for name in "${DOCKER_PROCS[@]}"; do
-    for pid in $(pgrep -x "$name" || true); do echo "$name $pid"; done
+    for pid in $(live_pids "$name"); do echo "$name $pid"; done
   done >"$dir.tmp/processes"
   for name in "${RUNTIME_PATHS[@]}"; do
     if [ -e "$name" ]; then echo "$name exists"; else echo "$name absent"; fi
@@ -127,7 +134,15 @@ compare_states() {   # before after diff-file -> 0 when equal
 
 link_names() { sed -E -e 's/^[0-9]+: //' -e 's/^([^:@ ]+)[@:].*/\1/'; }   # `ip -o link` lines -> names
 
-dockerd_running() { pgrep -x dockerd >/dev/null; }
+# processes by command name, without zombies: a daemon that exited but whose parent has not
+# reaped it yet (one left by a killed run is reparented) runs no more
+live_pids() {
+  local pid
+  for pid in $(pgrep -x "$1" || true); do
+    if proc_alive "$pid"; then echo "$pid"; fi
+  done
+}
+dockerd_running() { [ -n "$(live_pids dockerd)" ]; }
 daemon_answers() { timeout 10 docker info >/dev/null 2>&1; }
 proc_alive() {   # a pid that is alive and not a zombie
   local st
@@ -160,6 +175,22 @@ stop_own_dockerd() {
   rm -f "$STATE/dockerd.pid"
 }
 
+SESSION_BRIDGES=""   # the compose network's bridges (br-<network id>), seen while the session ran
+note_session_bridges() {
+  local id
+  for id in $(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$PROJECT" 2>/dev/null); do
+    SESSION_BRIDGES="$SESSION_BRIDGES br-${id:0:12}"
+  done
+}
+
+report_session_bridges() {
+  local b
+  for b in $SESSION_BRIDGES; do
+    if ip link show "$b" >/dev/null 2>&1; then continue; fi
+    RESTORED+=("the compose network's bridge $b is gone")
+  done
+}
+
 restore_links() {
   local name
   for name in $(comm -13 <(link_names <"$STATE/before/links" | sort) <(ip -o link show | link_names | sort)); do
@@ -172,6 +203,13 @@ restore_links() {
 
 table_section() {   # raw-save table -> that table's section of an iptables-save file
   awk -v t="*$2" '$0 == t { on = 1 } on { print } on && $0 == "COMMIT" { exit }' "$1"
+}
+
+describe_table() {   # save-file table -> "chains ..., N rules, policies ..."
+  table_section "$1" "$2" | awk '
+    /^:/ { name = substr($1, 2); if ($2 == "-") chains = chains " " name; else if ($2 != "ACCEPT") pol = pol " " name " " $2 }
+    /^-A/ { rules++ }
+    END { printf "chains%s, %d rules%s", (chains == "" ? " none" : chains), rules, (pol == "" ? "" : ", policy" pol) }'
 }
 
 restore_tables() {
@@ -190,12 +228,14 @@ restore_tables() {
           fi
         fi
       elif [ "$NFT" = 1 ] && [ "$IPT_NFT" = 1 ]; then
-        if nft delete table "$family" "$t" 2>/dev/null; then RESTORED+=("deleted table $family $t (created by dockerd)"); fi
+        if nft delete table "$family" "$t" 2>/dev/null; then
+          RESTORED+=("deleted table $family $t (created by dockerd: $(describe_table "$now" "$t"))")
+        fi
       else
         # legacy iptables keeps its built-in tables: empty them and reset the policies
         "$fam" -t "$t" -F && "$fam" -t "$t" -X &&
           for chain in $("$fam" -t "$t" -S | awk '$1 == "-P" { print $2 }'); do "$fam" -t "$t" -P "$chain" ACCEPT; done &&
-          RESTORED+=("emptied $fam table $t (created by dockerd)")
+          RESTORED+=("emptied $fam table $t (created by dockerd: $(describe_table "$now" "$t"))")
       fi
     done
     rm -f "$now"
@@ -242,10 +282,13 @@ compose_down() {
 cleanup() {
   local rc=$? t0 restored=0 code
   set +e
-  trap '' INT TERM
+  # INT and TERM again must not cut the clean-up short, nor a reader of our output that went
+  # away (`smoke.sh | tee log` and Ctrl-C): output is then lost, the clean-up still runs
+  trap '' INT TERM PIPE
   t0=$(now)
   if [ -n "$CURRENT_PID" ]; then
     kill -TERM "$CURRENT_PID" 2>/dev/null; wait "$CURRENT_PID" 2>/dev/null; CURRENT_PID=""
+    echo "stopped"
   fi
   [ "$DOWN_DONE" = 1 ] || compose_down
   if [ "$OWN_DOCKERD" = 1 ]; then
@@ -255,42 +298,45 @@ cleanup() {
     restore_sysctls
     restore_runtime
   fi
+  report_session_bridges
   snapshot "$RECORD/after"
   cp -r "$STATE/before" "$RECORD/before.tmp" 2>/dev/null && rm -rf "$RECORD/before" && mv "$RECORD/before.tmp" "$RECORD/before"
   if compare_states "$STATE/before" "$RECORD/after" "$RECORD/state.diff"; then restored=1; fi
   timing "cleanup" "$t0"
-  echo
-  if [ "$OWN_DOCKERD" = 1 ]; then
-    say "host state: dockerd did not run before; this test started it and undid its traces"
-  else
-    say "host state: dockerd ran before; it was left running and only the compose project was removed"
-  fi
-  if [ ${#RESTORED[@]} -eq 0 ]; then say "restored: nothing needed restoring"; fi
-  for line in "${RESTORED[@]}"; do say "restored: $line"; done
-  if [ "$restored" = 1 ]; then
-    say "host state after equals the state before: yes (${COMPARED[*]}; record in $RECORD)"
-    rm -rf "$STATE"
-  else
-    say "host state after equals the state before: NO -- differences ($RECORD/state.diff):"
-    sed 's/^/    /' "$RECORD/state.diff"
-    if [ "$OWN_DOCKERD" = 1 ]; then
-      say "the state found is kept in $STATE: the next run restores to it (remove $STATE to accept the present state)"
-    else
-      rm -rf "$STATE"
-    fi
-  fi
-  echo
-  say "timings (s):"
-  sed 's/^/    /' "$RECORD/timings"
-  printf '    %-28s %s\n' total "$(elapsed "$T_START" "$(now)")"
-  if [ -n "$INTERRUPTED" ]; then
-    code=$([ "$INTERRUPTED" = INT ] && echo 130 || echo 143)
-    say "interrupted by SIG$INTERRUPTED; cleaned up"
+  printf '%-28s %s\n' total "$(elapsed "$T_START" "$(now)")" >>"$RECORD/timings"
+  if [ -n "$INTERRUPTED" ]; then code=$([ "$INTERRUPTED" = INT ] && echo 130 || echo 143)
   elif [ "$restored" != 1 ]; then code=2
   elif [ "$SESSION_OK" != 1 ] || [ "$rc" -ne 0 ]; then code=1
   else code=0
   fi
-  if [ "$code" = 0 ]; then say "PASS: session optimal, host state restored"; else say "FAIL (exit $code)"; fi
+  # the summary goes to a file first: it survives a reader of our output that went away
+  {
+    echo
+    if [ "$OWN_DOCKERD" = 1 ]; then
+      say "host state: dockerd did not run before; this test started it and undid its traces"
+    else
+      say "host state: dockerd ran before; it was left running and only the compose project was removed"
+    fi
+    if [ ${#RESTORED[@]} -eq 0 ]; then say "restored: nothing needed restoring"; fi
+    for line in "${RESTORED[@]}"; do say "restored: $line"; done
+    if [ "$restored" = 1 ]; then
+      say "host state after equals the state before: yes (${COMPARED[*]}; record in $RECORD)"
+    else
+      say "host state after equals the state before: NO -- differences ($RECORD/state.diff):"
+      sed 's/^/    /' "$RECORD/state.diff"
+      if [ "$OWN_DOCKERD" = 1 ]; then
+        say "the state found is kept in $STATE: the next run restores to it (remove $STATE to accept the present state)"
+      fi
+    fi
+    echo
+    say "timings (s):"
+    sed 's/^/    /' "$RECORD/timings"
+    if [ -n "$INTERRUPTED" ]; then say "interrupted by SIG$INTERRUPTED; cleaned up"; fi
+    if [ "$code" = 0 ]; then say "PASS: session optimal, host state restored"; else say "FAIL (exit $code)"; fi
+  } >"$RECORD/summary"
+  cat "$RECORD/summary"
+  if [ "$restored" = 1 ] || [ "$OWN_DOCKERD" = 0 ]; then rm -rf "$STATE"; fi
+  release_lock
   exit "$code"
 }
 
@@ -307,7 +353,7 @@ run_step() {
   log="$RECORD/logs/${name//:/-}.log"
   t0=$(now)
   printf 'smoke: %-28s ' "$name"
-  timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null &
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null 9>&- &
   CURRENT_PID=$!
   wait "$CURRENT_PID" || rc=$?
   CURRENT_PID=""
@@ -325,9 +371,10 @@ start_dockerd() {
   t0=$(now)
   printf 'smoke: %-28s ' "dockerd"
   # its own session, so that a Ctrl-C at the terminal reaches this script (which cleans up in
-  # order) and not the daemon
+  # order) and not the daemon; without the lock's descriptor, so that a daemon left behind by a
+  # killed run does not hold the lock against the next run, which adopts and stops it
   # shellcheck disable=SC2086
-  setsid dockerd ${DOCKERD_ARGS:-} >"$RECORD/logs/dockerd.log" 2>&1 </dev/null &
+  setsid dockerd ${DOCKERD_ARGS:-} >"$RECORD/logs/dockerd.log" 2>&1 </dev/null 9>&- &
   DOCKERD_PID=$!
   echo "$DOCKERD_PID" >"$STATE/dockerd.pid"
   for _ in $(seq 60); do
@@ -358,6 +405,7 @@ scenario_dialin() {
   local ids
   run_step dialin:init 180 "${COMPOSE[@]}" run --rm -T init
   run_step dialin:parties-up 180 "${COMPOSE[@]}" up -d owner1 owner2 owner3
+  note_session_bridges
   run_step dialin:coordinator 300 "${COMPOSE[@]}" run --rm -T coordinator
   # the parties exit by themselves once the coordinator has closed the session
   ids="$("${COMPOSE[@]}" ps -q owner1 owner2 owner3 | tr '\n' ' ')"
@@ -409,7 +457,7 @@ print(repr(h.getInfo().objective_function_value))
 
 main() {
   mkdir -p "$STATE" "$RECORD"
-  rm -rf "$RECORD/logs" "$RECORD/timings" "$RECORD/after" "$RECORD/state.diff" "$RECORD/cleanup.log"
+  rm -rf "$RECORD/logs" "$RECORD/timings" "$RECORD/after" "$RECORD/state.diff" "$RECORD/cleanup.log" "$RECORD/summary"
   mkdir -p "$RECORD/logs"
   : >"$RECORD/timings"
   if [ -d "$STATE/before" ]; then
@@ -419,6 +467,7 @@ main() {
     CHILD_PIDS="$(cat "$STATE/children.pid" 2>/dev/null || true)"
     if [ "$OWN_DOCKERD" = 1 ] && dockerd_running && ! { [ -n "$DOCKERD_PID" ] && proc_alive "$DOCKERD_PID"; }; then
       echo "smoke: a dockerd runs that no smoke run started, but the state recorded in $STATE had none: stop it, or remove $STATE to accept the present state" >&2
+      release_lock
       exit 3
     fi
   else
@@ -434,7 +483,7 @@ main() {
   if daemon_answers && [ "$OWN_DOCKERD" = 1 ]; then
     say "dockerd (pid $DOCKERD_PID) started by the unfinished run answers; it is stopped at the end"
   elif daemon_answers; then
-    say "dockerd answers (pid $(pgrep -x dockerd | tr '\n' ' ')); it is left running"
+    say "dockerd answers (pid $(live_pids dockerd | tr '\n' ' ')); it is left running"
   elif [ "$OWN_DOCKERD" = 0 ]; then
     echo "smoke: dockerd runs but does not answer the docker client" >&2
     return 1
