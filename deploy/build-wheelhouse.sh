@@ -23,6 +23,11 @@ for pkg in protos party coordinator solvers; do
   tar -c --exclude=__pycache__ --exclude='*.pyc' "$pkg" | tar -x -C "$stage"
 done
 
+# the same sources give the same wheel, byte for byte (zip timestamps from SOURCE_DATE_EPOCH), so
+# that `docker build` reuses its cached layers when nothing changed
+SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}"
+export SOURCE_DATE_EPOCH
+
 rm -rf deploy/wheelhouse && mkdir -p deploy/wheelhouse
 "$python" -m pip wheel -q --no-deps "$stage" -w deploy/wheelhouse
 "$python" -m pip download -q --only-binary=:all: --python-version 3.11 \

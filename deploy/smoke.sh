@@ -26,7 +26,8 @@
 # Exit status: 0 the session was optimal and the host state equals the one before; 1 a step
 # failed or the session's report was wrong; 2 the host state differs from the one before (the
 # differences are printed; this wins over 1); 3 a precondition is missing (not root, a command,
-# another smoke run holds the lock); 130/143 interrupted by INT/TERM (after cleaning up).
+# another smoke run holds the lock, an unknown scenario); 130/143 interrupted by INT/TERM (after
+# cleaning up).
 #
 # Environment: SMOKE_SCENARIOS (default "dialin"), SMOKE_PROJECT (compose project, default
 # securelpsmoke), SMOKE_RECORD (the run's record, default deploy/smoke), SMOKE_COMPOSE (default
@@ -252,13 +253,17 @@ restore_sysctls() {
 }
 
 restore_runtime() {
-  local path
-  for path in /run/docker /run/containerd; do
-    if grep -qx "$path absent" "$STATE/before/runtime" && [ -e "$path" ] && ! dockerd_running &&
-       ! findmnt -rn -o TARGET | grep -q "^$path/"; then
-      rm -rf --one-file-system "$path" && RESTORED+=("removed dockerd's runtime directory $path")
-    fi
-  done
+  # /run/docker is dockerd's (removed once the daemon this test started is gone); /run/containerd
+  # holds the shims' socket directories that any container creates (removed while it is empty)
+  if grep -qx "/run/docker absent" "$STATE/before/runtime" && [ -e /run/docker ] && ! dockerd_running &&
+     ! findmnt -rn -o TARGET | grep -q "^/run/docker/"; then
+    rm -rf --one-file-system /run/docker && RESTORED+=("removed dockerd's runtime directory /run/docker")
+  fi
+  if grep -qx "/run/containerd absent" "$STATE/before/runtime" && [ -d /run/containerd ] &&
+     [ -z "$(find /run/containerd ! -type d -print -quit)" ] &&
+     ! findmnt -rn -o TARGET | grep -q "^/run/containerd/"; then
+    rm -rf --one-file-system /run/containerd && RESTORED+=("removed the shims' empty runtime directory /run/containerd")
+  fi
 }
 
 compose_down() {
@@ -296,8 +301,8 @@ cleanup() {
     restore_links
     restore_tables
     restore_sysctls
-    restore_runtime
   fi
+  restore_runtime
   report_session_bridges
   snapshot "$RECORD/after"
   cp -r "$STATE/before" "$RECORD/before.tmp" 2>/dev/null && rm -rf "$RECORD/before" && mv "$RECORD/before.tmp" "$RECORD/before"
@@ -364,6 +369,24 @@ run_step() {
     return "$rc"
   fi
   echo "ok ($(elapsed "$t0" "$(now)") s)"
+}
+
+# drop_replaced_image ID: the build moved the image's tag to a new image; remove the one it
+# replaced (untagged now), so that repeated runs do not pile up images
+drop_replaced_image() {
+  local new
+  new="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
+  if [ -z "$1" ]; then
+    say "    $IMAGE built"
+  elif [ "$1" = "$new" ]; then
+    say "    $IMAGE unchanged (every build step cached)"
+  elif [ -n "$(docker image inspect -f '{{join .RepoTags ","}}' "$1" 2>/dev/null)" ]; then
+    say "    $IMAGE rebuilt; the image it replaced is still tagged, kept"
+  elif docker image rm "$1" >/dev/null 2>&1; then
+    say "    $IMAGE rebuilt; removed the image it replaced (${1:7:12})"
+  else
+    say "    $IMAGE rebuilt; the image it replaced (${1:7:12}) is still in use, kept"
+  fi
 }
 
 start_dockerd() {
@@ -456,12 +479,18 @@ print(repr(h.getInfo().objective_function_value))
 '
 
 main() {
+  local old_image scenario
+  for scenario in $SCENARIOS; do
+    declare -F "scenario_$scenario" >/dev/null || {
+      echo "smoke: unknown scenario '$scenario' in SMOKE_SCENARIOS (known: $(declare -F | awk '$3 ~ /^scenario_/ { sub("scenario_", "", $3); printf "%s ", $3 }'))" >&2
+      release_lock; exit 3; }
+  done
   mkdir -p "$STATE" "$RECORD"
   rm -rf "$RECORD/logs" "$RECORD/timings" "$RECORD/after" "$RECORD/state.diff" "$RECORD/cleanup.log" "$RECORD/summary"
   mkdir -p "$RECORD/logs"
   : >"$RECORD/timings"
   if [ -d "$STATE/before" ]; then
-    say "an earlier smoke run did not finish (killed?): restoring to the host state it recorded at $(cat "$STATE/before/taken")"
+    say "an earlier smoke run left the host state it had found in $STATE (it was killed, or could not restore it): restoring to that state, recorded at $(cat "$STATE/before/taken")"
     if grep -q '^dockerd ' "$STATE/before/processes"; then OWN_DOCKERD=0; else OWN_DOCKERD=1; fi
     DOCKERD_PID="$(cat "$STATE/dockerd.pid" 2>/dev/null || true)"
     CHILD_PIDS="$(cat "$STATE/children.pid" 2>/dev/null || true)"
@@ -483,11 +512,12 @@ main() {
   if daemon_answers && [ "$OWN_DOCKERD" = 1 ]; then
     say "dockerd (pid $DOCKERD_PID) started by the unfinished run answers; it is stopped at the end"
   elif daemon_answers; then
-    say "dockerd answers (pid $(live_pids dockerd | tr '\n' ' ')); it is left running"
+    say "dockerd answers (pid $(live_pids dockerd | paste -sd ' ')); it is left running"
   elif [ "$OWN_DOCKERD" = 0 ]; then
     echo "smoke: dockerd runs but does not answer the docker client" >&2
     return 1
   else
+    stop_own_dockerd   # one left by an unfinished run that no longer answers
     start_dockerd
   fi
 
@@ -497,7 +527,9 @@ main() {
     run_step base-image 1800 "$REPO/deploy/build-base-image.sh" ${MIRROR:+"$MIRROR"}
   fi
   run_step wheelhouse 900 "$REPO/deploy/build-wheelhouse.sh"
-  run_step build 1200 "${COMPOSE[@]}" build
+  old_image="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
+  run_step build 1200 env SECURELP_BUILD_NETWORK=none "${COMPOSE[@]}" build
+  drop_replaced_image "$old_image"
   run_step image:help 60 docker run --rm --network none "$IMAGE" --help
   run_step image:one-package 60 docker run --rm --network none --entrypoint python "$IMAGE" /deploy/check-package.py
   say "    $(tail -n 1 "$RECORD/logs/image-one-package.log")"
@@ -506,7 +538,6 @@ main() {
   say "    central objective (HiGHS on deploy/afiro.mps in the image): $CENTRAL"
 
   for scenario in $SCENARIOS; do
-    declare -F "scenario_$scenario" >/dev/null || { say "unknown scenario '$scenario' (SMOKE_SCENARIOS)"; return 1; }
     "scenario_$scenario"
   done
   SESSION_OK=1
