@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ldp": ("securelp.coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
     "census": ("securelp.coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
     "bench": ("securelp.coordinator.commands.bench", "run the reproducible benchmarks"),
+    "audit": ("securelp.coordinator.commands.audit", "run the leakage attacks on a session transcript"),
 }
 
 

@@ -14,8 +14,9 @@ party's own y_j; each party decodes x_j and reveals it only if the session agree
 Every party learns the status, also when the LP is infeasible or unbounded.
 
 All of it runs over ``PartyLink`` objects, so the same code drives in-process
-simulations and gRPC deployments. What the coordinator saw is kept in a ``Transcript``
-for the leakage auditor (``securelp.coordinator.leakage``); it never leaves the process.
+simulations and gRPC deployments. The parsed blocks are kept per party in
+``TranscriptEntry`` objects; the recorded transcript of every message, which the leakage
+attacks read, is ``securelp.coordinator.transcript``'s.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class SessionConfig:
 
 @dataclass(frozen=True, eq=False)
 class TranscriptEntry:
-    """Everything the coordinator received from one party (for the leakage auditor)."""
+    """The parsed block and the revealed x_j of one party."""
 
     party_id: str
     hello: pb.HelloReply

@@ -2,7 +2,10 @@
 the readable text printed by ``securelp solve``/``demo``/``coordinator``.
 
 Reports carry sizes, statuses, optimal values, bytes and times; never matrices, masks,
-or a party's solution (only per-party summaries of x_j when it was revealed).
+or a party's solution (only per-party summaries of x_j when it was revealed). Each party's
+``leakage`` entry comes from the attacks that ran on this session's transcript
+(:mod:`securelp.coordinator.audit`); in simulations it carries their evaluation against the
+truth beside them.
 """
 
 from __future__ import annotations
@@ -11,20 +14,35 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from securelp.coordinator.leakage import leakage_statement
-from securelp.coordinator.protocol import SessionOutcome
+from securelp.coordinator.audit import SessionAudit, audit_entry, leakage_entry, text_lines
+from securelp.coordinator.protocol import PartyReport, SessionOutcome
 
-REPORT_VERSION = 1
+#: 2: ``parties[].leakage`` follows from attacks on the transcript (``coordinator_cannot_reconstruct``
+#: and ``audit`` gave way to ``not_recovered_by_our_attacks``, ``attacks``, ``summary``, ``truth``),
+#: and the session-level ``audit`` entry
+REPORT_VERSION = 2
 
 
-def build_report(outcome: SessionOutcome, audits: Mapping[str, dict[str, Any]] | None = None,
+def _unaudited(mode: str, p: PartyReport) -> dict[str, Any]:
+    """The leakage entry of a party when no attack ran (nothing is claimed either way)."""
+    return {"mode": mode, "dense_masked_columns": p.n_dense_masked, "monomial_columns": p.n_monomial,
+            "bound_rows": p.n_bound_rows, "revealed_solution": p.revealed,
+            "every_column_bounded": bool(p.n_cols and p.n_bounded == p.n_cols and mode == "monomial"),
+            "coordinator_can_reconstruct": [f"n_j = {p.n_cols} columns ({p.n_free} free, {p.n_bounded} bounded)"],
+            "not_recovered_by_our_attacks": [("no attack ran on this session's transcript; nothing is claimed "
+                                              "about what the coordinator can or cannot reconstruct")],
+            "summary": None, "attacks": []}
+
+
+def build_report(outcome: SessionOutcome, audit: SessionAudit | None = None,
                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report of one session (keys documented in docs/reports.md)."""
     parties = []
     for p in outcome.parties:
-        leak = leakage_statement(outcome.bounds_mode, p)
-        if audits and p.party_id in audits:
-            leak["audit"] = audits[p.party_id]
+        if audit is not None and p.party_id in audit.parties:
+            leak = leakage_entry(audit.parties[p.party_id], audit)
+        else:
+            leak = _unaudited(outcome.bounds_mode, p)
         parties.append({
             "id": p.party_id,
             "n_cols": p.n_cols,
@@ -56,6 +74,7 @@ def build_report(outcome: SessionOutcome, audits: Mapping[str, dict[str, Any]] |
         "parties": parties,
         "timings_s": dict(outcome.timings_s),
         "central_time_s": outcome.central_time_s,
+        "audit": audit_entry(audit) if audit is not None else None,
     }
     if extra:
         report.update(extra)
@@ -67,8 +86,8 @@ def _fmt(value: float | None, spec: str = ".10g") -> str:
     return "n/a" if value is None or math.isnan(value) else format(value, spec)
 
 
-def format_report(outcome: SessionOutcome, title: str = "secure LP session") -> str:
-    """A readable summary (no private data)."""
+def format_report(outcome: SessionOutcome, title: str = "secure LP session", audit: SessionAudit | None = None) -> str:
+    """A readable summary (no private data; in simulations, the attacks' evaluation against the truth)."""
     lines = [(f"{title}: {outcome.n_rows} rows x {outcome.n_cols} columns, {len(outcome.parties)} parties, "
               f"transport {outcome.transport}, bounds mode {outcome.bounds_mode}, k = {outcome.k}")]
     if outcome.reproducible:
@@ -92,15 +111,17 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session") -> 
     t = outcome.timings_s
     lines.append("  times (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items())
                  + (f"; central solve {outcome.central_time_s:.4f}" if outcome.central_time_s is not None else ""))
-    lines.append("  leakage (what the coordinator can reconstruct):")
-    seen: set[str] = set()
+    lines.append("  leakage (from the attacks that ran on this session's transcript):")
+    if audit is None:
+        lines.append("    no attack ran; nothing is claimed about what the coordinator can or cannot reconstruct")
+        return "\n".join(lines)
     for p in outcome.parties:
-        leak = leakage_statement(outcome.bounds_mode, p)
-        for item in leak["coordinator_can_reconstruct"][1:]:
-            key = f"{p.party_id}: {item}"
-            if key not in seen:
-                seen.add(key)
-                lines.append(f"    - {key}")
-        for item in leak["coordinator_cannot_reconstruct"]:
-            lines.append(f"    - {p.party_id}: NOT {item}")
+        pa = audit.parties.get(p.party_id)
+        if pa is not None:
+            lines.extend(f"    {line}" for line in text_lines(pa, audit))
+    skipped = audit.skipped
+    if skipped:
+        lines.append(f"    {len(skipped)} attack(s) skipped: " + "; ".join(f"{s['party']} {s['attack']} ({s['reason']})"
+                                                                     for s in skipped))
+    lines.append(f"    audit: {audit.seconds:.2f} s" + (f" of a {audit.budget_s:g} s budget" if audit.budget_s else ""))
     return "\n".join(lines)

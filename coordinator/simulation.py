@@ -3,23 +3,31 @@
 ``simulate`` splits nothing itself: it takes the public rows and the private blocks,
 builds one ``PartySession`` per block, connects to them in-process or over real gRPC
 servers on loopback (threads of this process, mutual TLS with fresh certificates in a
-temporary directory), runs the protocol and, since it holds every block, audits the
-leakage statement against the truth.
+temporary directory), runs the protocol with every message recorded (the transcript), runs the
+attacks of :mod:`securelp.coordinator.audit` on the transcript and, since it holds every block,
+evaluates them against the truth (rows holding one nonzero in the whole LP are assumed known for
+the known-row attacks, reported apart).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import numpy as np
 
 from securelp.coordinator import sizing
+from securelp.coordinator.audit import (
+    DEFAULT_SESSION_BUDGET_S,
+    SessionAudit,
+    Truth,
+    audit_transcript,
+    known_rows_from_truth,
+)
 from securelp.coordinator.exit_cleanups import private_tempdir
-from securelp.coordinator.leakage import audit_entry, check_against_truth
-from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
+from securelp.coordinator.protocol import SessionConfig, SessionOutcome, session_k
 from securelp.coordinator.sizing import session_memory
+from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink, PartyLink
 from securelp.party.session import PartySession
 from securelp.solvers.errors import ConfigError, ResourceError
@@ -99,13 +107,21 @@ def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int 
         yield links
 
 
+def audit_simulation(transcript: Transcript, blocks: Sequence[ColumnBlock], *,
+                     budget_s: float | None = DEFAULT_SESSION_BUDGET_S, seed: int | None = None) -> SessionAudit:
+    """The transcript's attacks, evaluated against the blocks (a simulation holds them all); the
+    known-row attacks assume the rows with a single nonzero in the whole LP known."""
+    truth = Truth.of(blocks, "simulation")
+    known = known_rows_from_truth(truth, [b.party_id for b in blocks], "singletons")
+    return audit_transcript(transcript, truth=truth, known_rows=known, budget_s=budget_s, seed=seed)
+
+
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",
-             seed: int | str | None = None, central: LinearProgram | None = None,
-             insecure: bool = False) -> tuple[SessionOutcome, dict[str, dict[str, Any]]]:
-    """Run one session with simulated parties; returns the outcome and per-party audits."""
+             seed: int | str | None = None, central: LinearProgram | None = None, insecure: bool = False,
+             transcript_path: str | None = None,
+             audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S) -> tuple[SessionOutcome, SessionAudit]:
+    """Run one session with simulated parties; returns the outcome and the audit of its transcript
+    (evaluated against the blocks). ``transcript_path``: also write the transcript file there."""
     with simulated_links(blocks, transport, seed=seed, deadline_s=config.deadline_s, insecure=insecure) as links:
-        outcome = run_secure_lp(public, links, config, central=central)
-    by_id = {b.party_id: b for b in blocks}
-    audits = {e.party_id: check_against_truth(audit_entry(e), by_id[e.party_id], config.bounds_mode)
-              for e in outcome.transcript}
-    return outcome, audits
+        outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path)
+    return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s)

@@ -15,6 +15,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
 from securelp.coordinator.grpc_env import quiet_grpc_core
 from securelp.solvers.errors import ConfigError, InputError
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", type=positive_float, default=30.0, metavar="S",
                    help="seconds to wait for every party to report SERVING (default 30)")
     add_session_arguments(p)
+    add_transcript_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -89,14 +91,17 @@ def _wait_all_ready(links: list, wait_s: float) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     quiet_grpc_core(args.verbose)
+    from securelp.coordinator.audit import audit_transcript
     from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
-    from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+    from securelp.coordinator.protocol import SessionConfig
     from securelp.coordinator.report import build_report, format_report
     from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+    from securelp.coordinator.transcript import run_recorded
     from securelp.solvers.lp.partition import load_public
 
     check_writable(args.json, "--json")
-    check_distinct([("--json", args.json)], [("--public", args.public)])
+    check_transcript_path(args.transcript)
+    check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--public", args.public)])
 
     if args.certs and args.insecure:
         raise ConfigError("--certs and --insecure were both given; choose one")
@@ -117,13 +122,15 @@ def run(args: argparse.Namespace) -> int:
         for name, address in parties:
             links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
         _wait_all_ready(links, args.wait)
-        outcome = run_secure_lp(public, links, config)
+        outcome, transcript = run_recorded(public, links, config, path=args.transcript)
     finally:
         for link in links:
             link.shutdown()
-    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip()),
+    # the coordinator holds the transcript: the attacks on it say what it could reconstruct
+    audit = audit_transcript(transcript, budget_s=args.audit_budget)
+    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip(), audit=audit),
           file=human_stream(args.json))
     if args.json:
-        write_json_report(args.json, build_report(outcome, None, extra={
+        write_json_report(args.json, build_report(outcome, audit, extra={
             "problem": public.name, "endpoints": {name: address for name, address in parties}}))
     return int(STATUS_EXIT[outcome.status])

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
 from securelp.coordinator.examples import EXAMPLES, mangasarian_example
-from securelp.coordinator.leakage import audit_entry, check_against_truth
-from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.protocol import SessionConfig
 from securelp.coordinator.report import build_report, format_report
-from securelp.coordinator.reporting import check_writable, human_stream, write_json_report
-from securelp.coordinator.simulation import simulate
+from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+from securelp.coordinator.simulation import audit_simulation, simulate
+from securelp.coordinator.transcript import run_recorded
 from securelp.solvers.lp.partition import split_columns
 
 
@@ -32,17 +33,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-seed", type=non_negative_int, default=0, help="seed of the (public, synthetic) example data")
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
     p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
+    add_transcript_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     check_writable(args.json, "--json")
+    check_transcript_path(args.transcript)
+    check_distinct([("--json", args.json), ("--transcript", args.transcript)])
     lp, split, known_value = mangasarian_example(args.example, seed=args.data_seed)
     public, blocks = split_columns(lp, split, ids=[f"owner{i + 1}" for i in range(len(split))])
     config = SessionConfig(bounds_mode=args.bounds, deadline_s=args.deadline)
     start = time.perf_counter()
     if args.transport == "inprocess":
-        outcome, audits = simulate(public, blocks, config, transport="inprocess", central=lp)
+        outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp,
+                                  transcript_path=args.transcript, audit_budget_s=args.audit_budget)
         startup = 0.0
     else:
         from securelp.coordinator.exit_cleanups import private_tempdir
@@ -52,16 +57,14 @@ def run(args: argparse.Namespace) -> int:
         with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
-            outcome = run_secure_lp(public, links, config, central=lp)
-        by_id = {b.party_id: b for b in blocks}
-        audits = {e.party_id: check_against_truth(audit_entry(e), by_id[e.party_id], config.bounds_mode)
-                  for e in outcome.transcript}
+            outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript)
+        audit = audit_simulation(transcript, blocks, budget_s=args.audit_budget)
     out = human_stream(args.json)
-    print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}"), file=out)
+    print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}", audit=audit), file=out)
     print(f"  known optimal value {known_value:.15g} (from the construction)", file=out)
     if args.transport == "grpc":
         print(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary", file=out)
     if args.json:
-        write_json_report(args.json, build_report(outcome, audits, extra={
+        write_json_report(args.json, build_report(outcome, audit, extra={
             "example": args.example, "known_objective": known_value, "process_start_s": startup}))
     return int(STATUS_EXIT[outcome.status])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
 from securelp.coordinator.protocol import SessionConfig
 from securelp.coordinator.report import build_report, format_report
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reproducible-simulation mode: derive every mask from this seed (flagged in the report)")
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
     add_session_arguments(p)
+    add_transcript_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -37,15 +39,17 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--insecure applies to --transport grpc only; --transport {args.transport} has no TLS "
                           "to turn off")
     check_writable(args.json, "--json")
-    check_distinct([("--json", args.json)], [("FILE", args.file)])
+    check_transcript_path(args.transcript)
+    check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("FILE", args.file)])
     lp = read_mps(args.file)
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     public, blocks = split_columns(lp, sizes)
     config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
     check_session_fits(public, blocks, config)  # --k the protocol carries, the whole run in memory (exit 12)
-    outcome, audits = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
-                               insecure=args.insecure)
-    print(format_report(outcome, title=f"securelp solve {lp.name}"), file=human_stream(args.json))
+    outcome, audit = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
+                              insecure=args.insecure, transcript_path=args.transcript,
+                              audit_budget_s=args.audit_budget)
+    print(format_report(outcome, title=f"securelp solve {lp.name}", audit=audit), file=human_stream(args.json))
     if args.json:
-        write_json_report(args.json, build_report(outcome, audits, extra={"problem": lp.name}))
+        write_json_report(args.json, build_report(outcome, audit, extra={"problem": lp.name}))
     return int(STATUS_EXIT[outcome.status])

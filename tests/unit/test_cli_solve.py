@@ -38,7 +38,7 @@ def test_solve_writes_the_documented_report(tmp_path):
     assert set(report["timings_s"]) == {"mask", "transfer", "solve", "decode", "total"}
     for p in report["parties"]:
         assert {"id", "n_cols", "bytes_sent", "bytes_received", "leakage"} <= set(p)
-        assert p["leakage"]["audit"]["statement_confirmed"]
+        assert p["leakage"]["truth"]["claims_hold"]
     assert "Traceback" not in r.stderr
 
 

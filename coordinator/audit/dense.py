@@ -1,0 +1,488 @@
+"""Attacks on a dense masked product M = A_d B' (m x k) and B c.
+
+Mangasarian (2011) hides A_d (m x n) behind a random B (k x n, k >= n): any invertible Q gives
+(A_d Q^-1, Q B) with the same product, so A_d itself is not determined. What M does fix:
+
+``dense_column_space``
+    range(M) = range(A_d) when B has full column rank (with probability 1): the column space
+    of the block, exactly. Its rank r is revealed; when r = m it is all of R^m and says nothing
+    more.
+``dense_row_support``
+    Row i of M is zero exactly when row i of A_d is (B generic): which constraints the block
+    touches.
+``dense_row_gram``
+    M M' / k = A_d (B'B / k) A_d' estimates A_d A_d' (row norms and inner products), since
+    E[B'B] = k I for a standard Gaussian mask; the error falls like sqrt(n/k).
+``dense_sparse_recovery``
+    The columns of a sparse A_d are sparse vectors of range(M), and generic vectors of an
+    r-dimensional subspace of R^m vanish on at most r - 1 coordinates. Choosing r pivot rows I
+    (Gaussian elimination on an orthonormal basis Q, rows in random order, threshold pivoting)
+    gives V = Q Q_I^-1: column i of V is the only vector of the subspace that is 1 on pivot i
+    and 0 on the other r - 1 pivots. When a column a of A_d has pivot i in its support and none
+    of the others, V_i = a / a_i. Columns of V with fewer than m - r + 1 nonzeros are not
+    generic and are kept as recovered columns (up to scale). Rounds with fresh random orders
+    repeat until every column is found, rounds stop finding new ones, or the budget ends.
+``dense_l1_recovery``
+    For rows not yet covered (then the rows of the least sparse basis vectors): min ||v||_1 over
+    v in range(M) with v_i = 1, the classic convex surrogate of the sparsest vector (an LP, solved
+    with HiGHS through securelp.solvers.lp in its dual form).
+``dense_costs``
+    Once all n columns are known up to scale (A_d = V L, L diagonal), L B' = V^+ M follows, then
+    L^-1 c = (V^+ M)'^+ (B c): every cost up to the same scale as its column. The normalization
+    of round numbers (securelp.coordinator.audit.monomial.fit_scales, here with any scale) then
+    proposes values; with x revealed, x_i = (V^+ M u)_i / l_i gives the scales, their signs and
+    positions (x_d = B' u).
+
+Every attack takes a :class:`~securelp.coordinator.audit.view.MaskedProduct`, a product
+attributed to a set of parties: one party in the plain protocol, all of them when only a sum
+sum_j A_j B_j' is revealed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from securelp.coordinator.audit.budget import Budget
+from securelp.coordinator.audit.columns import ZERO_TOL
+from securelp.coordinator.audit.monomial import fit_scales
+from securelp.coordinator.audit.results import (
+    AttackOutcome,
+    AttackStatus,
+    RecoveredColumns,
+    not_applicable,
+    skipped,
+)
+from securelp.coordinator.audit.view import MaskedProduct
+
+FAMILY = "dense"
+#: relative threshold of the numerical rank of M on the diagonal of its pivoted QR factor (masked
+#: products of rank-deficient data have a gap of 10 or more orders of magnitude there)
+RANK_TOL = 1e-9
+#: threshold pivoting: a pivot is acceptable when at least this fraction of its column's largest
+PIVOT_THRESHOLD = 0.1
+#: rounds of random pivots at most, and rounds in a row without a new column before stopping
+MAX_ROUNDS = 200
+STALE_ROUNDS = 12
+#: l1 programs at most per product, and in a row without a sparse vector before stopping (a
+#: generic subspace has none: every program then returns a dense vector)
+MAX_L1 = 200
+L1_STALE = 3
+#: rows of M above which the m x m Gram estimate is not formed (memory m^2 doubles)
+MAX_GRAM_ROWS = 4000
+#: share of the remaining budget one iterative search may use
+SEARCH_SHARE = 0.5
+#: relative agreement of "this x entry equals this candidate value"
+X_MATCH_TOL = 1e-7
+#: what counts as round for values computed through factorizations of M (errors near 1e-12)
+DENSE_MAX_DIGITS = 6
+DENSE_REL_TOL = 1e-9
+
+
+def polish_direction(Q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The vector of range(Q) (Q orthonormal) supported on the support S of ``v``, to working
+    accuracy: for v_S, (I - Q Q') v = 0 reads (I - Q_S Q_S') v_S = 0, so v_S is the eigenvector of
+    the small |S| x |S| matrix Q_S Q_S' for its eigenvalue 1. Normalized as ``v`` (first nonzero 1)."""
+    S = np.flatnonzero(v)
+    if S.size <= 1:
+        return v
+    QS = Q[S]
+    _, U = np.linalg.eigh(QS @ QS.T)
+    w = np.zeros_like(v)
+    w[S] = U[:, -1]
+    return w / w[S[0]]
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnSpace:
+    """An orthonormal basis Q (m x r) of range(M) and its rank."""
+
+    Q: np.ndarray
+    rank: int
+
+
+def orthonormal_range(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
+    """An orthonormal basis of range(X) by QR with column pivoting (rank revealing: the diagonal
+    of R falls by many orders of magnitude at the numerical rank of a rank-deficient product)."""
+    if X.size == 0:
+        return np.zeros((X.shape[0], 0))
+    Q, R, _ = scipy.linalg.qr(X, mode="economic", pivoting=True, check_finite=False)
+    d = np.abs(np.diag(R))
+    r = int(np.sum(d > tol * d[0])) if d.size and d[0] > 0 else 0
+    return np.ascontiguousarray(Q[:, :r])
+
+
+def column_space(M: np.ndarray) -> ColumnSpace:
+    """range(M) (numerical rank at :data:`RANK_TOL` of the largest pivot)."""
+    Q = orthonormal_range(M)
+    return ColumnSpace(Q, Q.shape[1])
+
+
+def _range_flops(m: int, k: int) -> float:
+    return 4.0 * m * k * min(m, k)
+
+
+def _random_pivots(Q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """r pivot rows of Q (m x r) by Gaussian elimination on Q' with rows in random order and
+    threshold pivoting (the first acceptable row in that order is taken)."""
+    m, r = Q.shape
+    order = rng.permutation(m)
+    X = Q[order].copy()
+    alive = np.ones(m, dtype=bool)
+    pivots = np.empty(r, dtype=np.int64)
+    for j in range(r):
+        colj = np.abs(X[:, j])
+        colj[~alive] = 0.0
+        big = colj.max()
+        if big == 0:
+            return pivots[:j]
+        p = int(np.argmax(colj >= PIVOT_THRESHOLD * big))  # first acceptable in the random order
+        pivots[j] = order[p]
+        alive[p] = False
+        if j + 1 < r:
+            factors = X[:, j] / X[p, j]
+            factors[~alive] = 0.0
+            X[:, j + 1:] -= np.outer(factors, X[p, j + 1:])
+    return pivots
+
+
+def _generic_support(Q: np.ndarray) -> int:
+    """Nonzeros of a generic vector of range(Q) that vanishes on r - 1 chosen rows: the rows where
+    the subspace is not identically zero (the block's row support), less r - 1."""
+    live = int(np.count_nonzero(np.linalg.norm(Q, axis=1) > 1e-12))
+    return live - Q.shape[1] + 1
+
+
+def _sparse_columns(V: np.ndarray, generic_support: int) -> list[np.ndarray]:
+    """Columns of V whose support (entries above ZERO_TOL of the column's largest) is smaller than
+    a generic vector's; each normalized so its first nonzero is 1."""
+    out = []
+    big = np.abs(V).max(axis=0)
+    for i in range(V.shape[1]):
+        if big[i] == 0:
+            continue
+        v = V[:, i].copy()
+        v[np.abs(v) <= ZERO_TOL * big[i]] = 0.0
+        nz = np.flatnonzero(v)
+        if 0 < nz.size < generic_support:
+            out.append(v / v[nz[0]])
+    return out
+
+
+class _Found:
+    """Sparse directions found so far (distinct, keyed by support and rounded values), and the
+    sparsest basis they contain: greedy by support size, a vector taken when it is independent of
+    those taken before (a matroid greedy, so no basis of the pool has a smaller total support).
+    A combination of two columns is sparse too, but the columns themselves, once found, are
+    sparser and displace it."""
+
+    def __init__(self, m: int, rank: int) -> None:
+        self.m, self.rank = m, rank
+        self.pool: dict[bytes, np.ndarray] = {}
+        self._basis: list[np.ndarray] | None = []
+
+    def add(self, v: np.ndarray) -> bool:
+        nz = np.flatnonzero(v)
+        key = nz.astype(np.int32).tobytes() + np.round(v[nz], 6).tobytes()
+        if key in self.pool:
+            return False
+        self.pool[key] = v
+        self._basis = None
+        return True
+
+    @property
+    def vectors(self) -> list[np.ndarray]:
+        """The sparsest basis (at most ``rank`` vectors) of what was found."""
+        if self._basis is None:
+            pool = sorted(self.pool.values(), key=lambda v: int(np.count_nonzero(v)))
+            basis: list[np.ndarray] = []
+            ortho = np.zeros((self.m, 0))
+            for v in pool:
+                if len(basis) == self.rank:
+                    break
+                w = v - ortho @ (ortho.T @ v)
+                w -= ortho @ (ortho.T @ w)  # twice is enough (Kahan)
+                norm = np.linalg.norm(w)
+                if norm > 1e-8 * np.linalg.norm(v):
+                    basis.append(v)
+                    ortho = np.column_stack([ortho, w / norm])
+            self._basis = basis
+        return self._basis
+
+    def total_support(self) -> int:
+        return int(sum(np.count_nonzero(v) for v in self.vectors))
+
+    def matrix(self) -> sp.csc_matrix:
+        vs = self.vectors
+        return sp.csc_matrix(np.column_stack(vs)) if vs else sp.csc_matrix((self.m, 0))
+
+    def covered_rows(self) -> np.ndarray:
+        covered = np.zeros(self.m, dtype=bool)
+        for v in self.vectors:
+            covered[v != 0] = True
+        return covered
+
+
+def _direction_result(found: _Found) -> RecoveredColumns:
+    q = len(found.vectors)
+    return RecoveredColumns(found.matrix(), np.full(q, np.nan), np.zeros(q, dtype=bool),
+                            np.full(q, -1, dtype=np.int64), signed_scale=True)
+
+
+def _l1_sparsest(Q: np.ndarray, row: int, time_limit: float) -> np.ndarray | None:
+    """argmin ||Q z||_1 s.t. (Q z)_row = 1, through its LP dual: max t s.t. Q'w = t q_row,
+    -1 <= w <= 1 (r equality rows and m + 1 bounded columns, about 8 times faster than the primal's
+    2m + 1 rows with HiGHS on a 1000 x 50 basis); z are the duals of its rows."""
+    from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus
+
+    m, r = Q.shape
+    A = sp.hstack([sp.csc_matrix(Q.T), sp.csc_matrix(-Q[row][:, None])], format="csc")
+    lp = LinearProgram(c=np.concatenate([np.zeros(m), [-1.0]]), A=A, row_lower=np.zeros(r), row_upper=np.zeros(r),
+                       col_lower=np.concatenate([-np.ones(m), [-np.inf]]),
+                       col_upper=np.concatenate([np.ones(m), [np.inf]]), name="l1-sparsest-dual")
+    res = HighsBackend(time_limit=max(0.05, time_limit)).solve(lp)
+    if res.status is not SolveStatus.OPTIMAL or res.row_duals is None:
+        return None
+    v = Q @ np.asarray(res.row_duals)
+    if v[row] == 0:
+        return None
+    return v / v[row]
+
+
+def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generator, *,
+                 search: bool = True) -> list[AttackOutcome]:
+    """All dense attacks on one masked product, cheapest first (see the module docstring).
+
+    ``search=False`` skips the column searches (sparse, l1, costs): the caller already holds the
+    block exactly (from the mask rows of rows mode).
+
+    Returns outcomes in the order: dense_row_support, dense_column_space, dense_row_gram,
+    dense_sparse_recovery, dense_l1_recovery, dense_costs. The column space's basis is kept on
+    its outcome's artifacts (``basis``), the Gram estimate (``gram``) and the row support (``support``)
+    on theirs, for the evaluation.
+    """
+    parties, n, M = product.parties, product.n_cols, product.M
+    m, k = M.shape
+    out: list[AttackOutcome] = []
+    t0 = time.perf_counter()
+    zero_rows = ~np.any(M != 0, axis=1)
+    support = AttackOutcome("dense_row_support", FAMILY, parties, AttackStatus.RAN, columns=n,
+                            figures={"rows": m, "zero_rows": int(zero_rows.sum()),
+                                     "support_rows": int(m - zero_rows.sum())}, seconds=time.perf_counter() - t0)
+    support.artifacts["support"] = ~zero_rows
+    out.append(support)
+
+    names = ("dense_column_space", "dense_row_gram", "dense_sparse_recovery", "dense_l1_recovery", "dense_costs")
+    if not budget.allows_flops(_range_flops(m, k)):
+        why = budget.refusal(f"the column space of the {m} x {k} masked product", _range_flops(m, k))
+        out.append(skipped("dense_column_space", FAMILY, parties, why, n))
+        out.extend(skipped(a, FAMILY, parties, f"needs the column space: {why}", n) for a in names[2:])
+        out.insert(2, _gram(product, budget))
+        return out
+    t0 = time.perf_counter()
+    space = column_space(M)
+    r = space.rank
+    whole = r == m
+    cs = AttackOutcome("dense_column_space", FAMILY, parties, AttackStatus.RAN, columns=n,
+                       figures={"rank": r, "rows": m, "k": k, "whole_space": whole,
+                                "full_column_rank": r == n}, seconds=time.perf_counter() - t0)
+    cs.artifacts["basis"] = space.Q
+    out.append(cs)
+    out.append(_gram(product, budget))
+
+    if not search:
+        why = "the block was already recovered exactly from the mask rows"
+        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[2:])
+        return out
+    if whole:
+        why = (f"the column space is all of R^{m} (rank {r} = m): every vector lies in it, so it singles out "
+               "no column")
+        out.append(not_applicable("dense_sparse_recovery", FAMILY, parties, why))
+        out.append(not_applicable("dense_l1_recovery", FAMILY, parties, why))
+        found = _Found(m, r)
+    else:
+        found = _Found(m, r)
+        out.append(_pivot_search(space, found, n, budget, rng, parties))
+        out.append(_l1_search(space, found, n, budget, parties))
+    out.append(_costs(product, space, found, budget))
+    return out
+
+
+def _gram(product: MaskedProduct, budget: Budget) -> AttackOutcome:
+    parties, n, M = product.parties, product.n_cols, product.M
+    m, k = M.shape
+    if m > MAX_GRAM_ROWS:
+        return skipped("dense_row_gram", FAMILY, parties, f"an {m} x {m} estimate would need "
+                       f"{8 * m * m / 2**30:.1f} GiB (limit {MAX_GRAM_ROWS} rows)", n)
+    flops = 2.0 * m * m * k
+    if not budget.allows_flops(flops):
+        return skipped("dense_row_gram", FAMILY, parties, budget.refusal(f"M M' of a {m} x {k} product", flops), n)
+    t0 = time.perf_counter()
+    G = (M @ M.T) / k
+    o = AttackOutcome("dense_row_gram", FAMILY, parties, AttackStatus.RAN, columns=n,
+                      figures={"rows": m, "k": k, "expected_rel_error": float(np.sqrt(n / k)) if k else None},
+                      seconds=time.perf_counter() - t0)
+    o.artifacts["gram"] = G
+    return o
+
+
+def _pivot_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, rng: np.random.Generator,
+                  parties: tuple[str, ...]) -> AttackOutcome:
+    Q, r = space.Q, space.rank
+    m = Q.shape[0]
+    t0 = time.perf_counter()
+    share = SEARCH_SHARE * budget.remaining()
+    round_flops = 4.0 * m * r * r  # elimination + V = Q Q_I^-1
+    rounds = stale = 0
+    stop = f"the limit of {MAX_ROUNDS} rounds"
+    generic = _generic_support(Q)
+    best = None
+    while rounds < MAX_ROUNDS:
+        if stale >= STALE_ROUNDS:
+            stop = f"{STALE_ROUNDS} rounds in a row made the sparsest basis no sparser"
+            break
+        if time.perf_counter() - t0 + round_flops / 2e9 > share or budget.expired():
+            stop = "its share of the budget ended"
+            break
+        rounds += 1
+        piv = _random_pivots(Q, rng)
+        V = None
+        if piv.size == r:
+            try:
+                V = scipy.linalg.solve(Q[piv].T, Q.T, check_finite=False).T  # V = Q Q_I^-1
+            except (scipy.linalg.LinAlgError, ValueError):
+                V = None
+        if V is not None:
+            for v in _sparse_columns(V, generic):
+                found.add(v)
+        score = (len(found.vectors), -found.total_support())
+        if best is None or score > best:
+            best, stale = score, 0
+        else:
+            stale += 1
+    o = AttackOutcome("dense_sparse_recovery", FAMILY, parties, AttackStatus.RAN, columns=n,
+                      up_to_scale=min(len(found.vectors), n),
+                      figures={"rounds": rounds, "found": len(found.vectors), "candidates": len(found.pool),
+                               "generic_support": generic, "stopped_by": stop},
+                      seconds=time.perf_counter() - t0, recovered=_direction_result(found))
+    if stop == "its share of the budget ended":
+        o.reason = "the budget ended the search before it stopped finding sparser vectors"
+    return o
+
+
+def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, parties: tuple[str, ...]) -> AttackOutcome:
+    Q, r = space.Q, space.rank
+    t0 = time.perf_counter()
+    share = SEARCH_SHARE * budget.remaining()
+    live = np.linalg.norm(Q, axis=1) > 1e-12
+    # rows no basis vector touches first, then the rows of the least sparse basis vectors (the
+    # likeliest combinations of columns), until every row was tried or the budget ends
+    covered = found.covered_rows()
+    targets = list(np.flatnonzero(live & ~covered))
+    for v in sorted(found.vectors, key=lambda v: -int(np.count_nonzero(v))):
+        targets.extend(int(i) for i in np.flatnonzero(v) if i not in targets)
+    if len(found.vectors) == r and not targets[:0] and len(np.flatnonzero(live & ~covered)) == 0 \
+            and max((np.count_nonzero(v) for v in found.vectors), default=0) <= min(
+                (np.count_nonzero(v) for v in found.vectors), default=0):
+        targets = []
+    before = found.total_support()
+    programs = 0
+    stop = "every row tried"
+    generic = _generic_support(Q)
+    tried: set[int] = set()
+    barren = 0
+    for row in targets:
+        if row in tried:
+            continue
+        if programs >= MAX_L1:
+            stop = f"the limit of {MAX_L1} programs"
+            break
+        if barren >= L1_STALE:
+            stop = f"{L1_STALE} programs in a row found no sparse vector"
+            break
+        left = share - (time.perf_counter() - t0)
+        if left <= 0 or budget.expired():
+            stop = "its share of the budget ended"
+            break
+        tried.add(row)
+        v = _l1_sparsest(Q, int(row), left)
+        programs += 1
+        barren += 1
+        if v is None:
+            continue
+        big = np.abs(v).max()
+        v[np.abs(v) <= ZERO_TOL * big] = 0.0
+        nz = np.flatnonzero(v)
+        if 0 < nz.size < generic:
+            found.add(v / v[nz[0]])
+            barren = 0
+            tried.update(int(i) for i in nz)  # its other rows would give the same vector
+    o = AttackOutcome("dense_l1_recovery", FAMILY, parties, AttackStatus.RAN, columns=n,
+                      up_to_scale=min(len(found.vectors), n),
+                      figures={"programs": programs, "support_before": before, "support_after": found.total_support(),
+                               "stopped_by": stop if targets else "nothing left to improve"},
+                      seconds=time.perf_counter() - t0, recovered=_direction_result(found))
+    if stop == "its share of the budget ended":
+        o.reason = "the budget ended the l1 programs before every row was tried"
+    return o
+
+
+def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Budget) -> AttackOutcome:
+    parties, n, M = product.parties, product.n_cols, product.M
+    q = len(found.vectors)
+    if q != n or space.rank != n:
+        why = (f"the sparse recovery found {q} of {n} columns; the costs need all of them and a block of full "
+               f"column rank (rank {space.rank})")
+        return not_applicable("dense_costs", FAMILY, parties, why)
+    t0 = time.perf_counter()
+    V = np.column_stack([polish_direction(space.Q, v) for v in found.vectors])  # m x n, directions
+    W = np.linalg.lstsq(V, M, rcond=None)[0]  # = L B'  (n x k)
+    g = np.linalg.lstsq(W.T, product.Bc, rcond=None)[0]  # = L^-1 c
+    # values: a = l v, c = l g. Magnitudes |l| from round numbers (1/|l| plays the monomial d);
+    # signs and positions from the revealed x: x = L^-1 W u
+    Vs = sp.csc_matrix(V)
+    xv = product.x_values
+    wu = W @ product.u if product.u is not None else None
+    y_mag = np.abs(wu) if (wu is not None and xv is not None) else None
+    x_mag = np.abs(xv) if (wu is not None and xv is not None) else None
+    fit = fit_scales(Vs, g, np.zeros(n), np.zeros(n), y_mag, x_mag, budget, spread=np.inf,
+                     max_digits=DENSE_MAX_DIGITS, rel_tol=DENSE_REL_TOL)
+    lam = 1.0 / fit.scale  # |l|
+    sign = np.zeros(n)
+    position = np.full(n, -1, dtype=np.int64)
+    if wu is not None and xv is not None:
+        order = np.argsort(xv, kind="stable")
+        xs = xv[order]
+        for i in range(n):
+            if wu[i] == 0:
+                continue
+            hits = []
+            for s in (1.0, -1.0):
+                target = s * wu[i] / lam[i]
+                tol = X_MATCH_TOL * abs(target)
+                a, b = np.searchsorted(xs, target - tol), np.searchsorted(xs, target + tol, side="right")
+                if b > a:
+                    hits.append((s, a, b))
+            if len(hits) == 1:
+                s, a, b = hits[0]
+                sign[i] = s
+                if b - a == 1:
+                    position[i] = int(order[a])
+    signed_lam = np.where(sign != 0, sign, 1.0) * lam
+    A_hat = sp.csc_matrix(Vs @ sp.diags(signed_lam))
+    c_hat = g * signed_lam
+    # exact values need the magnitude (round numbers, unambiguous) and the sign (from x)
+    claimed = fit.claimed & (sign != 0)
+    if product.x is not None:  # rows mode: the columns' own order is known, positions from x directly
+        position = np.where(position >= 0, position, -1)
+    rec = RecoveredColumns(A_hat, c_hat, claimed, position, signed_scale=True)
+    return AttackOutcome("dense_costs", FAMILY, parties, AttackStatus.RAN, columns=n, claimed=int(claimed.sum()),
+                         up_to_scale=n, positions=int((position >= 0).sum()),
+                         figures={"round_scales": int(fit.every_round.sum()), "ambiguous": int(fit.ambiguous.sum()),
+                                  "signs_from_x": int((sign != 0).sum())},
+                         seconds=time.perf_counter() - t0, recovered=rec)
+
