@@ -123,5 +123,6 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session", aud
     if skipped:
         lines.append(f"    {len(skipped)} attack(s) skipped: " + "; ".join(f"{s['party']} {s['attack']} ({s['reason']})"
                                                                      for s in skipped))
-    lines.append(f"    audit: {audit.seconds:.2f} s" + (f" of a {audit.budget_s:g} s budget" if audit.budget_s else ""))
+    lines.append(f"    audit: attacks {audit.seconds:.2f} s" + (f" of a {audit.budget_s:g} s budget" if audit.budget_s else "")
+                 + (f"; evaluation against the data {audit.evaluation_seconds:.2f} s" if audit.truth_source else ""))
     return "\n".join(lines)

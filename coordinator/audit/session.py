@@ -85,6 +85,7 @@ class SessionAudit:
     seconds: float
     known_rows: str
     truth_source: str = ""
+    evaluation_seconds: float = 0.0
 
     @property
     def skipped(self) -> list[dict[str, str]]:
@@ -194,8 +195,7 @@ def _merged_monomial(pa: PartyAudit, with_assumed: bool) -> RecoveredColumns | N
         kr = next((o for o in pa.assumed if o.attack == "known_rows_monomial" and o.recovered is not None), None)
         if kr is not None and kr.recovered is not None:
             pin = kr.recovered.scale_known
-            A = sp.lil_matrix(rec.A)
-            A[:, np.flatnonzero(pin)] = kr.recovered.A[:, np.flatnonzero(pin)]
+            A = rec.A @ sp.diags((~pin).astype(float)) + kr.recovered.A @ sp.diags(pin.astype(float))
             rec = RecoveredColumns(sp.csc_matrix(A), np.where(pin, kr.recovered.c, rec.c), rec.scale_known | pin,
                                    np.where(pin, kr.recovered.position, rec.position), signed_scale=False)
     return rec
@@ -316,6 +316,7 @@ def _party_truth(pa: PartyAudit, mono: TruthColumns | None, dense: TruthColumns 
 
 def evaluate(audit: SessionAudit, truth: Truth) -> None:
     """Score every outcome of ``audit`` against ``truth`` (fills the ``truth`` fields in place)."""
+    t0 = time.perf_counter()
     audit.truth_source = truth.source
     for pa in audit.parties.values():
         mono, dense = _targets(pa, truth)
@@ -328,3 +329,4 @@ def evaluate(audit: SessionAudit, truth: Truth) -> None:
         honest = [audit.parties[h].truth for h in res.honest if audit.parties[h].truth is not None]
         res.truth = {"honest_recovered_exact": int(sum(t["recovered_exact"] for t in honest)),
                      "honest_columns": int(sum(t["columns"] for t in honest))}
+    audit.evaluation_seconds = time.perf_counter() - t0

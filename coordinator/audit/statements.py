@@ -191,6 +191,7 @@ def leakage_entry(pa: PartyAudit, audit: SessionAudit) -> dict[str, Any]:
 def audit_entry(audit: SessionAudit) -> dict[str, Any]:
     """The session-level ``audit`` entry of a report: budget, time, skipped attacks, collusion."""
     out: dict[str, Any] = {"budget_s": audit.budget_s, "seconds": round(audit.seconds, 4),
+                           "evaluation_seconds": round(audit.evaluation_seconds, 4) if audit.truth_source else None,
                            "known_rows": audit.known_rows, "skipped": audit.skipped,
                            "collusion": [c.to_json() for c in audit.collusion],
                            "shared_products": [o.to_json() for o in audit.shared],
@@ -208,7 +209,7 @@ def text_lines(pa: PartyAudit, audit: SessionAudit) -> list[str]:
         lines += [f"  - {c}" for c in not_rec]
     if pa.truth is not None:
         t = pa.truth
-        lines.append(f"{pa.party_id}: checked against the data (simulation): {t['recovered_exact']} of {t['columns']} "
+        lines.append(f"{pa.party_id}: checked against the real data: {t['recovered_exact']} of {t['columns']} "
                      f"columns right to 1e-6, {t['claimed_wrong']} wrong claims, {t['positions_right']} of "
                      f"{t['positions_assigned']} positions right"
                      + (f"; best guesses not claimed but right: {t['unclaimed_right']}" if t["unclaimed_right"] else "")

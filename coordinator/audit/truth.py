@@ -9,8 +9,8 @@ Truth comes from the party block files of ``securelp split`` (a directory) or fr
 MPS file, split by the transcript's roster column counts exactly as ``securelp solve`` splits
 (contiguous blocks in roster order).
 
-Scoring (:func:`score_columns`) matches recovered columns to true ones through
-:class:`~securelp.coordinator.audit.columns.DirectionIndex` (linear time). A recovered column is
+Scoring (:func:`score_columns`) matches recovered columns to true ones through hashed values
+and directions (:mod:`securelp.coordinator.audit.columns`; sorting, no pair loop). A recovered column is
 *right* when its values (column and cost) are within :data:`~securelp.coordinator.audit.columns.MATCH_TOL`
 relative of a true column not matched before; *right up to scale* when its direction is. Each
 true column counts once.
@@ -29,11 +29,11 @@ import scipy.sparse as sp
 
 from securelp.coordinator.audit.columns import (
     MATCH_TOL,
-    DirectionIndex,
-    column_entries,
-    direction_error,
+    direction_hash,
+    match_by_hash,
+    pair_errors,
     snap_small,
-    value_error,
+    value_hash,
 )
 from securelp.coordinator.audit.results import RecoveredColumns
 from securelp.solvers.errors import InputError
@@ -55,14 +55,14 @@ class TruthColumns:
         return int(self.A.shape[1])
 
 
-def _relative_errors(errors: list[float]) -> dict[str, float | None]:
-    finite = [e for e in errors if np.isfinite(e)]
-    return {"rel_error_median": float(np.median(finite)) if finite else None,
-            "rel_error_max": float(max(finite)) if finite else None}
+def _relative_errors(errors: np.ndarray) -> dict[str, float | None]:
+    finite = errors[np.isfinite(errors)]
+    return {"rel_error_median": float(np.median(finite)) if finite.size else None,
+            "rel_error_max": float(finite.max()) if finite.size else None}
 
 
 def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
-    """How many recovered columns are right.
+    """How many recovered columns are right (vectorized: hashes, then every candidate pair verified).
 
     Returns
     -------
@@ -71,61 +71,55 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
     relative), ``recovered_up_to_scale`` and ``fraction_up_to_scale``, ``claimed_right``,
     ``claimed_wrong`` (claims of exact values that are wrong), ``unclaimed_right`` (values right
     that the attack did not claim), ``positions_assigned`` and ``positions_right``, and the
-    median and largest relative error of the claimed columns that match a true direction.
+    median and largest relative error of the claimed columns whose direction is right.
     """
-    n_true = truth.count
-    out: dict[str, Any] = {"columns": n_true}
-    A_rec = snap_small(rec.A)
-    A_rec.sort_indices()
-    T = snap_small(truth.A)
-    T.sort_indices()
-    index = DirectionIndex(T, signed=rec.signed_scale)
-    used = np.zeros(n_true, dtype=bool)
-    where = {int(o): j for j, o in enumerate(truth.original)} if truth.original is not None else None
-    exact = up = claimed_right = claimed_wrong = unclaimed_right = 0
-    pos_assigned = pos_right = 0
-    claimed_errors: list[float] = []
-    for i in range(rec.count):
-        rows, vals = column_entries(A_rec, i)
-        cost = float(rec.c[i])
-        best_j, best_val, best_dir = -1, np.inf, np.inf
-        for j in index.lookup(rows, vals):
-            if used[j]:
-                continue
-            t_rows, t_vals = column_entries(T, j)
-            derr = direction_error(rows, vals, t_rows, t_vals, rec.signed_scale)
-            if derr > MATCH_TOL:
-                continue
-            verr = value_error(rows, vals, cost, t_rows, t_vals, float(truth.c[j]))
-            if (verr, derr) < (best_val, best_dir):
-                best_j, best_val, best_dir = j, verr, derr
-        is_exact = best_j >= 0 and best_val <= MATCH_TOL
-        if best_j >= 0:
-            used[best_j] = True
-            up += 1
-            exact += int(is_exact)
-        if rec.scale_known[i]:
-            claimed_errors.append(best_val if best_j >= 0 else np.inf)
-            claimed_right += int(is_exact)
-            claimed_wrong += int(not is_exact)
-        else:
-            unclaimed_right += int(is_exact)
-        p = int(rec.position[i])
-        if p >= 0:
-            pos_assigned += 1
-            j = (where.get(p, -1) if where is not None else p) if p < (1 << 62) else -1
-            if 0 <= j < n_true:
-                t_rows, t_vals = column_entries(T, j)
-                if rec.scale_known[i]:
-                    ok = value_error(rows, vals, cost, t_rows, t_vals, float(truth.c[j])) <= MATCH_TOL
-                else:
-                    ok = direction_error(rows, vals, t_rows, t_vals, rec.signed_scale) <= MATCH_TOL
-                pos_right += int(ok)
-    out.update({"recovered_exact": exact, "fraction_exact": exact / n_true if n_true else 0.0,
-                "recovered_up_to_scale": up, "fraction_up_to_scale": up / n_true if n_true else 0.0,
-                "claimed_right": claimed_right, "claimed_wrong": claimed_wrong, "unclaimed_right": unclaimed_right,
-                "positions_assigned": pos_assigned, "positions_right": pos_right})
-    out.update(_relative_errors(claimed_errors))
+    n_true, q, signed = truth.count, rec.count, rec.signed_scale
+    R, T = snap_small(rec.A), snap_small(truth.A)
+    rc, tc = np.asarray(rec.c, dtype=float), np.asarray(truth.c, dtype=float)
+    free = np.ones(n_true, dtype=bool)
+    exact = np.zeros(q, dtype=bool)
+    direction = np.zeros(q, dtype=bool)
+    claimed_err = np.full(q, np.inf)
+    # values first (a recovered column takes the true column with its values), then directions
+    r_i, t_j = match_by_hash(value_hash(R, rc), value_hash(T, tc), np.flatnonzero(np.isfinite(rc)), free)
+    err = pair_errors(R, rc, r_i, T, tc, t_j, direction=False, signed=signed)
+    ok = err <= MATCH_TOL
+    exact[r_i[ok]] = direction[r_i[ok]] = True
+    claimed_err[r_i[ok]] = err[ok]
+    free[t_j[ok]] = False
+    r_i, t_j = match_by_hash(direction_hash(R, signed), direction_hash(T, signed), np.flatnonzero(~exact), free)
+    ok = pair_errors(R, None, r_i, T, None, t_j, direction=True, signed=signed) <= MATCH_TOL
+    r_i, t_j = r_i[ok], t_j[ok]
+    direction[r_i] = True
+    free[t_j] = False
+    verr = pair_errors(R, rc, r_i, T, tc, t_j, direction=False, signed=signed)
+    claimed_err[r_i] = verr
+    exact[r_i[verr <= MATCH_TOL]] = True  # values right, keys apart by rounding
+    claimed = np.asarray(rec.scale_known, dtype=bool)
+    # positions: the true column at the position the attack gave
+    pos = np.asarray(rec.position, dtype=np.int64)
+    assigned = np.flatnonzero(pos >= 0)
+    if truth.original is not None:
+        where = np.full(int(max(truth.original.max(initial=-1), pos.max(initial=-1))) + 1, -1, dtype=np.int64)
+        where[truth.original] = np.arange(n_true)
+        j = np.where(pos[assigned] < where.size, where[np.minimum(pos[assigned], where.size - 1)], -1)
+    else:
+        j = np.where(pos[assigned] < n_true, pos[assigned], -1)
+    valid = j >= 0
+    a_ok, j_ok = assigned[valid], j[valid]
+    pos_right = np.zeros(assigned.size, dtype=bool)
+    if a_ok.size:
+        val_ok = pair_errors(R, rc, a_ok, T, tc, j_ok, direction=False, signed=signed) <= MATCH_TOL
+        dir_ok = pair_errors(R, None, a_ok, T, None, j_ok, direction=True, signed=signed) <= MATCH_TOL
+        pos_right[np.flatnonzero(valid)] = np.where(claimed[a_ok], val_ok, dir_ok)
+    n_exact, n_up = int(exact.sum()), int(direction.sum())
+    out: dict[str, Any] = {
+        "columns": n_true, "recovered_exact": n_exact, "fraction_exact": n_exact / n_true if n_true else 0.0,
+        "recovered_up_to_scale": n_up, "fraction_up_to_scale": n_up / n_true if n_true else 0.0,
+        "claimed_right": int((claimed & exact).sum()), "claimed_wrong": int((claimed & ~exact).sum()),
+        "unclaimed_right": int((~claimed & exact).sum()), "positions_assigned": int(assigned.size),
+        "positions_right": int(pos_right.sum())}
+    out.update(_relative_errors(claimed_err[claimed & direction]))
     return out
 
 

@@ -1,0 +1,255 @@
+"""Leakage benchmark: every attack of ``securelp audit`` on real and demo LPs, per protection mode.
+
+For each LP and mode it runs one secure session with simulated parties (in-process; every
+message recorded), the attacks of :mod:`securelp.coordinator.audit` on the transcript, and their
+evaluation against the blocks, and appends one JSON line per run to
+``benchmarks/results/leakage.jsonl`` (machine, command, commit, date, figures). Modes:
+
+* ``monomial``: the default; every netlib column is bounded (x >= 0), so every column is under
+  the positive monomial transform;
+* ``rows``: every column under the dense mask, bounds sent as mask rows (Bednarz et al.);
+* ``dense``: the same LP with every column bound removed, so the default mode masks every
+  column densely (what the dense mask protects, on the structure of real data; the session's LP
+  may be unbounded, the transcript and its attacks do not need an optimum).
+
+``--render docs/threat_model.md`` rewrites the table between the markers
+``<!-- leakage-table:begin -->`` and ``<!-- leakage-table:end -->`` from the newest line of each
+(problem, mode) in the results file. ``--transport-lp SOURCESxSINKS`` writes the transportation
+LP of the scaling check (supply rows <= , demand rows >=, x >= 0, integer costs) as MPS::
+
+    python -m benchmarks.bench_leakage --netlib ../shared/data/netlib --examples
+    python -m benchmarks.bench_leakage --render docs/threat_model.md
+    python -m benchmarks.bench_leakage --transport-lp 200x500 --out /tmp/transport.mps
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from securelp.coordinator.examples import mangasarian_example
+from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.files import write_atomically
+from securelp.solvers.lp import LinearProgram, read_mps
+from securelp.solvers.lp.partition import parse_split, split_columns
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "leakage.jsonl"
+BEGIN, END = "<!-- leakage-table:begin -->", "<!-- leakage-table:end -->"
+MODES = ("monomial", "rows", "dense")
+
+
+def transportation_lp(sources: int, sinks: int, seed: int = 0) -> LinearProgram:
+    """min c'x over x_ij >= 0 with sum_j x_ij <= supply_i and sum_i x_ij >= demand_j; integer costs
+    in 1..100, integer demands in 1..100, supplies covering them with 10% slack. Every coefficient
+    of A is 1 (what makes the audit's matching of columns large: sources * sinks columns)."""
+    rng = np.random.default_rng(seed)
+    n = sources * sinks
+    i = np.repeat(np.arange(sources), sinks)
+    j = np.tile(np.arange(sinks), sources)
+    rows = np.concatenate([i, sources + j])
+    cols = np.concatenate([np.arange(n), np.arange(n)])
+    A = sp.csc_matrix((np.ones(2 * n), (rows, cols)), shape=(sources + sinks, n))
+    demand = rng.integers(1, 101, sinks).astype(float)
+    supply = np.full(sources, np.ceil(1.1 * demand.sum() / sources))
+    return LinearProgram(c=rng.integers(1, 101, n).astype(float), A=A,
+                         row_lower=np.concatenate([np.full(sources, -np.inf), demand]),
+                         row_upper=np.concatenate([supply, np.full(sinks, np.inf)]),
+                         col_lower=np.zeros(n), col_upper=np.full(n, np.inf), name=f"transport{sources}x{sinks}")
+
+
+def write_mps(lp: LinearProgram, path: Path) -> None:
+    """Write ``lp`` as an MPS file (through HiGHS's writer), atomically."""
+    import tempfile
+
+    from securelp.solvers.lp.highs import new_highs, pass_lp
+
+    h = new_highs()
+    if not pass_lp(h, lp):
+        raise SystemExit("HiGHS refused the LP")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "lp.mps"
+        h.writeModel(str(out))
+        write_atomically(path, out.read_bytes())
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _free(lp: LinearProgram) -> LinearProgram:
+    n = lp.n_cols
+    return LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
+                         col_lower=np.full(n, -np.inf), col_upper=np.full(n, np.inf), sense=lp.sense,
+                         offset=lp.offset, name=lp.name)
+
+
+def _attack_figures(audit: Any) -> dict[str, Any]:
+    """Per attack: columns targeted, columns recovered exactly (truth), seconds; summed over parties."""
+    out: dict[str, dict[str, Any]] = {}
+    for pa in audit.parties.values():
+        for o in pa.outcomes + pa.assumed:
+            e = out.setdefault(o.attack, {"ran": 0, "skipped": 0, "columns": 0, "claimed": 0, "right": 0,
+                                          "up_to_scale_right": 0, "positions_right": 0, "seconds": 0.0})
+            e["ran"] += int(o.ran)
+            e["skipped"] += int(o.status.value == "skipped")
+            e["seconds"] += o.seconds
+            if o.ran:
+                e["columns"] += o.columns
+                e["claimed"] += o.claimed
+                if o.truth is not None:
+                    e["right"] += int(o.truth.get("recovered_exact", 0))
+                    e["up_to_scale_right"] += int(o.truth.get("recovered_up_to_scale", 0))
+                    e["positions_right"] += int(o.truth.get("positions_right", 0))
+                    if "max_principal_angle_sine" in o.truth:
+                        e["max_principal_angle_sine"] = max(e.get("max_principal_angle_sine", 0.0),
+                                                            o.truth["max_principal_angle_sine"])
+                    if o.truth.get("rel_error") is not None:
+                        e["gram_rel_error_max"] = max(e.get("gram_rel_error_max", 0.0), o.truth["rel_error"])
+    return out
+
+
+def run_one(lp: LinearProgram, split: list[int], mode: str, budget: float) -> dict[str, Any]:
+    """One session and its audit; the figures of one JSON line."""
+    bounds = "rows" if mode == "rows" else "monomial"
+    target = _free(lp) if mode == "dense" else lp
+    public, blocks = split_columns(target, split, ids=[f"party{i + 1}" for i in range(len(split))])
+    t0 = time.perf_counter()
+    outcome, audit = simulate(public, blocks, SessionConfig(bounds_mode=bounds), central=target, audit_budget_s=budget)
+    wall = time.perf_counter() - t0
+    truths = [pa.truth for pa in audit.parties.values() if pa.truth is not None]
+    assumed = [pa.assumed_truth for pa in audit.parties.values() if pa.assumed_truth is not None]
+    cols = sum(t["columns"] for t in truths)
+    right = sum(t["recovered_exact"] for t in truths)
+    up = sum(t["recovered_up_to_scale"] for t in truths)
+    return {"problem": lp.name, "mode": mode, "m": lp.n_rows, "n": lp.n_cols, "parties": len(split),
+            "status": outcome.status.value, "session_s": outcome.timings_s["total"], "audit_s": audit.seconds,
+            "wall_s": wall, "columns": cols, "recovered_exact": right, "fraction_exact": right / cols if cols else 0.0,
+            "recovered_up_to_scale": up, "fraction_up_to_scale": up / cols if cols else 0.0,
+            "claimed_wrong": sum(t["claimed_wrong"] for t in truths),
+            "unclaimed_right": sum(t["unclaimed_right"] for t in truths),
+            "positions_right": sum(t["positions_right"] for t in truths),
+            "with_singleton_rows_exact": sum(t["recovered_exact"] for t in assumed) if assumed else None,
+            "collusion_added": max((c.added for c in audit.collusion), default=0),
+            "skipped": audit.skipped, "attacks": _attack_figures(audit)}
+
+
+def _append(record: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with RESULTS.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+def _instances(args: argparse.Namespace) -> list[tuple[LinearProgram, list[int]]]:
+    out = []
+    if args.examples:
+        for number in (1, 2):
+            lp, split, _ = mangasarian_example(number)
+            out.append((lp, list(split)))
+    if args.netlib:
+        names = args.only.split(",") if args.only else None
+        for f in sorted(Path(args.netlib).glob("*.mps")):
+            if names is None or f.stem in names:
+                lp = read_mps(f)
+                out.append((lp, parse_split(None, lp.n_cols, args.parties)))
+    return out
+
+
+def _fmt_frac(right: int, cols: int) -> str:
+    return f"{right}/{cols}" if cols else "-"
+
+
+def render(doc: Path) -> None:
+    """Rewrite the marked table of ``doc`` from the newest result of each (problem, mode)."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in RESULTS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            newest[(rec["problem"], rec["mode"])] = rec
+    problems = list(dict.fromkeys(p for p, _ in newest))
+    order = sorted(problems, key=lambda p: (not p.startswith("mangasarian"), p))
+    head = ("| LP | m x n | monomial: exact (positions) | rows: exact | dense masks (free columns): up to scale / "
+            "exact | + singleton rows known (monomial) | audit s (monomial / rows / dense) |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for p in order:
+        mono, rows, dense = (newest.get((p, mode)) for mode in MODES)
+        any_rec = mono or rows or dense
+        size = f"{any_rec['m']} x {any_rec['n']}" if any_rec else ""
+        cells = [
+            f"{_fmt_frac(mono['recovered_exact'], mono['columns'])} ({mono['positions_right']})" if mono else "-",
+            _fmt_frac(rows["recovered_exact"], rows["columns"]) if rows else "-",
+            (f"{_fmt_frac(dense['recovered_up_to_scale'], dense['columns'])} / "
+             f"{_fmt_frac(dense['recovered_exact'], dense['columns'])}") if dense else "-",
+            _fmt_frac(mono["with_singleton_rows_exact"], mono["columns"])
+            if mono and mono.get("with_singleton_rows_exact") is not None else "-",
+            " / ".join(f"{r['audit_s']:.2f}" if r else "-" for r in (mono, rows, dense)),
+        ]
+        lines.append(f"| {p} | {size} | " + " | ".join(cells) + " |")
+    stamp = sorted({(r["commit"], r["date"][:10], r["machine"]) for r in newest.values()})
+    lines.append("")
+    lines.append("Generated by `python -m benchmarks.bench_leakage --render docs/threat_model.md` from "
+                 "`benchmarks/results/leakage.jsonl` (runs: " + "; ".join(f"commit {c}, {d}, {mach}"
+                                                                        for c, d, mach in stamp) + ").")
+    text = doc.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"{doc} has no {BEGIN} ... {END} section")
+    doc.write_text(pattern.sub(BEGIN + "\n" + "\n".join(lines) + "\n" + END, text), encoding="utf-8")
+    print(f"rewrote the leakage table of {doc} ({len(order)} LPs)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--netlib", default=None, metavar="DIR", help="run every netlib MPS file in DIR")
+    ap.add_argument("--only", default=None, metavar="a,b", help="only these netlib names")
+    ap.add_argument("--examples", action="store_true", help="Mangasarian's Examples 1 and 2")
+    ap.add_argument("--modes", default=",".join(MODES), help=f"modes to run (default {','.join(MODES)})")
+    ap.add_argument("--parties", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=120.0, help="audit budget per run, seconds (default 120)")
+    ap.add_argument("--render", default=None, metavar="DOC", help="rewrite the marked table in DOC and exit")
+    ap.add_argument("--transport-lp", default=None, metavar="SxT", help="write the SxT transportation LP as MPS")
+    ap.add_argument("--out", default=None, metavar="FILE.mps", help="where --transport-lp writes")
+    args = ap.parse_args(argv)
+    if args.render:
+        render(Path(args.render))
+        return 0
+    if args.transport_lp:
+        s, t = (int(v) for v in args.transport_lp.lower().split("x"))
+        lp = transportation_lp(s, t)
+        write_mps(lp, Path(args.out or f"transport{s}x{t}.mps"))
+        print(f"wrote {args.out or f'transport{s}x{t}.mps'}: {lp.n_rows} rows, {lp.n_cols} columns")
+        return 0
+    modes = [m for m in args.modes.split(",") if m]
+    meta = {"machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})",
+            "command": "python -m benchmarks.bench_leakage " + " ".join(sys.argv[1:] if argv is None else argv),
+            "commit": _commit()}
+    for lp, split in _instances(args):
+        for mode in modes:
+            rec = {**meta, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   **run_one(lp, split, mode, args.budget)}
+            _append(rec)
+            print(f"{lp.name:<24} {mode:<9} exact {rec['recovered_exact']:>5}/{rec['columns']:<5} up to scale "
+                  f"{rec['recovered_up_to_scale']:>5} wrong claims {rec['claimed_wrong']:>3} positions "
+                  f"{rec['positions_right']:>4} audit {rec['audit_s']:7.2f} s session {rec['session_s']:7.2f} s",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
