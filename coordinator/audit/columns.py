@@ -6,14 +6,14 @@ and, where the attack claims values, the same values. Comparing every pair is qu
 auditor this replaces spent more than 15 minutes on a 100,000-column transportation LP); here
 every column gets a 64-bit hash, computed for all columns at once with numpy:
 
-* of its *values* (row pattern, signs, each value rounded to :data:`KEY_DIGITS` significant
-  digits, and the cost), to pair recovered values with true ones, and
+* of its *values* (row pattern, signs, each value rounded to :data:`KEY_BITS` bits of mantissa,
+  and the cost), to pair recovered values with true ones, and
 * of its *direction* (the same once the column is divided by its first entry, or by that
   entry's magnitude when the scale is known to be positive).
 
 Equal hashes give candidate pairs (sorting, no Python loop per column); each pair is then
 verified in full (same pattern, relative max-norm error within :data:`MATCH_TOL`). Rounding to
-6 digits puts values that differ by rounding noise (1e-16 for scaled columns, 1e-12 for columns
+21 bits puts values that differ by rounding noise (1e-16 for scaled columns, 1e-12 for columns
 recovered through factorizations) into different keys with probability about 1e-6 per value.
 """
 
@@ -25,8 +25,8 @@ import scipy.sparse as sp
 #: entries below this fraction of a column's largest entry count as zero (recovered vectors
 #: carry rounding noise of about 1e-12)
 ZERO_TOL = 1e-9
-#: significant digits of the values that go into a key
-KEY_DIGITS = 6
+#: bits of each value's mantissa that go into a key (a relative quantum of 1e-6)
+KEY_BITS = 21
 #: relative max-norm error within which a recovered column counts as the true one
 MATCH_TOL = 1e-6
 
@@ -68,16 +68,20 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _quantize(v: np.ndarray) -> np.ndarray:
-    """Each value as a signed integer code of its sign, decimal exponent and 6-digit mantissa."""
+    """Each value as a signed integer code of its binary exponent and its mantissa rounded to
+    :data:`KEY_BITS` bits. Binary, not decimal: decimal data (a 7-digit 1.2345675) sit exactly on
+    the boundaries of decimal rounding, where noise of 1e-16 flips the rounded value, but almost
+    never on those of binary rounding (dyadic values such as 0.5 round to an integer, away from
+    any boundary)."""
     a = np.abs(v)
     code = np.zeros(v.shape, dtype=np.int64)
     live = a > 0
-    e = np.floor(np.log10(a[live]))
-    mant = np.round(a[live] / 10.0 ** (e - (KEY_DIGITS - 1))).astype(np.int64)
-    over = mant >= 10 ** KEY_DIGITS  # 9.999996 rounds up to 10.00000
+    mant, e = np.frexp(a[live])  # mant in [0.5, 1)
+    q = np.round(mant * 2.0 ** KEY_BITS).astype(np.int64)
+    over = q >= 1 << KEY_BITS  # rounded up to 1.0
+    q = np.where(over, q >> 1, q)
     e = e + over
-    mant = np.where(over, mant // 10, mant)
-    code[live] = (e.astype(np.int64) + 400) * (10 ** KEY_DIGITS) + mant
+    code[live] = (e.astype(np.int64) + 4096) * (1 << KEY_BITS) + q
     code[live & (v < 0)] *= -1
     return code
 

@@ -13,6 +13,9 @@ Mangasarian (2011) hides A_d (m x n) behind a random B (k x n, k >= n): any inve
 ``dense_row_gram``
     M M' / k = A_d (B'B / k) A_d' estimates A_d A_d' (row norms and inner products), since
     E[B'B] = k I for a standard Gaussian mask; the error falls like sqrt(n/k).
+``dense_mask_structure``
+    A mask that does not mix columns (identity, scaling, scaled permutation, zero padding) leaves
+    rank-many nonzero columns in M: the block's columns up to scale, and B c their costs.
 ``dense_sparse_recovery``
     The columns of a sparse A_d are sparse vectors of range(M), and generic vectors of an
     r-dimensional subspace of R^m vanish on at most r - 1 coordinates. Choosing r pivot rows I
@@ -50,6 +53,7 @@ import scipy.sparse as sp
 from securelp.coordinator.audit.budget import Budget
 from securelp.coordinator.audit.columns import ZERO_TOL
 from securelp.coordinator.audit.monomial import fit_scales
+from securelp.coordinator.audit.numbers import MAX_DIGITS, REL_TOL
 from securelp.coordinator.audit.results import (
     AttackOutcome,
     AttackStatus,
@@ -261,7 +265,7 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     block exactly (from the mask rows of rows mode).
 
     Returns outcomes in the order: dense_row_support, dense_column_space, dense_row_gram,
-    dense_sparse_recovery, dense_l1_recovery, dense_costs. The column space's basis is kept on
+    dense_mask_structure, dense_sparse_recovery, dense_l1_recovery, dense_costs. The column space's basis is kept on
     its outcome's artifacts (``basis``), the Gram estimate (``gram``) and the row support (``support``)
     on theirs, for the evaluation.
     """
@@ -276,7 +280,8 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     support.artifacts["support"] = ~zero_rows
     out.append(support)
 
-    names = ("dense_column_space", "dense_row_gram", "dense_sparse_recovery", "dense_l1_recovery", "dense_costs")
+    names = ("dense_column_space", "dense_row_gram", "dense_mask_structure", "dense_sparse_recovery",
+             "dense_l1_recovery", "dense_costs")
     if not budget.allows_flops(_range_flops(m, k)):
         why = budget.refusal(f"the column space of the {m} x {k} masked product", _range_flops(m, k))
         out.append(skipped("dense_column_space", FAMILY, parties, why, n))
@@ -293,10 +298,16 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     cs.artifacts["basis"] = space.Q
     out.append(cs)
     out.append(_gram(product, budget))
+    structure = _structure(product, space, budget)
+    out.append(structure)
 
     if not search:
         why = "the block was already recovered exactly from the mask rows"
-        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[2:])
+        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:])
+        return out
+    if structure.claimed == n or (structure.up_to_scale == n and n):
+        why = "the mask does not mix the columns: dense_mask_structure has every column up to scale"
+        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:])
         return out
     if whole:
         why = (f"the column space is all of R^{m} (rank {r} = m): every vector lies in it, so it singles out "
@@ -431,35 +442,37 @@ def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, partie
     return o
 
 
-def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Budget) -> AttackOutcome:
-    parties, n, M = product.parties, product.n_cols, product.M
-    q = len(found.vectors)
-    if q != n or space.rank != n:
-        why = (f"the sparse recovery found {q} of {n} columns; the costs need all of them and a block of full "
-               f"column rank (rank {space.rank})")
-        return not_applicable("dense_costs", FAMILY, parties, why)
-    t0 = time.perf_counter()
-    V = np.column_stack([polish_direction(space.Q, v) for v in found.vectors])  # m x n, directions
-    W = np.linalg.lstsq(V, M, rcond=None)[0]  # = L B'  (n x k)
-    g = np.linalg.lstsq(W.T, product.Bc, rcond=None)[0]  # = L^-1 c
-    # values: a = l v, c = l g. Magnitudes |l| from round numbers (1/|l| plays the monomial d);
-    # signs and positions from the revealed x: x = L^-1 W u
-    Vs = sp.csc_matrix(V)
-    xv = product.x_values
-    wu = W @ product.u if product.u is not None else None
-    y_mag = np.abs(wu) if (wu is not None and xv is not None) else None
-    x_mag = np.abs(xv) if (wu is not None and xv is not None) else None
-    fit = fit_scales(Vs, g, np.zeros(n), np.zeros(n), y_mag, x_mag, budget, spread=np.inf,
-                     max_digits=DENSE_MAX_DIGITS, rel_tol=DENSE_REL_TOL)
+@dataclass(frozen=True, eq=False)
+class _Values:
+    A: sp.csc_matrix
+    c: np.ndarray
+    claimed: np.ndarray
+    position: np.ndarray
+    figures: dict
+
+
+def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | None, x_values: np.ndarray | None,
+                           budget: Budget, *, max_digits: int, rel_tol: float, positive: bool = False) -> _Values:
+    """Values of columns known up to a factor each: a_i = l_i v_i, c_i = l_i g_i, x_i = (wu)_i / l_i.
+
+    |l_i| comes from round numbers (:func:`securelp.coordinator.audit.monomial.fit_scales` with any
+    scale: 1/|l_i| plays the monomial d); its sign and the column's position from the revealed x
+    (the entry of x equal to +-(wu)_i / |l_i|). ``positive``: where x does not tell the sign, take
+    l_i > 0 (the hypothesis of a mask that only scales, like the monomial transform). A column is
+    claimed when its magnitude is confirmed and unambiguous and its sign is known or assumed.
+    """
+    n = V.shape[1]
+    y_mag = np.abs(wu) if (wu is not None and x_values is not None) else None
+    x_mag = np.abs(x_values) if (wu is not None and x_values is not None) else None
+    fit = fit_scales(V, g, np.zeros(n), np.zeros(n), y_mag, x_mag, budget, spread=np.inf, max_digits=max_digits,
+                     rel_tol=rel_tol)
     lam = 1.0 / fit.scale  # |l|
     sign = np.zeros(n)
     position = np.full(n, -1, dtype=np.int64)
-    if wu is not None and xv is not None:
-        order = np.argsort(xv, kind="stable")
-        xs = xv[order]
-        for i in range(n):
-            if wu[i] == 0:
-                continue
+    if wu is not None and x_values is not None:
+        order = np.argsort(x_values, kind="stable")
+        xs = x_values[order]
+        for i in np.flatnonzero(wu):
             hits = []
             for s in (1.0, -1.0):
                 target = s * wu[i] / lam[i]
@@ -472,17 +485,56 @@ def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Bu
                 sign[i] = s
                 if b - a == 1:
                     position[i] = int(order[a])
+    from_x = int((sign != 0).sum())
+    if positive:
+        sign[sign == 0] = 1.0
     signed_lam = np.where(sign != 0, sign, 1.0) * lam
-    A_hat = sp.csc_matrix(Vs @ sp.diags(signed_lam))
-    c_hat = g * signed_lam
-    # exact values need the magnitude (round numbers, unambiguous) and the sign (from x)
     claimed = fit.claimed & (sign != 0)
-    if product.x is not None:  # rows mode: the columns' own order is known, positions from x directly
-        position = np.where(position >= 0, position, -1)
-    rec = RecoveredColumns(A_hat, c_hat, claimed, position, signed_scale=True)
-    return AttackOutcome("dense_costs", FAMILY, parties, AttackStatus.RAN, columns=n, claimed=int(claimed.sum()),
-                         up_to_scale=n, positions=int((position >= 0).sum()),
-                         figures={"round_scales": int(fit.every_round.sum()), "ambiguous": int(fit.ambiguous.sum()),
-                                  "signs_from_x": int((sign != 0).sum())},
-                         seconds=time.perf_counter() - t0, recovered=rec)
+    figures = {"round_scales": int(fit.every_round.sum()), "ambiguous": int(fit.ambiguous.sum()),
+               "signs_from_x": from_x}
+    return _Values(sp.csc_matrix(V @ sp.diags(signed_lam)), g * signed_lam, claimed, position, figures)
 
+
+def _structure(product: MaskedProduct, space: ColumnSpace, budget: Budget) -> AttackOutcome:
+    """``dense_mask_structure``: a mask that does not mix columns (the identity, a scaling, a scaled
+    permutation: B = P D padded with zero columns) leaves exactly rank-many nonzero columns in M,
+    each a column of A_d times one factor, and B c the costs times the same factors. Then the
+    columns are known up to scale at once, and their values follow as for ``dense_costs`` (signs
+    the revealed x does not give taken positive, as a scaling-only mask would have them)."""
+    parties, n, M = product.parties, product.n_cols, product.M
+    t0 = time.perf_counter()
+    live = np.flatnonzero(np.any(M != 0, axis=0))
+    figures: dict = {"nonzero_mask_columns": int(live.size), "rank": space.rank}
+    if live.size != space.rank or space.rank != n:
+        return AttackOutcome("dense_mask_structure", FAMILY, parties, AttackStatus.RAN, columns=n, figures=figures,
+                             reason=f"the mask mixes the columns ({live.size} nonzero columns of M for rank "
+                                    f"{space.rank})", seconds=time.perf_counter() - t0)
+    V = sp.csc_matrix(M[:, live])
+    wu = product.u[live] if product.u is not None and product.u.size == M.shape[1] else None
+    vals = values_from_directions(V, product.Bc[live], wu, product.x_values, budget, max_digits=MAX_DIGITS,
+                                  rel_tol=REL_TOL, positive=True)
+    figures.update(vals.figures)
+    rec = RecoveredColumns(vals.A, vals.c, vals.claimed, vals.position, signed_scale=True)
+    return AttackOutcome("dense_mask_structure", FAMILY, parties, AttackStatus.RAN, columns=n,
+                         claimed=int(vals.claimed.sum()), up_to_scale=n, positions=int((vals.position >= 0).sum()),
+                         figures=figures, seconds=time.perf_counter() - t0, recovered=rec)
+
+
+def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Budget) -> AttackOutcome:
+    parties, n, M = product.parties, product.n_cols, product.M
+    q = len(found.vectors)
+    if q != n or space.rank != n:
+        why = (f"the sparse recovery found {q} of {n} columns; the costs need all of them and a block of full "
+               f"column rank (rank {space.rank})")
+        return not_applicable("dense_costs", FAMILY, parties, why)
+    t0 = time.perf_counter()
+    V = np.column_stack([polish_direction(space.Q, v) for v in found.vectors])  # m x n, directions
+    W = np.linalg.lstsq(V, M, rcond=None)[0]  # = L B'  (n x k)
+    g = np.linalg.lstsq(W.T, product.Bc, rcond=None)[0]  # = L^-1 c
+    wu = W @ product.u if product.u is not None and product.u.size == M.shape[1] else None
+    vals = values_from_directions(sp.csc_matrix(V), g, wu, product.x_values, budget, max_digits=DENSE_MAX_DIGITS,
+                                  rel_tol=DENSE_REL_TOL)
+    rec = RecoveredColumns(vals.A, vals.c, vals.claimed, vals.position, signed_scale=True)
+    return AttackOutcome("dense_costs", FAMILY, parties, AttackStatus.RAN, columns=n, claimed=int(vals.claimed.sum()),
+                         up_to_scale=n, positions=int((vals.position >= 0).sum()), figures=vals.figures,
+                         seconds=time.perf_counter() - t0, recovered=rec)

@@ -71,17 +71,18 @@ class _Values:
         col = np.concatenate(cols)
         val = np.concatenate(vals)
         pw = np.concatenate(power).astype(np.int8)
+        entry = np.concatenate([np.ones(S.nnz, dtype=bool), np.zeros(3 * n, dtype=bool)])
         keep = np.isfinite(val) & (val != 0)
-        col, val, pw = col[keep], val[keep], pw[keep]
+        col, val, pw, entry = col[keep], val[keep], pw[keep], entry[keep]
         order = np.argsort(col, kind="stable")  # entries first within a column, then cost, bounds
-        self.col, self.val, self.power = col[order], val[order], pw[order]
+        self.col, self.val, self.power, self.entry = col[order], val[order], pw[order], entry[order]
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(self.col, minlength=n))]).astype(np.int64)
         self.count = np.diff(self.ptr)
         self.rank = np.arange(self.col.size) - self.ptr[self.col]
 
     def digits_under(self, cand_col: np.ndarray, cand_d: np.ndarray, cap: int | None) -> tuple[np.ndarray, ...]:
-        """(round values, values equal to +-1, digit sum, values scored) per candidate, over at most
-        ``cap`` values of its column."""
+        """(round values, values equal to +-1 (an entry counting 2, a cost or bound 1), digit sum, values
+        scored) per candidate, over at most ``cap`` values of its column."""
         per = self.count[cand_col] if cap is None else np.minimum(self.count[cand_col], cap)
         score = np.zeros(cand_col.size, dtype=np.int64)
         ones = np.zeros(cand_col.size, dtype=np.int64)
@@ -98,7 +99,8 @@ class _Values:
             w = self.val[idx] * np.power(cand_d[owner], self.power[idx].astype(np.float64))
             dg = significant_digits(w, self.max_digits, self.rel_tol).astype(np.int64)
             score[sl] = np.bincount(owner - start, weights=(dg <= self.max_digits), minlength=stop - start)
-            unit = np.abs(np.abs(w) - 1.0) <= self.rel_tol
+            # a unit entry counts twice a unit cost or bound: the hypothesis is an entry of size 1
+            unit = (np.abs(np.abs(w) - 1.0) <= self.rel_tol) * np.where(self.entry[idx], 2.0, 1.0)
             ones[sl] = np.bincount(owner - start, weights=unit, minlength=stop - start)
             digit_sum[sl] = np.bincount(owner - start, weights=np.minimum(dg, self.max_digits + 1),
                                         minlength=stop - start)

@@ -202,12 +202,13 @@ def _merged_monomial(pa: PartyAudit, with_assumed: bool) -> RecoveredColumns | N
 
 
 def _merged_dense(pa: PartyAudit, with_assumed: bool) -> RecoveredColumns | None:
-    order = ["known_mask_rows", "dense_costs", "dense_l1_recovery", "dense_sparse_recovery"]
+    order = ["known_mask_rows", "dense_mask_structure", "dense_costs", "dense_l1_recovery", "dense_sparse_recovery"]
     if with_assumed:
         order.insert(0, "known_rows")
     for name in order:
         o = pa.outcome(name)
-        if o is not None and o.ran and o.recovered is not None and (o.claimed or name.startswith("dense")):
+        if o is not None and o.ran and o.recovered is not None and (o.claimed or o.up_to_scale or
+                                                                     name.startswith("dense_")):
             return o.recovered
     return None
 

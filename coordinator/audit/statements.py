@@ -25,6 +25,7 @@ ATTACK_WORDS = {
     "dense_row_support": "zero rows of the masked product",
     "dense_column_space": "the column space of the masked product",
     "dense_row_gram": "the row Gram estimate M M'/k",
+    "dense_mask_structure": "the structure of the mask (a mask that does not mix columns)",
     "dense_sparse_recovery": "sparse recovery by random pivot rows",
     "dense_l1_recovery": "sparse recovery by l1 minimization",
     "dense_costs": "costs from the masked costs, then normalization and the revealed solution",
@@ -122,12 +123,16 @@ def _dense_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
     if gram is not None and gram.figures.get("expected_rel_error") is not None:
         can.append("an estimate of the inner products between the rows of these columns (A A'), with a relative "
                    f"error of about {gram.figures['expected_rel_error']:.2g}")
-    found = max((o.up_to_scale for o in pa.outcomes if o.attack in ("dense_sparse_recovery", "dense_l1_recovery")
-                 and o.ran), default=0)
-    searched = [o for o in pa.outcomes if o.attack in ("dense_sparse_recovery", "dense_l1_recovery") and o.ran]
-    if found:
+    structure = _ran(pa, "dense_mask_structure")
+    search_names = ("dense_mask_structure", "dense_sparse_recovery", "dense_l1_recovery")
+    found = max((o.up_to_scale for o in pa.outcomes if o.attack in search_names and o.ran), default=0)
+    searched = [o for o in pa.outcomes if o.attack in search_names and o.ran]
+    if structure is not None and structure.up_to_scale:
+        can.append(f"all {nd} of these columns up to a factor each: the mask does not mix them (each column of the "
+                   "masked product is one of your columns, scaled)")
+    elif found:
         can.append(f"{found} of these {nd} columns up to a factor each (the sparsest vectors of that subspace)")
-    costs = _ran(pa, "dense_costs")
+    costs = structure if structure is not None and structure.up_to_scale else _ran(pa, "dense_costs")
     if costs is not None and costs.claimed:
         can.append(f"the exact values (entries and cost) of {costs.claimed} of them"
                    + (f", {costs.positions} at their original position" if costs.positions else ""))
@@ -135,7 +140,8 @@ def _dense_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
         not_rec.append(f"our attacks ({', '.join(ATTACK_WORDS[o.attack] for o in searched)}) did not recover "
                        f"{nd - found} of your {nd} dense-masked columns even up to a factor")
     exact = costs.claimed if costs is not None else 0
-    tried = [o for o in pa.outcomes if o.attack in ("dense_sparse_recovery", "dense_l1_recovery", "dense_costs")
+    tried = [o for o in pa.outcomes if o.attack in ("dense_mask_structure", "dense_sparse_recovery",
+                                                    "dense_l1_recovery", "dense_costs")
              and o.status is not AttackStatus.SKIPPED]
     if nd - exact > 0 and tried:
         reasons = [o.reason for o in tried if o.status is AttackStatus.NOT_APPLICABLE and o.reason]

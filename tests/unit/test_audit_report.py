@@ -1,0 +1,160 @@
+"""Statements that follow from the attacks: the report's leakage entries, the plain words for
+bounded columns, "our attacks did not recover" (never "cannot"), the truth beside them, a wrong
+claim caught; and the CLI: --transcript, securelp audit, its exit codes and errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from securelp.coordinator.audit import DEFAULT_SESSION_BUDGET_S
+from securelp.coordinator.examples import random_solvable_lp
+from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.report import REPORT_VERSION, build_report, format_report
+from securelp.coordinator.simulation import simulate
+from securelp.solvers.errors import ExitCode
+from securelp.solvers.lp import LinearProgram
+from securelp.solvers.lp.partition import parse_split, split_columns
+from tests.audit_fixtures import NETLIB, audit, bounded, netlib, run_session, sparse_lp
+
+REPO = Path(__file__).resolve().parents[2]
+LEAKAGE_KEYS = {"mode", "dense_masked_columns", "monomial_columns", "bound_rows", "revealed_solution",
+                "every_column_bounded", "coordinator_can_reconstruct", "not_recovered_by_our_attacks", "summary",
+                "attacks", "truth", "with_known_rows"}
+
+
+def securelp(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "securelp.coordinator.cli", *args], cwd=REPO, check=False,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _statements(leak: dict) -> list[str]:
+    return leak["coordinator_can_reconstruct"] + leak["not_recovered_by_our_attacks"]
+
+
+def test_every_bounded_column_is_said_to_be_unprotected() -> None:
+    lp = netlib("blend")
+    public, blocks = split_columns(lp, parse_split(None, lp.n_cols, 3))
+    outcome, a = simulate(public, blocks, SessionConfig(), central=lp)
+    report = json.loads(json.dumps(build_report(outcome, a)))
+    assert report["report_version"] == REPORT_VERSION == 2
+    assert {"budget_s", "seconds", "skipped", "collusion", "claims_hold"} <= set(report["audit"])
+    for p in report["parties"]:
+        leak = p["leakage"]
+        assert set(leak) == LEAKAGE_KEYS
+        assert leak["every_column_bounded"] and leak["dense_masked_columns"] == 0
+        assert any("no dense random mask protects any of them" in s for s in leak["coordinator_can_reconstruct"])
+        assert all("cannot" not in s for s in _statements(leak))
+        exact = leak["summary"]["recovered_exact"]
+        assert any(f"exact values (entries and cost) of {exact} of these" in s for s in leak["coordinator_can_reconstruct"])
+        assert leak["truth"]["claims_hold"] and leak["truth"]["claimed_right"] == exact
+        assert {a_["attack"] for a_ in leak["attacks"]} >= {"monomial_normalization", "monomial_positions",
+                                                            "dense_column_space", "solution_revealed"}
+    text = format_report(outcome, audit=a)
+    assert "no dense random mask protects" in text and "cannot" not in text
+
+
+def test_dense_statements_come_from_attacks_that_ran_and_failed() -> None:
+    lp, _ = random_solvable_lp(60, 20, np.random.default_rng(81))
+    public, blocks = split_columns(lp, [12, 8])
+    outcome, a = simulate(public, blocks, SessionConfig(), central=lp)
+    for p in build_report(outcome, a)["parties"]:
+        leak = p["leakage"]
+        assert not leak["every_column_bounded"]
+        not_rec = " ".join(leak["not_recovered_by_our_attacks"])
+        assert "our attacks (" in not_rec and "did not recover" in not_rec
+        assert "sparse recovery by random pivot rows" in not_rec and "l1 minimization" in not_rec
+        ran = {x["attack"] for x in leak["attacks"] if x["status"] == "ran"}
+        assert {"dense_sparse_recovery", "dense_l1_recovery", "dense_column_space"} <= ran
+        assert all("cannot" not in s for s in _statements(leak))
+        assert leak["truth"]["recovered_exact"] == 0
+
+
+def _root2_lp() -> LinearProgram:
+    """Bounded columns whose entries are +-0.70710678 with cost 1.41421356 (as in netlib's scsd1):
+    the rounder reading, entries +-1 and cost 2, is what the normalization claims, and it is wrong."""
+    rng = np.random.default_rng(91)
+    m, n = 20, 12
+    rows = np.concatenate([rng.choice(m, 4, replace=False) for _ in range(n)])
+    vals = 0.70710678 * rng.choice([-1.0, 1.0], rows.size)
+    A = sp.csc_matrix((vals, (rows, np.repeat(np.arange(n), 4))), shape=(m, n))
+    return LinearProgram(c=np.full(n, 1.41421356), A=A, row_lower=np.full(m, -10.0), row_upper=np.full(m, 10.0),
+                         col_lower=np.zeros(n), col_upper=np.full(n, 5.0))
+
+
+def test_a_wrong_claim_is_reported_as_wrong(tmp_path: Path) -> None:
+    lp = _root2_lp()
+    _, transcript, blocks = run_session(lp, parties=1, reveal=False, seed="root2", path=str(tmp_path / "t.bin"))
+    a = audit(transcript, blocks)
+    t = a.parties["party1"].truth
+    assert t["claimed_wrong"] > 0 and not t["claims_hold"] and a.claims_hold is False
+    lp_file = tmp_path / "root2.mps"
+    from benchmarks.bench_leakage import write_mps
+
+    write_mps(lp, lp_file)
+    r = securelp("audit", str(tmp_path / "t.bin"), "--truth", str(lp_file))
+    assert r.returncode == ExitCode.VERIFICATION, r.stderr
+    assert "THE STATEMENT ABOVE IS WRONG" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_solve_transcript_then_audit_with_either_truth(tmp_path: Path) -> None:
+    mps = NETLIB / "afiro.mps"
+    tr, rep = tmp_path / "afiro.bin", tmp_path / "solve.json"
+    r = securelp("solve", str(mps), "--parties", "3", "--transcript", str(tr), "--json", str(rep))
+    assert r.returncode == 0, r.stderr
+    solve_report = json.loads(rep.read_text())
+    assert solve_report["audit"]["budget_s"] == DEFAULT_SESSION_BUDGET_S
+    r = securelp("split", str(mps), "--parties", "3", "--out", str(tmp_path / "blocks"))
+    assert r.returncode == 0, r.stderr
+    results = []
+    for truth in (str(mps), str(tmp_path / "blocks")):
+        out = tmp_path / "audit.json"
+        r = securelp("audit", str(tr), "--truth", truth, "--known-rows", "singletons", "--json", str(out),
+                     "--seed", "3")
+        assert r.returncode == 0, r.stderr
+        report = json.loads(out.read_text())
+        assert report["kind"] == "audit" and report["session_id"] == solve_report["session_id"]
+        results.append([p["leakage"]["truth"]["recovered_exact"] for p in report["parties"]])
+        assert all(set(p["leakage"]) == LEAKAGE_KEYS for p in report["parties"])
+    assert results[0] == results[1] and sum(results[0]) >= 30
+    # without --truth: the statements, no evaluation
+    r = securelp("audit", str(tr), "--json", "-")
+    assert r.returncode == 0
+    report = json.loads(r.stdout)
+    assert all("truth" not in p["leakage"] for p in report["parties"])
+    assert all(p["leakage"]["summary"]["recovered_exact"] >= 9 for p in report["parties"])
+
+
+def test_audit_cli_errors_are_one_line(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"SLPTRNS\n\x05\x00")
+    r = securelp("audit", str(garbage))
+    assert r.returncode == ExitCode.INPUT and "truncated" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = securelp("audit", str(garbage), "--known-rows", "singletons")
+    assert r.returncode == ExitCode.CONFIG and "--truth" in r.stderr
+    r = securelp("solve", str(NETLIB / "afiro.mps"), "--transcript", "-")
+    assert r.returncode == ExitCode.INPUT and "binary" in r.stderr
+
+
+def test_fresh_randomness() -> None:
+    """Unseeded data, masks and pivot orders: the planted weak party is flagged fully recovered and the
+    generic dense one resists, whatever the draw."""
+    rng = np.random.default_rng()
+    lp = bounded(sparse_lp(rng, 30, 24, 3, values="unit"))
+    _, transcript, blocks = run_session(lp, parties=2, reveal=False)
+    a = audit(transcript, blocks, seed=None)
+    for pa in a.parties.values():
+        assert pa.summary["recovered_exact"] == pa.view.n_cols == pa.truth["claimed_right"]
+    dense, _ = random_solvable_lp(50, 16, rng)
+    _, transcript, blocks = run_session(dense, split=[8, 8], planted={"party1": "identity"})
+    a = audit(transcript, blocks, seed=None)
+    assert a.parties["party1"].outcome("dense_mask_structure").up_to_scale == 8
+    assert a.parties["party1"].truth["recovered_up_to_scale"] == 8
+    honest = a.parties["party2"]
+    assert honest.summary["recovered_exact"] == 0 and honest.truth["recovered_up_to_scale"] == 0
