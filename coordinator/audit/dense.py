@@ -64,8 +64,8 @@ from securelp.coordinator.audit.results import (
 from securelp.coordinator.audit.view import MaskedProduct
 
 FAMILY = "dense"
-#: relative threshold of the numerical rank of M on the diagonal of its pivoted QR factor (masked
-#: products of rank-deficient data have a gap of 10 or more orders of magnitude there)
+#: relative singular-value threshold of the numerical rank of M (masked products of rank-deficient
+#: data have a gap of 10 or more orders of magnitude there)
 RANK_TOL = 1e-9
 #: threshold pivoting: a pivot is acceptable when at least this fraction of its column's largest
 PIVOT_THRESHOLD = 0.1
@@ -110,18 +110,26 @@ class ColumnSpace:
 
 
 def orthonormal_range(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
-    """An orthonormal basis of range(X) by QR with column pivoting (rank revealing: the diagonal
-    of R falls by many orders of magnitude at the numerical rank of a rank-deficient product)."""
+    """An orthonormal basis of range(X): a thin QR of the longer side, then the SVD of the small
+    triangular factor (rank by singular values, which fall by many orders of magnitude at the
+    numerical rank of a rank-deficient product). Column-pivoted QR would do too but is BLAS-2 and
+    measured 20-30 times slower on a 1000 x 110 product."""
+    m, k = X.shape
     if X.size == 0:
-        return np.zeros((X.shape[0], 0))
-    Q, R, _ = scipy.linalg.qr(X, mode="economic", pivoting=True, check_finite=False)
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > tol * d[0])) if d.size and d[0] > 0 else 0
-    return np.ascontiguousarray(Q[:, :r])
+        return np.zeros((m, 0))
+    if k <= m:
+        Q, R = scipy.linalg.qr(X, mode="economic", check_finite=False)
+        U, s, _ = scipy.linalg.svd(R, lapack_driver="gesvd", check_finite=False)
+        U = Q @ U
+    else:  # X = R' Q': range(X) = range(R'), an m x m factor
+        _, R = scipy.linalg.qr(X.T, mode="economic", check_finite=False)
+        U, s, _ = scipy.linalg.svd(R.T, lapack_driver="gesvd", check_finite=False)
+    r = int(np.sum(s > tol * s[0])) if s.size and s[0] > 0 else 0
+    return np.ascontiguousarray(U[:, :r])
 
 
 def column_space(M: np.ndarray) -> ColumnSpace:
-    """range(M) (numerical rank at :data:`RANK_TOL` of the largest pivot)."""
+    """range(M) (numerical rank at :data:`RANK_TOL` of the largest singular value)."""
     Q = orthonormal_range(M)
     return ColumnSpace(Q, Q.shape[1])
 

@@ -127,6 +127,18 @@ def audit_transcript(transcript: Transcript, *, truth: Truth | None = None, know
     seed : seed of the random pivot orders (None: fresh entropy).
     own_products : colluders' own contributions to products shared by several parties.
     """
+    from threadpoolctl import threadpool_limits
+
+    # numpy and scipy each load their own OpenBLAS, whose thread pools fight for the cores (and
+    # with HiGHS's workers after a solve): the range of a 1000 x 110 product took 2-5 s inside a
+    # session and 0.02 s with one BLAS thread (as in securelp.solvers.mdp.ipm)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _audit(transcript, truth=truth, known_rows=known_rows, budget_s=budget_s, seed=seed,
+                      own_products=own_products)
+
+
+def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows | None, budget_s: float | None,
+           seed: int | None, own_products: Mapping[str, MaskedProduct] | None) -> SessionAudit:
     t_start = time.perf_counter()
     budget = Budget(budget_s)
     rng = np.random.default_rng(seed)
