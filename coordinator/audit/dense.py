@@ -22,9 +22,15 @@ Mangasarian (2011) hides A_d (m x n) behind a random B (k x n, k >= n): any inve
     (Gaussian elimination on an orthonormal basis Q, rows in random order, threshold pivoting)
     gives V = Q Q_I^-1: column i of V is the only vector of the subspace that is 1 on pivot i
     and 0 on the other r - 1 pivots. When a column a of A_d has pivot i in its support and none
-    of the others, V_i = a / a_i. Columns of V with fewer than m - r + 1 nonzeros are not
-    generic and are kept as recovered columns (up to scale). Rounds with fresh random orders
-    repeat until every column is found, rounds stop finding new ones, or the budget ends.
+    of the others, V_i = a / a_i. Columns of V with fewer nonzeros than a generic vector (the
+    block's support rows less r - 1) are kept; the sparsest basis of all kept vectors is the
+    guess. Rounds with fresh random orders repeat until rounds stop making that basis sparser or
+    the budget ends. Sparsity alone can mislead (on data with +-1 entries a difference of two
+    columns can be sparser than either), so a vector is claimed (a column up to scale) only when
+    it is *identifiable* (the only direction of range(M) supported within its support) and the
+    basis is complete and passes a test of the mask: W = V^+ M must have independent rows, as
+    L B' has for a Gaussian B (``mask_independence``: a combination of columns in V correlates
+    rows of W).
 ``dense_l1_recovery``
     For rows not yet covered (then the rows of the least sparse basis vectors): min ||v||_1 over
     v in range(M) with v_i = 1, the classic convex surrogate of the sparsest vector (an LP, solved
@@ -80,6 +86,11 @@ L1_STALE = 3
 MAX_GRAM_ROWS = 4000
 #: share of the remaining budget one iterative search may use
 SEARCH_SHARE = 0.5
+#: eigenvalues of Q_S Q_S' within this of 1 count as directions of range(Q) supported on S
+IDENTIFIABLE_TOL = 1e-8
+#: false-alarm rate of the mask-independence test of a found basis (a right basis fails it, and
+#: its columns go unclaimed, once in a thousand audits)
+INDEPENDENCE_ALPHA = 1e-3
 #: relative agreement of "this x entry equals this candidate value"
 X_MATCH_TOL = 1e-7
 #: what counts as round for values computed through factorizations of M (errors near 1e-12)
@@ -239,10 +250,60 @@ class _Found:
         return covered
 
 
-def _direction_result(found: _Found) -> RecoveredColumns:
+def identifiable(Q: np.ndarray, v: np.ndarray) -> bool:
+    """Whether v is the only direction of range(Q) supported within its support S: the vectors of
+    range(Q) supported on S are the eigenvectors of Q_S Q_S' for eigenvalue 1. With two or more, v
+    may be a combination of columns (two columns with nested or equal supports span such a
+    plane), and sparsity alone does not say which vectors of it are columns."""
+    S = np.flatnonzero(v)
+    if S.size <= 1:
+        return True
+    QS = Q[S]
+    w = np.linalg.eigvalsh(QS @ QS.T)
+    return int(np.sum(w > 1.0 - IDENTIFIABLE_TOL)) <= 1
+
+
+def mask_independence(V: np.ndarray, M: np.ndarray) -> tuple[bool, float, float]:
+    """Whether a complete set of column directions V (m x n, spanning range(M)) is consistent with
+    the protocol's mask: if V = A_d L^-1 (the columns up to scale), then W = V^+ M = L B' has
+    independent Gaussian rows, and k times the squared correlation of two of them is about
+    chi-square(1); a combination of columns among V correlates its row with others. Returns
+    (passed, the sum over pairs, the threshold: the chi-square quantile with n(n-1)/2 degrees of
+    freedom at :data:`INDEPENDENCE_ALPHA`)."""
+    from scipy.stats import chi2
+
+    n, k = V.shape[1], M.shape[1]
+    if n < 2:
+        return True, 0.0, 0.0
+    W = np.linalg.lstsq(V, M, rcond=None)[0]
+    norms = np.linalg.norm(W, axis=1)
+    if np.any(norms == 0):
+        return False, np.inf, 0.0
+    Wn = W / norms[:, None]
+    C = Wn @ Wn.T
+    stat = float(k * (np.sum(C ** 2) - n) / 2.0)
+    dof = n * (n - 1) / 2.0
+    threshold = float(chi2.isf(INDEPENDENCE_ALPHA, dof))
+    return stat <= threshold, stat, threshold
+
+
+def _direction_result(found: _Found, space: ColumnSpace, M: np.ndarray, n: int) -> tuple[RecoveredColumns, dict]:
+    """The found directions, and which are claimed: identifiable ones, of a complete set that passes
+    :func:`mask_independence` (an incomplete or failing set claims none)."""
     q = len(found.vectors)
-    return RecoveredColumns(found.matrix(), np.full(q, np.nan), np.zeros(q, dtype=bool),
-                            np.full(q, -1, dtype=np.int64), signed_scale=True)
+    certain = np.array([identifiable(space.Q, v) for v in found.vectors], dtype=bool)
+    figures: dict = {"identifiable": int(certain.sum())}
+    complete = q == n == space.rank
+    if complete:
+        V = np.column_stack([polish_direction(space.Q, v) for v in found.vectors])
+        passed, stat, threshold = mask_independence(V, M)
+        figures.update({"independence_stat": stat, "independence_threshold": threshold, "independent": passed})
+        certain &= passed
+    else:
+        certain[:] = False
+    rec = RecoveredColumns(found.matrix(), np.full(q, np.nan), np.zeros(q, dtype=bool),
+                           np.full(q, -1, dtype=np.int64), signed_scale=True, direction_claimed=certain)
+    return rec, figures
 
 
 def _l1_sparsest(Q: np.ndarray, row: int, time_limit: float) -> np.ndarray | None:
@@ -325,8 +386,8 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
         found = _Found(m, r)
     else:
         found = _Found(m, r)
-        out.append(_pivot_search(space, found, n, budget, rng, parties))
-        out.append(_l1_search(space, found, n, budget, parties))
+        out.append(_pivot_search(space, found, n, budget, rng, parties, M))
+        out.append(_l1_search(space, found, n, budget, parties, M))
     out.append(_costs(product, space, found, budget))
     return out
 
@@ -350,7 +411,7 @@ def _gram(product: MaskedProduct, budget: Budget) -> AttackOutcome:
 
 
 def _pivot_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, rng: np.random.Generator,
-                  parties: tuple[str, ...]) -> AttackOutcome:
+                  parties: tuple[str, ...], M: np.ndarray) -> AttackOutcome:
     Q, r = space.Q, space.rank
     m = Q.shape[0]
     t0 = time.perf_counter()
@@ -360,9 +421,14 @@ def _pivot_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, rng
     stop = f"the limit of {MAX_ROUNDS} rounds"
     generic = _generic_support(Q)
     best = None
+    if r == 1:  # a one-dimensional column space is the column itself
+        v = Q[:, 0].copy()
+        v[np.abs(v) <= ZERO_TOL * np.abs(v).max()] = 0.0
+        found.add(v / v[np.flatnonzero(v)[0]])
+        stale, stop = STALE_ROUNDS, "the column space is one column"
     while rounds < MAX_ROUNDS:
         if stale >= STALE_ROUNDS:
-            stop = f"{STALE_ROUNDS} rounds in a row made the sparsest basis no sparser"
+            stop = stop if r == 1 else f"{STALE_ROUNDS} rounds in a row made the sparsest basis no sparser"
             break
         if time.perf_counter() - t0 + round_flops / 2e9 > share or budget.expired():
             stop = "its share of the budget ended"
@@ -383,17 +449,19 @@ def _pivot_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, rng
             best, stale = score, 0
         else:
             stale += 1
+    rec, cert = _direction_result(found, space, M, n)
     o = AttackOutcome("dense_sparse_recovery", FAMILY, parties, AttackStatus.RAN, columns=n,
-                      up_to_scale=min(len(found.vectors), n),
+                      up_to_scale=int(rec.directions_claimed.sum()),
                       figures={"rounds": rounds, "found": len(found.vectors), "candidates": len(found.pool),
-                               "generic_support": generic, "stopped_by": stop},
-                      seconds=time.perf_counter() - t0, recovered=_direction_result(found))
+                               "generic_support": generic, "stopped_by": stop, **cert},
+                      seconds=time.perf_counter() - t0, recovered=rec)
     if stop == "its share of the budget ended":
         o.reason = "the budget ended the search before it stopped finding sparser vectors"
     return o
 
 
-def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, parties: tuple[str, ...]) -> AttackOutcome:
+def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, parties: tuple[str, ...],
+               M: np.ndarray) -> AttackOutcome:
     Q, r = space.Q, space.rank
     t0 = time.perf_counter()
     share = SEARCH_SHARE * budget.remaining()
@@ -440,11 +508,12 @@ def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, partie
             found.add(v / v[nz[0]])
             barren = 0
             tried.update(int(i) for i in nz)  # its other rows would give the same vector
+    rec, cert = _direction_result(found, space, M, n)
     o = AttackOutcome("dense_l1_recovery", FAMILY, parties, AttackStatus.RAN, columns=n,
-                      up_to_scale=min(len(found.vectors), n),
+                      up_to_scale=int(rec.directions_claimed.sum()),
                       figures={"programs": programs, "support_before": before, "support_after": found.total_support(),
-                               "stopped_by": stop if targets else "nothing left to improve"},
-                      seconds=time.perf_counter() - t0, recovered=_direction_result(found))
+                               "stopped_by": stop if targets else "nothing left to improve", **cert},
+                      seconds=time.perf_counter() - t0, recovered=rec)
     if stop == "its share of the budget ended":
         o.reason = "the budget ended the l1 programs before every row was tried"
     return o
@@ -531,9 +600,12 @@ def _structure(product: MaskedProduct, space: ColumnSpace, budget: Budget) -> At
 def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Budget) -> AttackOutcome:
     parties, n, M = product.parties, product.n_cols, product.M
     q = len(found.vectors)
-    if q != n or space.rank != n:
-        why = (f"the sparse recovery found {q} of {n} columns; the costs need all of them and a block of full "
-               f"column rank (rank {space.rank})")
+    rec, _ = _direction_result(found, space, M, n)
+    certain = int(rec.directions_claimed.sum())
+    if q != n or space.rank != n or certain != n:
+        why = (f"the sparse recovery certified {certain} of {n} columns (identifiable, and independent rows of "
+               f"the implied mask); the costs need all of them and a block of full column rank (rank "
+               f"{space.rank})")
         return not_applicable("dense_costs", FAMILY, parties, why)
     t0 = time.perf_counter()
     V = np.column_stack([polish_direction(space.Q, v) for v in found.vectors])  # m x n, directions

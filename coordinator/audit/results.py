@@ -42,6 +42,9 @@ class RecoveredColumns:
         in their original order), -1 where it assigns none.
     signed_scale : whether the unknown scale of a direction-only column may be negative (dense
         masks) or is positive (monomial transform).
+    direction_claimed : (q,) whether the attack claims the column's direction (that it is one of
+        the target's columns up to a factor); None: every column's (the attack's output are columns
+        by construction).
     """
 
     A: sp.csc_matrix
@@ -49,6 +52,11 @@ class RecoveredColumns:
     scale_known: np.ndarray
     position: np.ndarray
     signed_scale: bool
+    direction_claimed: np.ndarray | None = None
+
+    @property
+    def directions_claimed(self) -> np.ndarray:
+        return np.ones(self.count, dtype=bool) if self.direction_claimed is None else self.direction_claimed
 
     @property
     def count(self) -> int:

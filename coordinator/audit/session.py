@@ -234,7 +234,7 @@ def summarize(pa: PartyAudit, *, with_assumed: bool = False) -> dict[str, Any]:
     norm = pa.outcome("monomial_normalization")
     m_claimed = int(mono.scale_known.sum()) if mono is not None else 0
     d_claimed = int(dense.scale_known.sum()) if dense is not None else 0
-    d_up = min(dense.count, v.n_dense) if dense is not None else 0
+    d_up = min(int(dense.directions_claimed.sum()), v.n_dense) if dense is not None else 0
     m_pos = int((mono.position >= 0).sum()) if mono is not None else 0
     d_pos = int((dense.position >= 0).sum()) if dense is not None else 0
     out = {"columns": v.n_cols, "recovered_exact": m_claimed + d_claimed,
@@ -305,14 +305,15 @@ def _evaluate_outcome(o: AttackOutcome, mono: TruthColumns | None, dense: TruthC
 
 def _merge_truth(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     keys = ("columns", "recovered_exact", "recovered_up_to_scale", "claimed_right", "claimed_wrong",
-            "unclaimed_right", "positions_assigned", "positions_right")
+            "unclaimed_right", "direction_claimed_wrong", "positions_assigned", "positions_right")
     out = {k: int(sum(p.get(k, 0) for p in parts)) for k in keys}
     n = out["columns"]
     out["fraction_exact"] = out["recovered_exact"] / n if n else 0.0
     out["fraction_up_to_scale"] = out["recovered_up_to_scale"] / n if n else 0.0
     errs = [p["rel_error_max"] for p in parts if p.get("rel_error_max") is not None]
     out["rel_error_max"] = max(errs) if errs else None
-    out["claims_hold"] = out["claimed_wrong"] == 0 and out["positions_right"] == out["positions_assigned"]
+    out["claims_hold"] = (out["claimed_wrong"] == 0 and out["direction_claimed_wrong"] == 0
+                          and out["positions_right"] == out["positions_assigned"])
     return out
 
 

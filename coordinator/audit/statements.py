@@ -131,14 +131,19 @@ def _dense_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
         can.append(f"all {nd} of these columns up to a factor each: the mask does not mix them (each column of the "
                    "masked product is one of your columns, scaled)")
     elif found:
-        can.append(f"{found} of these {nd} columns up to a factor each (the sparsest vectors of that subspace)")
+        can.append(f"{found} of these {nd} columns up to a factor each (the sparsest vectors of that subspace, each "
+                   "the only one with its zero pattern)")
     costs = structure if structure is not None and structure.up_to_scale else _ran(pa, "dense_costs")
     if costs is not None and costs.claimed:
         can.append(f"the exact values (entries and cost) of {costs.claimed} of them"
                    + (f", {costs.positions} at their original position" if costs.positions else ""))
     if searched and nd - found > 0:
+        candidates = max((int(o.figures.get("found", 0)) for o in searched), default=0)
+        why = (f" (the sparse search proposed {candidates} sparse vectors, but they failed the checks that they are "
+               "your columns: unique with their zero pattern, and independent rows of the implied mask)"
+               if candidates > found else "")
         not_rec.append(f"our attacks ({', '.join(ATTACK_WORDS[o.attack] for o in searched)}) did not recover "
-                       f"{nd - found} of your {nd} dense-masked columns even up to a factor")
+                       f"{nd - found} of your {nd} dense-masked columns even up to a factor{why}")
     exact = costs.claimed if costs is not None else 0
     tried = [o for o in pa.outcomes if o.attack in ("dense_mask_structure", "dense_sparse_recovery",
                                                     "dense_l1_recovery", "dense_costs")

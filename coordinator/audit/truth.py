@@ -70,7 +70,8 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
     ``fraction_exact`` (true columns whose values, column and cost, were recovered to 1e-6
     relative), ``recovered_up_to_scale`` and ``fraction_up_to_scale``, ``claimed_right``,
     ``claimed_wrong`` (claims of exact values that are wrong), ``unclaimed_right`` (values right
-    that the attack did not claim), ``positions_assigned`` and ``positions_right``, and the
+    that the attack did not claim), ``direction_claimed_wrong`` (columns claimed up to a factor
+    whose direction is no true column's), ``positions_assigned`` and ``positions_right``, and the
     median and largest relative error of the claimed columns whose direction is right.
     """
     n_true, q, signed = truth.count, rec.count, rec.signed_scale
@@ -96,6 +97,7 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
     claimed_err[r_i] = verr
     exact[r_i[verr <= MATCH_TOL]] = True  # values right, keys apart by rounding
     claimed = np.asarray(rec.scale_known, dtype=bool)
+    dir_claimed = rec.directions_claimed
     # positions: the true column at the position the attack gave
     pos = np.asarray(rec.position, dtype=np.int64)
     assigned = np.flatnonzero(pos >= 0)
@@ -117,7 +119,8 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
         "columns": n_true, "recovered_exact": n_exact, "fraction_exact": n_exact / n_true if n_true else 0.0,
         "recovered_up_to_scale": n_up, "fraction_up_to_scale": n_up / n_true if n_true else 0.0,
         "claimed_right": int((claimed & exact).sum()), "claimed_wrong": int((claimed & ~exact).sum()),
-        "unclaimed_right": int((~claimed & exact).sum()), "positions_assigned": int(assigned.size),
+        "unclaimed_right": int((~claimed & exact).sum()),
+        "direction_claimed_wrong": int((dir_claimed & ~direction).sum()), "positions_assigned": int(assigned.size),
         "positions_right": int(pos_right.sum())}
     out.update(_relative_errors(claimed_err[claimed & direction]))
     return out

@@ -15,8 +15,9 @@ from securelp.coordinator.audit.dense import attack_dense
 from securelp.coordinator.audit.truth import TruthColumns, score_columns
 from securelp.coordinator.audit.view import MaskedProduct, party_views, plain_products
 from securelp.coordinator.examples import random_solvable_lp
+from securelp.solvers.lp import LinearProgram
 from securelp.solvers.lp.partition import ColumnBlock
-from tests.audit_fixtures import audit, run_session, sparse_lp
+from tests.audit_fixtures import audit, netlib, run_session, sparse_lp
 
 
 def _dense_integer_lp(rng: np.random.Generator, m: int, n: int):  # type: ignore[no-untyped-def]
@@ -128,3 +129,33 @@ def test_an_exhausted_budget_skips_with_the_reason() -> None:
     assert "dense_column_space" in skipped
     assert "budget" in pa.outcome("dense_column_space").reason
     assert pa.summary["recovered_exact"] == 0  # nothing claimed for what did not run
+
+
+def test_sparse_vectors_that_are_not_columns_are_not_claimed() -> None:
+    """sc50b with its bounds removed: +-1 staircase columns whose differences are sparser than the
+    columns. The search finds such combinations; the identifiability and mask-independence checks
+    keep them from being claimed, so every claim that remains is right."""
+    lp = netlib("sc50b")
+    free = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
+                         col_lower=np.full(lp.n_cols, -np.inf), col_upper=np.full(lp.n_cols, np.inf))
+    _, transcript, blocks = run_session(free, parties=3, seed="sc50b-free")
+    a = audit(transcript, blocks)
+    found = sum(pa.outcome("dense_sparse_recovery").figures["found"] for pa in a.parties.values())
+    right = sum(pa.truth["recovered_up_to_scale"] for pa in a.parties.values())
+    assert found > right  # combinations among the candidates
+    for pa in a.parties.values():
+        assert pa.truth["direction_claimed_wrong"] == 0 and pa.truth["claimed_wrong"] == 0
+        assert pa.truth["claims_hold"]
+
+
+def test_a_single_free_column_is_its_column_space() -> None:
+    """One dense-masked column: range(M) is the column itself; its cost and, with x, its value follow."""
+    lp = sparse_lp(np.random.default_rng(9501), 30, 6, 4)
+    lo = np.concatenate([np.full(5, -100.0), [-np.inf]])
+    lp = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper, col_lower=lo,
+                       col_upper=lp.col_upper)
+    _, transcript, blocks = run_session(lp, parties=1, seed="one")
+    a = audit(transcript, blocks)
+    pa = a.parties["party1"]
+    assert pa.view.n_dense == 1 and pa.outcome("dense_sparse_recovery").up_to_scale == 1
+    assert pa.outcome("dense_costs").claimed == 1 and pa.outcome("dense_costs").truth["claimed_right"] == 1
