@@ -520,7 +520,7 @@ def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, partie
 
 
 @dataclass(frozen=True, eq=False)
-class _Values:
+class _ColumnValues:
     A: sp.csc_matrix
     c: np.ndarray
     claimed: np.ndarray
@@ -529,7 +529,7 @@ class _Values:
 
 
 def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | None, x_values: np.ndarray | None,
-                           budget: Budget, *, max_digits: int, rel_tol: float, positive: bool = False) -> _Values:
+                           budget: Budget, *, max_digits: int, rel_tol: float, positive: bool = False) -> _ColumnValues:
     """Values of columns known up to a factor each: a_i = l_i v_i, c_i = l_i g_i, x_i = (wu)_i / l_i.
 
     |l_i| comes from round numbers (:func:`securelp.coordinator.audit.monomial.fit_scales` with any
@@ -569,7 +569,7 @@ def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | Non
     claimed = fit.claimed & (sign != 0)
     figures = {"round_scales": int(fit.every_round.sum()), "ambiguous": int(fit.ambiguous.sum()),
                "signs_from_x": from_x}
-    return _Values(sp.csc_matrix(V @ sp.diags(signed_lam)), g * signed_lam, claimed, position, figures)
+    return _ColumnValues(sp.csc_matrix(V @ sp.diags(signed_lam)), g * signed_lam, claimed, position, figures)
 
 
 def _structure(product: MaskedProduct, space: ColumnSpace, budget: Budget) -> AttackOutcome:

@@ -86,6 +86,7 @@ class SessionAudit:
     known_rows: str
     truth_source: str = ""
     evaluation_seconds: float = 0.0
+    known_rows_count: int = 0
 
     @property
     def skipped(self) -> list[dict[str, str]]:
@@ -191,7 +192,8 @@ def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows
     result = SessionAudit(session_id=transcript.header.session_id, mode=mode, transport=transcript.header.transport,
                           parties=audits, shared=shared, collusion=collusion, budget_s=budget_s,
                           seconds=time.perf_counter() - t_start,
-                          known_rows=known_rows.label if known_rows is not None else "none")
+                          known_rows=known_rows.label if known_rows is not None else "none",
+                          known_rows_count=known_rows.count if known_rows is not None else 0)
     if truth is not None:
         evaluate(result, truth)
     return result

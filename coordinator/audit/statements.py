@@ -191,7 +191,8 @@ def leakage_entry(pa: PartyAudit, audit: SessionAudit) -> dict[str, Any]:
         "summary": dict(pa.summary), "attacks": [o.to_json() for o in pa.outcomes],
     }
     if pa.assumed:
-        entry["with_known_rows"] = {"rows": audit.known_rows, "attacks": [o.to_json() for o in pa.assumed]}
+        entry["with_known_rows"] = {"rows": audit.known_rows, "count": audit.known_rows_count,
+                                    "attacks": [o.to_json() for o in pa.assumed]}
         if pa.assumed_truth is not None:
             entry["with_known_rows"]["truth"] = dict(pa.assumed_truth)
     if pa.truth is not None:
@@ -203,7 +204,8 @@ def audit_entry(audit: SessionAudit) -> dict[str, Any]:
     """The session-level ``audit`` entry of a report: budget, time, skipped attacks, collusion."""
     out: dict[str, Any] = {"budget_s": audit.budget_s, "seconds": round(audit.seconds, 4),
                            "evaluation_seconds": round(audit.evaluation_seconds, 4) if audit.truth_source else None,
-                           "known_rows": audit.known_rows, "skipped": audit.skipped,
+                           "known_rows": audit.known_rows, "known_rows_count": audit.known_rows_count,
+                           "skipped": audit.skipped,
                            "collusion": [c.to_json() for c in audit.collusion],
                            "shared_products": [o.to_json() for o in audit.shared],
                            "truth_source": audit.truth_source or None, "claims_hold": audit.claims_hold}
@@ -225,8 +227,8 @@ def text_lines(pa: PartyAudit, audit: SessionAudit) -> list[str]:
                      f"{t['positions_assigned']} positions right"
                      + (f"; best guesses not claimed but right: {t['unclaimed_right']}" if t["unclaimed_right"] else "")
                      + ("" if t["claims_hold"] else "  -- THE STATEMENT ABOVE IS WRONG"))
-    if pa.assumed_truth is not None:
+    if pa.assumed_truth is not None and audit.known_rows_count:
         t = pa.assumed_truth
-        lines.append(f"{pa.party_id}: if the coordinator knew the rows of A assumed known ({audit.known_rows}): "
-                     f"{t['recovered_exact']} of {t['columns']} columns right")
+        lines.append(f"{pa.party_id}: if the coordinator also knew {_plural(audit.known_rows_count, 'row')} of A "
+                     f"({audit.known_rows}): {t['recovered_exact']} of {t['columns']} columns right")
     return lines

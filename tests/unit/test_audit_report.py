@@ -158,3 +158,25 @@ def test_fresh_randomness() -> None:
     assert a.parties["party1"].truth["recovered_up_to_scale"] == 8
     honest = a.parties["party2"]
     assert honest.summary["recovered_exact"] == 0 and honest.truth["recovered_up_to_scale"] == 0
+
+
+def test_demo_records_its_transcript_and_every_report_key_is_documented(tmp_path: Path) -> None:
+    tr, rep = tmp_path / "demo.bin", tmp_path / "demo.json"
+    r = securelp("demo", "--transport", "inprocess", "--example", "1", "--transcript", str(tr), "--json", str(rep))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(rep.read_text())
+    docs = (REPO / "docs" / "reports.md").read_text()
+    keys = set(report["audit"])
+    for p in report["parties"]:
+        leak = p["leakage"]
+        assert not leak["every_column_bounded"] and leak["dense_masked_columns"] == p["n_cols"]
+        assert any("all of it, which says nothing more" in s for s in leak["coordinator_can_reconstruct"])
+        keys |= set(leak) | set(leak["summary"]) | set(leak["truth"])
+        for entry in leak["attacks"]:
+            keys |= set(entry) | set(entry.get("truth", {}))
+    for c in report["audit"]["collusion"]:
+        keys |= set(c)
+    missing = sorted(k for k in keys if f"`{k}`" not in docs)
+    assert not missing, f"report keys not in docs/reports.md: {missing}"
+    r = securelp("audit", str(tr), "--json", "-")
+    assert r.returncode == 0 and json.loads(r.stdout)["session_id"] == report["session_id"]
