@@ -12,6 +12,10 @@ evaluation against the blocks, and appends one JSON line per run to
   column densely (what the dense mask protects, on the structure of real data; the session's LP
   may be unbounded, the transcript and its attacks do not need an optimum).
 
+``--synthetic`` adds the random sparse LP of the outside measurement (m = 300, n = 120, 4
+nonzeros per column, split 60/40/20, k = 130; free columns, so dense masks only), with integer
+and with Gaussian values.
+
 ``--render docs/threat_model.md`` rewrites the table between the markers
 ``<!-- leakage-table:begin -->`` and ``<!-- leakage-table:end -->`` from the newest line of each
 (problem, mode) in the results file. ``--transport-lp SOURCESxSINKS`` writes the transportation
@@ -125,13 +129,33 @@ def _attack_figures(audit: Any) -> dict[str, Any]:
     return out
 
 
-def run_one(lp: LinearProgram, split: list[int], mode: str, budget: float) -> dict[str, Any]:
+def sparse_lp(m: int, n: int, per_col: int, seed: int, *, integer: bool) -> LinearProgram:
+    """The outsider's random sparse LP: ``min c'x s.t. Ax >= b``, x free, ``per_col`` nonzeros per
+    column (integers 1..9 with random signs and integer costs, or Gaussian values and costs), a
+    known optimum (c = A'y, y >= 0; b = A x0 less slack on inactive rows)."""
+    rng = np.random.default_rng(seed)
+    rows = np.concatenate([rng.choice(m, per_col, replace=False) for _ in range(n)])
+    if integer:
+        vals = (rng.integers(1, 10, rows.size) * rng.choice([-1, 1], rows.size)).astype(float)
+    else:
+        vals = rng.standard_normal(rows.size)
+    A = sp.csc_matrix((vals, (rows, np.repeat(np.arange(n), per_col))), shape=(m, n))
+    active = rng.random(m) < 0.5
+    y = np.where(active, rng.integers(1, 10, m) if integer else rng.uniform(0, 10, m), 0.0).astype(float)
+    b = A @ rng.uniform(-5, 5, n) - np.where(active, 0.0, 1.0)
+    kind = "integer" if integer else "gaussian"
+    return LinearProgram(c=A.T @ y, A=A, row_lower=b, row_upper=np.full(m, np.inf), col_lower=np.full(n, -np.inf),
+                         col_upper=np.full(n, np.inf), name=f"sparse-{m}x{n}-{per_col}nz-{kind}")
+
+
+def run_one(lp: LinearProgram, split: list[int], mode: str, budget: float, k: int | None = None) -> dict[str, Any]:
     """One session and its audit; the figures of one JSON line."""
     bounds = "rows" if mode == "rows" else "monomial"
     target = _free(lp) if mode == "dense" else lp
     public, blocks = split_columns(target, split, ids=[f"party{i + 1}" for i in range(len(split))])
     t0 = time.perf_counter()
-    outcome, audit = simulate(public, blocks, SessionConfig(bounds_mode=bounds), central=target, audit_budget_s=budget)
+    outcome, audit = simulate(public, blocks, SessionConfig(bounds_mode=bounds, k=k), central=target,
+                              audit_budget_s=budget)
     wall = time.perf_counter() - t0
     truths = [pa.truth for pa in audit.parties.values() if pa.truth is not None]
     assumed = [pa.assumed_truth for pa in audit.parties.values() if pa.assumed_truth is not None]
@@ -142,7 +166,10 @@ def run_one(lp: LinearProgram, split: list[int], mode: str, budget: float) -> di
             "status": outcome.status.value, "session_s": outcome.timings_s["total"], "audit_s": audit.seconds,
             "wall_s": wall, "columns": cols, "recovered_exact": right, "fraction_exact": right / cols if cols else 0.0,
             "recovered_up_to_scale": up, "fraction_up_to_scale": up / cols if cols else 0.0,
+            "claimed_exact": sum(int(pa.summary["recovered_exact"]) for pa in audit.parties.values()),
+            "claimed_up_to_scale": sum(int(pa.summary["recovered_up_to_scale"]) for pa in audit.parties.values()),
             "claimed_wrong": sum(t["claimed_wrong"] for t in truths),
+            "direction_claimed_wrong": sum(t["direction_claimed_wrong"] for t in truths),
             "unclaimed_right": sum(t["unclaimed_right"] for t in truths),
             "positions_right": sum(t["positions_right"] for t in truths),
             "with_singleton_rows_exact": sum(t["recovered_exact"] for t in assumed) if assumed else None,
@@ -156,18 +183,25 @@ def _append(record: dict[str, Any]) -> None:
         handle.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _instances(args: argparse.Namespace) -> list[tuple[LinearProgram, list[int]]]:
-    out = []
+def _instances(args: argparse.Namespace) -> list[tuple[LinearProgram, list[int], int | None, tuple[str, ...]]]:
+    """(LP, split, k, modes) of every run asked for."""
+    modes = tuple(m for m in args.modes.split(",") if m)
+    out: list[tuple[LinearProgram, list[int], int | None, tuple[str, ...]]] = []
     if args.examples:
         for number in (1, 2):
             lp, split, _ = mangasarian_example(number)
-            out.append((lp, list(split)))
+            out.append((lp, list(split), None, modes))
+    if args.synthetic:
+        # the outsider's instance (m = 300, n = 120, 4 nonzeros per column, split 60/40/20, k = 130);
+        # its columns are free, so only the dense masks apply
+        for integer in (True, False):
+            out.append((sparse_lp(300, 120, 4, 20260101, integer=integer), [60, 40, 20], 130, ("dense",)))
     if args.netlib:
         names = args.only.split(",") if args.only else None
         for f in sorted(Path(args.netlib).glob("*.mps")):
             if names is None or f.stem in names:
                 lp = read_mps(f)
-                out.append((lp, parse_split(None, lp.n_cols, args.parties)))
+                out.append((lp, parse_split(None, lp.n_cols, args.parties), None, modes))
     return out
 
 
@@ -183,21 +217,25 @@ def render(doc: Path) -> None:
             rec = json.loads(line)
             newest[(rec["problem"], rec["mode"])] = rec
     problems = list(dict.fromkeys(p for p, _ in newest))
-    order = sorted(problems, key=lambda p: (not p.startswith("mangasarian"), p))
-    head = ("| LP | m x n | monomial: exact (positions) | rows: exact | dense masks (free columns): up to scale / "
-            "exact | + singleton rows known (monomial) | audit s (monomial / rows / dense) |")
-    lines = [head, "|---|---|---|---|---|---|---|"]
+    order = sorted(problems, key=lambda p: (not p.startswith("mangasarian"), not p.startswith("sparse"), p))
+    head = ("| LP | m x n | default mode: exact (positions) | rows mode: exact | dense masks (bounds removed): up to "
+            "scale, claimed / right; exact | default + singleton rows known: exact | wrong claims | audit s (default / "
+            "rows / dense) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for p in order:
         mono, rows, dense = (newest.get((p, mode)) for mode in MODES)
         any_rec = mono or rows or dense
         size = f"{any_rec['m']} x {any_rec['n']}" if any_rec else ""
+        wrong = sum(int(r.get("claimed_wrong", 0)) + int(r.get("direction_claimed_wrong", 0))
+                    for r in (mono, rows, dense) if r)
         cells = [
             f"{_fmt_frac(mono['recovered_exact'], mono['columns'])} ({mono['positions_right']})" if mono else "-",
             _fmt_frac(rows["recovered_exact"], rows["columns"]) if rows else "-",
-            (f"{_fmt_frac(dense['recovered_up_to_scale'], dense['columns'])} / "
+            (f"{dense.get('claimed_up_to_scale', '?')} / {_fmt_frac(dense['recovered_up_to_scale'], dense['columns'])}; "
              f"{_fmt_frac(dense['recovered_exact'], dense['columns'])}") if dense else "-",
             _fmt_frac(mono["with_singleton_rows_exact"], mono["columns"])
             if mono and mono.get("with_singleton_rows_exact") is not None else "-",
+            str(wrong),
             " / ".join(f"{r['audit_s']:.2f}" if r else "-" for r in (mono, rows, dense)),
         ]
         lines.append(f"| {p} | {size} | " + " | ".join(cells) + " |")
@@ -219,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--netlib", default=None, metavar="DIR", help="run every netlib MPS file in DIR")
     ap.add_argument("--only", default=None, metavar="a,b", help="only these netlib names")
     ap.add_argument("--examples", action="store_true", help="Mangasarian's Examples 1 and 2")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="the random sparse LP m=300, n=120, 4 nonzeros per column, k=130 (integer and Gaussian)")
     ap.add_argument("--modes", default=",".join(MODES), help=f"modes to run (default {','.join(MODES)})")
     ap.add_argument("--parties", type=int, default=3)
     ap.add_argument("--budget", type=float, default=120.0, help="audit budget per run, seconds (default 120)")
@@ -235,14 +275,13 @@ def main(argv: list[str] | None = None) -> int:
         write_mps(lp, Path(args.out or f"transport{s}x{t}.mps"))
         print(f"wrote {args.out or f'transport{s}x{t}.mps'}: {lp.n_rows} rows, {lp.n_cols} columns")
         return 0
-    modes = [m for m in args.modes.split(",") if m]
     meta = {"machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})",
             "command": "python -m benchmarks.bench_leakage " + " ".join(sys.argv[1:] if argv is None else argv),
             "commit": _commit()}
-    for lp, split in _instances(args):
+    for lp, split, k, modes in _instances(args):
         for mode in modes:
             rec = {**meta, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                   **run_one(lp, split, mode, args.budget)}
+                   **run_one(lp, split, mode, args.budget, k)}
             _append(rec)
             print(f"{lp.name:<24} {mode:<9} exact {rec['recovered_exact']:>5}/{rec['columns']:<5} up to scale "
                   f"{rec['recovered_up_to_scale']:>5} wrong claims {rec['claimed_wrong']:>3} positions "

@@ -16,9 +16,12 @@ is hidden. Two attacks recover it:
     +-1), and, with the revealed x_j, x_i / y_t; if none makes the column round, two-digit round
     values of its first entries. Only candidates inside the public range [1/s, s] count. Each is
     scored by how many of the column's entries, its cost and its finite nonzero bounds become
-    round numbers (fewer digits break ties). The attack claims a column when its best candidate
-    makes every one of them round (and, when y_t != 0 and x_j is revealed, d_t y_t is a value of
-    x_j, as it must be: x_b = D P y).
+    round numbers; ties go to more values of size 1 (an entry counting twice a cost or bound),
+    then fewer digits, then the scale nearest 1. The best candidate is *confirmed* when it makes
+    every value round or, with x_j revealed and y_t != 0, puts d_t y_t on an entry of x_j (as it
+    must: x_b = D P y) and makes at least two values round; a scale that puts d_t y_t on no entry
+    of x_j is never confirmed. The attack claims a confirmed column unless another scale is as
+    good on those keys (then the column is *ambiguous*: known up to a few round factors).
 ``monomial_positions``
     With x_j revealed, x_pi(t) = d_t y_t: a column with y_t != 0 whose d_t y_t equals exactly one
     entry of x_j is placed at that entry's position.
@@ -38,7 +41,7 @@ from securelp.coordinator.audit.results import AttackOutcome, AttackStatus, Reco
 from securelp.party.session import SCALE_SPREAD
 
 FAMILY = "monomial"
-#: entry magnitudes per column tried as "this entry is +-1" (the most frequent ones first)
+#: entries per column (its first, in row order) whose magnitudes are tried as "this entry is +-1"
 ENTRY_CANDIDATES = 12
 #: values per column scored for each candidate (all of them are checked for the winner)
 SCORED_VALUES = 32

@@ -25,7 +25,7 @@ ATTACK_WORDS = {
     "dense_row_support": "zero rows of the masked product",
     "dense_column_space": "the column space of the masked product",
     "dense_row_gram": "the row Gram estimate M M'/k",
-    "dense_mask_structure": "the structure of the mask (a mask that does not mix columns)",
+    "dense_mask_structure": "a check for a mask that does not mix columns",
     "dense_sparse_recovery": "sparse recovery by random pivot rows",
     "dense_l1_recovery": "sparse recovery by l1 minimization",
     "dense_costs": "costs from the masked costs, then normalization and the revealed solution",
