@@ -17,9 +17,7 @@ from typing import Any
 from securelp.coordinator.audit import SessionAudit, audit_entry, leakage_entry, text_lines
 from securelp.coordinator.protocol import PartyReport, SessionOutcome
 
-#: 2: ``parties[].leakage`` follows from attacks on the transcript (``coordinator_cannot_reconstruct``
-#: and ``audit`` gave way to ``not_recovered_by_our_attacks``, ``attacks``, ``summary``, ``truth``),
-#: and the session-level ``audit`` entry
+#: the version of the report's keys (docs/reports.md)
 REPORT_VERSION = 2
 
 

@@ -2,9 +2,9 @@
 
 Scoring an attack against the truth means finding, for each recovered column, the true column
 it is (if any): the same direction (equal up to a factor; a positive one for monomial masks)
-and, where the attack claims values, the same values. Comparing every pair is quadratic (the
-auditor this replaces spent more than 15 minutes on a 100,000-column transportation LP); here
-every column gets a 64-bit hash, computed for all columns at once with numpy:
+and, where the attack claims values, the same values. Comparing every pair is quadratic (more
+than 15 minutes on a 100,000-column transportation LP); here every column gets a 64-bit hash,
+computed for all columns at once with numpy:
 
 * of its *values* (row pattern, signs, each value rounded to :data:`KEY_BITS` bits of mantissa,
   and the cost), to pair recovered values with true ones, and
