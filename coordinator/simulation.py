@@ -25,7 +25,7 @@ from securelp.coordinator.audit import (
     known_rows_from_truth,
 )
 from securelp.coordinator.exit_cleanups import private_tempdir
-from securelp.coordinator.protocol import SessionConfig, SessionOutcome, session_k
+from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
 from securelp.coordinator.sizing import session_memory
 from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink, PartyLink
@@ -123,5 +123,6 @@ def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionC
     """Run one session with simulated parties; returns the outcome and the audit of its transcript
     (evaluated against the blocks). ``transcript_path``: also write the transcript file there."""
     with simulated_links(blocks, transport, seed=seed, deadline_s=config.deadline_s, insecure=insecure) as links:
-        outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path)
+        outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
+                                           run=run_secure_lp)
     return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s)

@@ -518,21 +518,25 @@ def iter_messages(transcript: Transcript, party_id: str, message_type: str,
 
 
 def run_recorded(public: PublicRows, links: Sequence[PartyLink], config: Any, *, central: Any = None,
-                 path: str | os.PathLike[str] | None = None) -> tuple[Any, Transcript]:
+                 path: str | os.PathLike[str] | None = None,
+                 run: Callable[..., Any] | None = None) -> tuple[Any, Transcript]:
     """Run one session over ``links`` with every message recorded; returns the outcome and the
     transcript. With ``path``, the transcript file is written when the session ends, also when it
-    ends in an error (what the coordinator saw until then); an interrupt writes nothing.
+    ends in an error (what the coordinator saw at that point); an interrupt writes nothing.
 
     Parameters
     ----------
     public, links, config, central : as for :func:`securelp.coordinator.protocol.run_secure_lp`.
     path : the ``--transcript`` file, or None.
+    run : the session driver (default :func:`securelp.coordinator.protocol.run_secure_lp`; the
+        commands pass the one they import, which tests replace).
     """
-    from securelp.coordinator.protocol import run_secure_lp  # the protocol does not import this module
+    if run is None:
+        from securelp.coordinator.protocol import run_secure_lp as run  # the protocol does not import this module
 
     recorder = TranscriptRecorder(public)
     try:
-        outcome = run_secure_lp(public, recorder.wrap_all(links), config, central=central)
+        outcome = run(public, recorder.wrap_all(links), config, central=central)
     except Exception:
         if path is not None:
             write_transcript(recorder.transcript(), path)

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     quiet_grpc_core(args.verbose)
     from securelp.coordinator.audit import audit_transcript
     from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
-    from securelp.coordinator.protocol import SessionConfig
+    from securelp.coordinator.protocol import SessionConfig, run_secure_lp
     from securelp.coordinator.report import build_report, format_report
     from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
     from securelp.coordinator.transcript import run_recorded
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         for name, address in parties:
             links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
         _wait_all_ready(links, args.wait)
-        outcome, transcript = run_recorded(public, links, config, path=args.transcript)
+        outcome, transcript = run_recorded(public, links, config, path=args.transcript, run=run_secure_lp)
     finally:
         for link in links:
             link.shutdown()

@@ -14,7 +14,7 @@ import time
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
 from securelp.coordinator.examples import EXAMPLES, mangasarian_example
-from securelp.coordinator.protocol import SessionConfig
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.report import build_report, format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
 from securelp.coordinator.simulation import audit_simulation, simulate
@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
-            outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript)
+            outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,
+                                               run=run_secure_lp)
         audit = audit_simulation(transcript, blocks, budget_s=args.audit_budget)
     out = human_stream(args.json)
     print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}", audit=audit), file=out)
