@@ -547,6 +547,7 @@ async def _secure_simplex(mpc: Any, spec: dict[str, Any], out_path: Path, progre
         w_powers[i] = w_powers[i - 1] * w
     await mpc.start()
     t0 = time.perf_counter()
+    cpu0 = time.process_time()  # this party's own CPU time: a figure the machine's load does not inflate
     parts = []
     for j in range(p):
         if pub["cols"][j]:
@@ -570,7 +571,8 @@ async def _secure_simplex(mpc: Any, spec: dict[str, Any], out_path: Path, progre
     def progress() -> None:
         sent = sum(peer.protocol.nbytes_sent for peer in mpc.parties if peer.pid != me)
         with progress_path.open("a") as f:  # counts and times only
-            f.write(json.dumps({"iteration": iteration, "elapsed_s": time.perf_counter() - t0, "bytes_sent": sent}) + "\n")
+            f.write(json.dumps({"iteration": iteration, "elapsed_s": time.perf_counter() - t0,
+                                "cpu_s": time.process_time() - cpu0, "bytes_sent": sent}) + "\n")
 
     progress()
     while await mpc.output((arg_min := T[0, :-1].argmin())[1] < 0):
@@ -612,7 +614,8 @@ async def _secure_simplex(mpc: Any, spec: dict[str, Any], out_path: Path, progre
         offset += pub["cols"][j]
     solve_s = time.perf_counter() - t0
     sent = sum(peer.protocol.nbytes_sent for peer in mpc.parties if peer.pid != me)
-    result = {"pid": me, "iterations": iteration, "solve_s": solve_s, "loop_s": loop_s, "bytes_sent": sent, "value_num": int(mx),
+    result = {"pid": me, "iterations": iteration, "solve_s": solve_s, "loop_s": loop_s,
+              "cpu_s": time.process_time() - cpu0, "bytes_sent": sent, "value_num": int(mx),
               "cd": int(cd), "check": check, "x_num": own}
     write_atomically(out_path, json.dumps(result), mode=0o600)
     await mpc.shutdown()
@@ -675,8 +678,8 @@ def run_mpyc(std: StandardFormLP, tab: IntegerTableau, bit_length: int, *, parti
 
     Returns a dict with ``status`` ("optimal", "time_limit" or "error"), ``solve_s`` (party 0,
     from all connected to its outputs, input sharing included), ``wall_s`` (launch to exit of
-    every process), ``bytes`` (sent by all parties, MPyC's own counters: 12-byte header plus
-    payload per message), ``iterations``, and on success ``value`` (exact, scaled back) and ``x``
+    every process), ``cpu_s`` (the parties' own CPU time in that phase, summed), ``bytes`` (sent
+    by all parties, MPyC's own counters: 12-byte header plus payload per message), ``iterations``, and on success ``value`` (exact, scaled back) and ``x``
     (the converted variables, gathered from every party's own output for evaluation).
     """
     if not mpyc_available():
@@ -730,7 +733,7 @@ def run_mpyc(std: StandardFormLP, tab: IntegerTableau, bit_length: int, *, parti
             for j in range(parties):
                 x_num[np.flatnonzero(std.col_owner == j)] = outs[j]["x_num"]
             row.update(solve_s=outs[0]["solve_s"], loop_s=outs[0]["loop_s"], iterations=outs[0]["iterations"], check=outs[0]["check"],
-                       bytes=sum(o["bytes_sent"] for o in outs),
+                       bytes=sum(o["bytes_sent"] for o in outs), cpu_s=sum(o["cpu_s"] for o in outs),
                        value=Fraction(outs[0]["value_num"], cd * tab.scale),
                        x=np.array([float(Fraction(int(v), cd)) for v in x_num]))
         else:
@@ -739,6 +742,7 @@ def run_mpyc(std: StandardFormLP, tab: IntegerTableau, bit_length: int, *, parti
                 row.update(iterations=last[0]["iteration"], solve_s=last[0]["elapsed_s"])
             if all(x is not None for x in last):
                 row["bytes"] = sum(x["bytes_sent"] for x in last)
+                row["cpu_s"] = sum(x["cpu_s"] for x in last)
             if status == "error":
                 tail = (tmp / "party0.log").read_text(errors="replace").splitlines()[-5:]
                 row["error"] = " | ".join(tail)
@@ -890,7 +894,8 @@ def bench_lp(name: str, args: argparse.Namespace, context: dict[str, Any]) -> li
         rec = {**base, "system": "mpyc", "transport": "mpyc-processes", "status": res["status"],
                "time_limit_s": args.time_limit, "solve_s": res.get("solve_s"), "loop_s": res.get("loop_s"),
                "wall_s": res["wall_s"],
-               "bytes": res.get("bytes"), "iterations": res.get("iterations"), "bit_length": bits,
+               "bytes": res.get("bytes"), "cpu_s": res.get("cpu_s"), "iterations": res.get("iterations"),
+               "bit_length": bits,
                "conversion": conversion}
         if res["status"] == "optimal":
             obj = std.original_objective(res["value"])
@@ -1042,6 +1047,10 @@ def render(results: Path, page: Path) -> None:
     write_atomically(page, head + TABLE_BEGIN + "\n" + render_table(records) + TABLE_END + tail, what="docs page ")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lps", default=DEFAULT_LPS, help=f"comma-separated: netlib names and example1/example2 "
@@ -1065,6 +1074,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--progress", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.mpyc_party is None and argv is None:  # the command line's process: stop the parties on SIGTERM too
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         if args.mpyc_party is not None:
             mpyc_party(args.mpyc_party, args.index, args.base_port, args.out, args.progress)
