@@ -176,7 +176,7 @@ def test_render_rewrites_only_the_marked_section(tmp_path: Path) -> None:
     assert text.startswith("# head\n") and text.endswith("tail text\n") and "old table" not in text
     assert "600x / 300x" in text  # 12 s against 0.02 s and 0.04 s
     assert "optimal, 7 iterations, check passed" in text and "2.0 MB" in text
-    assert "docs/threat_model.md" in text and "t < p/2" in text
+    assert "../threat_model.md" in text and "t < p/2" in text
     page.write_text("# no markers\n")
     with pytest.raises(InputError, match="table markers"):
         bm.render(results, page)
