@@ -982,8 +982,11 @@ def render_table(records: Sequence[dict[str, Any]]) -> str:
                 if r["status"] == "optimal":
                     status = f"optimal, {r['iterations']} iterations, check {'passed' if r.get('certificate_check') else 'FAILED'}"
                 elif r["status"] == "time_limit":
-                    status = (f"**not finished** at the {r['time_limit_s']:.0f} s limit: "
-                              f"{r.get('iterations', 0)} of {conv['clear_run']['iterations'] if conv['clear_run']['status'] == 'optimal' else '?'} iterations")
+                    need = (conv["clear_run"]["iterations"] if conv["clear_run"]["status"] == "optimal"
+                            else f"about {conv.get('float_replay_iterations')}")
+                    done = r.get("iterations") or 0
+                    status = (f"**not finished** at the {r['time_limit_s']:.0f} s limit: {done} of {need} iterations"
+                              + (f" (the last done at {r['solve_s']:,.1f} s)" if done else ""))
                 else:
                     status = f"error: {r.get('error', '')}"
                 ratios = "-"
@@ -996,8 +999,13 @@ def render_table(records: Sequence[dict[str, Any]]) -> str:
                 name = f"MPyC {r['versions']['mpyc']}, 3 processes, {r['bit_length']}-bit"
                 rel = f"{r['rel_diff']:.1e}" if r.get("rel_diff") is not None else "-"
                 obj = f"{r['objective']:.10g}" if r.get("objective") is not None else "-"
-                lines.append(f"| | {name} | {status} | {obj} | {rel} | {_fmt_s(r.get('solve_s'))} | "
-                             f"{_fmt_s(r['wall_s'])} | {_fmt_bytes(r.get('bytes'))} | {ratios} | {REVEALS['mpyc']} | |")
+                solve = _fmt_s(r.get("solve_s"))
+                sent = _fmt_bytes(r.get("bytes"))
+                if r["status"] != "optimal":  # the time reached; bytes up to the last completed iteration
+                    solve = f"> {_fmt_s(r['wall_s'])}"
+                    sent = f">= {sent}" if r.get("bytes") else "-"
+                lines.append(f"| | {name} | {status} | {obj} | {rel} | {solve} | "
+                             f"{_fmt_s(r['wall_s'])} | {sent} | {ratios} | {REVEALS['mpyc']} | |")
                 notes.append(f"{lp}: converted to {conv['m']} x {conv['n']}, {conv['artificial_rows']} artificial rows"
                              + (f" (big-M {conv['big_m']:g})" if conv['artificial_rows'] else "")
                              + f", scale {conv['scale']}{'' if conv['exact_scaling'] else ' (data rounded)'}; "

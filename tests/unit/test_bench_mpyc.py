@@ -166,6 +166,11 @@ def test_render_rewrites_only_the_marked_section(tmp_path: Path) -> None:
                 wall_s=0.03, bytes=5000),
         _record("tiny", "securelp", "grpc-processes", status="optimal", objective=-2.5, rel_diff=1e-16,
                 solve_s=0.04, wall_s=3.0, bytes=5000),
+        _record("slow", "mpyc", "mpyc-processes", status="time_limit", solve_s=50.0, wall_s=60.2, bytes=0,
+                iterations=0, bit_length=900, conversion={**conv, "clear_run": {**conv["clear_run"], "status": "budget"},
+                                                          "float_replay_iterations": 190}, time_limit_s=60.0),
+        _record("slow", "securelp", "inprocess", status="optimal", objective=-2.5, rel_diff=0.0, solve_s=0.02,
+                wall_s=0.03, bytes=5000),
     ]
     results = tmp_path / "mpyc.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -177,6 +182,9 @@ def test_render_rewrites_only_the_marked_section(tmp_path: Path) -> None:
     assert "600x / 300x" in text  # 12 s against 0.02 s and 0.04 s
     assert "optimal, 7 iterations, check passed" in text and "2.0 MB" in text
     assert "../threat_model.md" in text and "t < p/2" in text
+    # a run stopped at its limit: the time reached, a lower-bound ratio, no figure from before the limit
+    assert "**not finished** at the 60 s limit: 0 of about 190 iterations |" in text
+    assert "| > 60.2 s | 60.2 s | - | > 3,010x |" in text
     page.write_text("# no markers\n")
     with pytest.raises(InputError, match="table markers"):
         bm.render(results, page)
