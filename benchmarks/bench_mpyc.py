@@ -1016,8 +1016,10 @@ def render_table(records: Sequence[dict[str, Any]]) -> str:
                                 f"{conv['clear_run']['max_entry_bits']} bits)" if conv['clear_run']['status'] == 'optimal'
                                 else f" (clear run stopped after {conv['clear_run']['seconds']:.0f} s; the float "
                                      f"replay of the same rules needs {conv.get('float_replay_iterations')} iterations)")
-                             + (f"; the MPyC parties' own CPU time {r['cpu_s']:,.1f} s (three summed)"
-                                if r.get("cpu_s") is not None else "")
+                             + (f"; the MPyC parties' own CPU time {r['cpu_s']:,.1f} s (three summed"
+                                + (")" if r["status"] == "optimal" else f", up to iteration {r.get('iterations')})")
+                                if r.get("cpu_s") is not None and (r["status"] == "optimal" or r.get("iterations"))
+                                else "")
                              + ".")
             else:
                 label = {"inprocess": "securelp, in-process", "grpc-processes": "securelp, gRPC + mTLS, 3 processes"}
