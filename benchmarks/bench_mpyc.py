@@ -751,28 +751,25 @@ def run_mpyc(std: StandardFormLP, tab: IntegerTableau, bit_length: int, *, parti
 def _securelp_runs(lp: LinearProgram, split: Sequence[int]) -> list[dict[str, Any]]:
     """securelp's PPLP on ``lp`` with three parties: in-process, and gRPC + mTLS to real processes."""
     from securelp.coordinator.launcher import LocalParties
-    from securelp.coordinator.leakage import audit_entry, check_against_truth
-    from securelp.coordinator.protocol import SessionConfig, run_secure_lp
-    from securelp.coordinator.simulation import simulate
+    from securelp.coordinator.protocol import SessionConfig
+    from securelp.coordinator.simulation import audit_simulation, simulate
+    from securelp.coordinator.transcript import run_recorded
     from securelp.solvers.lp.partition import split_columns
 
     public, blocks = split_columns(lp, list(split))
     config = SessionConfig(bounds_mode="monomial", deadline_s=600.0)
     rows = []
     t0 = time.perf_counter()
-    out, audits = simulate(public, blocks, config, transport="inprocess", central=lp)
+    out, audit = simulate(public, blocks, config, transport="inprocess", central=lp)
     wall = time.perf_counter() - t0
-    rows.append(("inprocess", out, audits, wall, None))
+    rows.append(("inprocess", out, audit.claims_hold, wall, None))
     with tempfile.TemporaryDirectory(prefix="securelp-mpyc-bench-") as tmp:
         t0 = time.perf_counter()
         with LocalParties(blocks, Path(tmp)) as cluster:
             start = time.perf_counter() - t0
-            out = run_secure_lp(public, cluster.links(deadline_s=600.0), config, central=lp)
+            out, transcript = run_recorded(public, cluster.links(deadline_s=600.0), config, central=lp)
         wall = time.perf_counter() - t0
-    by_id = {b.party_id: b for b in blocks}
-    audits = {e.party_id: check_against_truth(audit_entry(e), by_id[e.party_id], config.bounds_mode)
-              for e in out.transcript}
-    rows.append(("grpc-processes", out, audits, wall, start))
+    rows.append(("grpc-processes", out, audit_simulation(transcript, blocks).claims_hold, wall, start))
     result = []
     for transport, o, aud, wall, start in rows:
         result.append({"system": "securelp", "transport": transport, "bounds_mode": "monomial",
@@ -780,7 +777,7 @@ def _securelp_runs(lp: LinearProgram, split: Sequence[int]) -> list[dict[str, An
                        "wall_s": wall, "process_start_s": start,
                        "bytes": sum(p.bytes_sent + p.bytes_received for p in o.parties),
                        "iterations": o.iterations, "feasibility_violation": o.feasibility_violation,
-                       "audit_confirmed": all(a["statement_confirmed"] for a in aud.values())})
+                       "audit_claims_hold": aud})
     return result
 
 

@@ -215,3 +215,17 @@ def test_mpyc_three_processes_solve_a_small_lp_exactly() -> None:
     assert lp.max_violation(x) <= 1e-9
     assert lp.objective_value(x) == pytest.approx(HighsBackend().solve(lp).objective, rel=1e-9)
     assert res["bytes"] > 0 and res["solve_s"] > 0
+
+
+@pytest.mark.integration
+def test_the_securelp_side_runs_in_process_and_over_grpc_processes() -> None:
+    lp = read_mps(AFIRO)
+    rows = bm._securelp_runs(lp, [11, 11, 10])
+    assert [r["transport"] for r in rows] == ["inprocess", "grpc-processes"]
+    want = HighsBackend().solve(lp).objective
+    for r in rows:
+        assert r["status"] == "optimal" and r["bounds_mode"] == "monomial"
+        assert r["objective"] == pytest.approx(want, rel=1e-9)
+        assert r["bytes"] > 0 and 0 < r["solve_s"] <= r["wall_s"]
+        assert r["audit_claims_hold"] is True
+    assert rows[0]["process_start_s"] is None and rows[1]["process_start_s"] > 0
