@@ -639,10 +639,18 @@ def mpyc_party(spec_path: Path, index: int, base_port: int, out_path: Path, prog
 # ----------------------------------------------------------------------------------------------
 
 def mpyc_available() -> bool:
-    """Whether the optional ``bench`` extra (mpyc) is installed."""
-    import importlib.util
+    """Whether the optional ``bench`` extra (mpyc) is installed.
 
-    return importlib.util.find_spec("mpyc") is not None
+    Asks for the installed distribution, not for an importable name: a checkout in a folder named
+    ``mpyc`` is itself importable as ``mpyc`` under pytest (the repository root is a package).
+    """
+    import importlib.metadata
+
+    try:
+        importlib.metadata.version("mpyc")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _free_base_port(parties: int) -> int:

@@ -200,9 +200,20 @@ def test_a_run_without_mpyc_names_the_bench_extra(monkeypatch: pytest.MonkeyPatc
     assert not (tmp_path / "r.jsonl").exists()
 
 
+def test_mpyc_counts_as_installed_only_with_its_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    def absent(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", absent)
+    assert bm.mpyc_available() is False
+
+
 @pytest.mark.integration
 def test_mpyc_three_processes_solve_a_small_lp_exactly() -> None:
-    pytest.importorskip("mpyc", reason="MPyC is an optional benchmark dependency: pip install -e '.[bench]'")
+    if not bm.mpyc_available():
+        pytest.skip("MPyC is an optional benchmark dependency: pip install -e '.[bench]'")
     lp = _small_general_lp()
     std = bm.to_standard_form(lp, np.array([0, 0, 1, 2, 2]))
     tab = bm.integer_tableau(std)
