@@ -140,30 +140,33 @@ def add_noise(mechanism: str, data: GroupSizeData, eps: Fraction, rng: SecureRan
     return add_geometric_noise(rng, base, scale)
 
 
-def release_metrics(
-    hier: Hierarchy, counts: np.ndarray, total: int, true_counts: np.ndarray | None = None
-) -> dict[str, object]:
-    """Constraint violations, negative / non-integer cells, root total check, L1 error per level.
+def release_metrics(hier: Hierarchy, counts: np.ndarray, total: int) -> dict[str, object]:
+    """Properties of a release that depend on the released counts and the public total G only.
 
     ``constraint_violations`` counts (internal region, size) pairs whose children do not sum
-    to the parent. ``l1_error_by_level`` maps each level to sum over its regions and sizes of
-    |released - true| (None without true counts).
+    to the parent; ``negative_counts`` and ``non_integer_counts`` count cells; ``total_matches``
+    says whether the root sums to G. Nothing here sees the true counts, so a release may carry
+    these figures (errors against the truth are :func:`l1_error_by_level`, for evaluations).
     """
     c = np.asarray(counts)
     violations = 0
     for r in hier.internal:
         s = c[list(hier.children[r])].sum(axis=0)
         violations += int(np.count_nonzero(np.abs(s - c[r]) > 1e-9))
-    out: dict[str, object] = {
+    return {
         "constraint_violations": violations,
         "negative_counts": int(np.count_nonzero(c < 0)),
         "non_integer_counts": int(np.count_nonzero(np.abs(c - np.rint(c)) > 1e-9)),
         "total_matches": (int(c[0].sum()) == int(total) if np.issubdtype(c.dtype, np.integer)
                           else bool(abs(float(c[0].sum()) - total) < 1e-9)),
     }
-    if true_counts is not None:
-        err = np.abs(c.astype(np.float64) - true_counts.astype(np.float64)).sum(axis=1)
-        out["l1_error_by_level"] = {str(lev): float(err[idx].sum()) for lev, idx in sorted(hier.levels().items())}
-    else:
-        out["l1_error_by_level"] = None
-    return out
+
+
+def l1_error_by_level(hier: Hierarchy, counts: np.ndarray, true_counts: np.ndarray) -> dict[str, float]:
+    """Per level, the sum over its regions and sizes of |released - true|.
+
+    NOT PRIVATE: computed from the true counts, so it belongs to evaluations
+    (``securelp census evaluate``, the benchmarks), never to a release.
+    """
+    err = np.abs(np.asarray(counts, dtype=np.float64) - np.asarray(true_counts, dtype=np.float64)).sum(axis=1)
+    return {str(lev): float(err[idx].sum()) for lev, idx in sorted(hier.levels().items())}

@@ -289,7 +289,8 @@ def _collect(
 
 
 def read_counts_csv(
-    path: str | os.PathLike[str], max_size: int | None = None, *, bytes_per_cell: float = READER_BYTES_PER_CELL
+    path: str | os.PathLike[str], max_size: int | None = None, *, bytes_per_cell: float = READER_BYTES_PER_CELL,
+    top_code: bool = False,
 ) -> GroupSizeData:
     """Read and validate true group-size counts (``level,region_id,parent_id,size,count``).
 
@@ -302,6 +303,10 @@ def read_counts_csv(
     bytes_per_cell:
         Memory the caller will need per (region, size) cell; checked against the memory
         available before the dense array is allocated.
+    top_code:
+        Count groups larger than ``max_size`` at size N (N then means "N or more"), instead of
+        refusing the file. A DP release needs this: its size domain must be public, and a
+        refusal (or a default N read from the data) would tell whether some group is larger.
 
     Raises
     ------
@@ -322,14 +327,25 @@ def read_counts_csv(
             f"{name} line {region_line[root]}: the counts of root region {root!r} sum to G = {total:,} groups, "
             f"more than the largest accepted total 2**50 = {MAX_COUNT:,}"
         )
+    if top_code and max_size is None:
+        raise InputError(f"{name}: top-coding needs a public largest size N (--max-size)")
     n = n_max if max_size is None else int(max_size)
-    if n < n_max:
+    if n < n_max and not top_code:
         raise InputError(f"{name}: sizes go up to {n_max} but --max-size is {n}")
     _check_cells(hier.size, n, name, bytes_per_cell)
     index = {r: i for i, r in enumerate(hier.ids)}
     counts = np.zeros((hier.size, n), dtype=np.int64)
+    top: dict[str, int] = {}  # per region, the groups of size >= N (Python integers: no wrap-around)
     for (rid, size), val in values.items():
-        counts[index[rid], size - 1] = int(val)
+        if size >= n:
+            top[rid] = top.get(rid, 0) + int(val)
+        else:
+            counts[index[rid], size - 1] = int(val)
+    for rid, val in top.items():
+        if val > MAX_COUNT:
+            raise InputError(f"{name} line {region_line[rid]}: region {rid!r} has {val:,} groups of size {n} or more, "
+                             f"more than the largest accepted count 2**50 = {MAX_COUNT:,}")
+        counts[index[rid], n - 1] = val
     validate_consistency(hier, counts, name=name, region_line=region_line)
     return GroupSizeData(hierarchy=hier, counts=counts)
 

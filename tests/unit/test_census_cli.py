@@ -34,8 +34,8 @@ COUNTS = """level,region_id,parent_id,size,count
 2,B,R,2,10
 2,B,R,3,4
 """
-KEYS = {"mechanism", "objective", "l1_error_by_level", "constraint_violations", "negative_counts",
-        "non_integer_counts", "total_matches", "time_s"}
+KEYS = {"mechanism", "private", "objective", "constraint_violations", "negative_counts", "non_integer_counts",
+        "total_matches", "time_s"}
 
 
 def _file(tmp_path: Path, name: str, text: str) -> Path:
@@ -52,7 +52,8 @@ def test_postprocess_every_mechanism(tmp_path: Path, mechanism: str) -> None:
     assert main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", mechanism,
                  "--json", str(out), "--out", str(rel)]) == 0
     rep = json.loads(out.read_text())
-    assert KEYS <= set(rep) and rep["mechanism"] == mechanism and rep["l1_error_by_level"] is None
+    assert KEYS <= set(rep) and rep["mechanism"] == mechanism and rep["private"] is True
+    assert "l1_error_by_level" not in rep  # errors against the truth belong to `census evaluate`
     assert rel.read_text().startswith("level,region_id,parent_id,size,count\n")
     y = read_noisy_csv(noisy)
     if mechanism == "hdp":
@@ -82,21 +83,23 @@ def test_release_repeat_and_reproducible(tmp_path: Path) -> None:
     reports = []
     for k in range(2):
         out = tmp_path / f"r{k}.json"
-        assert main(["census", "release", "--data", str(data), "--eps", "0.5", "--mechanism", "hdp", "--seed", "4",
-                     "--repeat", "3", "--json", str(out)]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "0.5", "--mechanism", "hdp",
+                     "--seed", "4", "--repeat", "3", "--json", str(out)]) == 0
         reports.append(json.loads(out.read_text()))
     rep = reports[0]
     assert KEYS <= set(rep) and rep["reproducible"] is True and rep["repeat"] == 3 and len(rep["runs"]) == 3
-    assert rep["noise_scale"] == 8.0 and set(rep["l1_error_by_level"]) == {"1", "2"}
+    assert rep["private"] is False  # seeded noise can be recomputed
+    assert rep["noise_scale"] == 8.0 and "l1_error_by_level" not in rep
     assert rep["constraint_violations"] == 0 and rep["total_matches"] is True
     assert [r["objective"] for r in rep["runs"]] == [r["objective"] for r in reports[1]["runs"]]
 
 
 def test_release_fresh_entropy_is_flagged(tmp_path: Path, capsys) -> None:
     data = _file(tmp_path, "c.csv", COUNTS)
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "cdp", "--json", "-"]) == 0
+    assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "cdp",
+                 "--json", "-"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["reproducible"] is False and rep["seed"] is None
+    assert rep["reproducible"] is False and rep["seed"] is None and rep["private"] is True
 
 
 @pytest.mark.parametrize(
@@ -110,14 +113,15 @@ def test_release_fresh_entropy_is_flagged(tmp_path: Path, capsys) -> None:
 )
 def test_release_errors(tmp_path: Path, capsys, args: list[str], code: int, needle: str) -> None:
     data = _file(tmp_path, "c.csv", COUNTS)
-    rc = main(["census", "release", "--data", str(data), "--mechanism", "hdp", "--json", "-", *args])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "3", "--mechanism", "hdp", "--json", "-", *args])
     assert rc == code
     assert needle in capsys.readouterr().err
 
 
 def test_bad_input_file_is_one_line_error(tmp_path: Path, capsys) -> None:
     data = _file(tmp_path, "c.csv", COUNTS.replace("2,B,R,3,4", "2,B,R,3,5"))
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
     err = capsys.readouterr().err
     assert rc == 3 and "children of region 'R'" in err and "Traceback" not in err
 
@@ -140,7 +144,7 @@ def test_unknown_mechanism_is_usage_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["release", "postprocess"])
 def test_bad_time_limit_is_input_error(tmp_path: Path, capsys, command: str, value: str) -> None:
     if command == "release":
-        args = ["--data", str(_file(tmp_path, "c.csv", COUNTS)), "--eps", "1"]
+        args = ["--data", str(_file(tmp_path, "c.csv", COUNTS)), "--max-size", "3", "--eps", "1"]
     else:
         args = ["--noisy", str(_file(tmp_path, "n.csv", NOISY)), "--total", "6"]
     rc = main(["census", command, *args, "--mechanism", "chain", "--json", "-", "--time-limit", value])

@@ -54,7 +54,8 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 )
 def test_counts_above_the_bound_are_input_errors(tmp_path: Path, capsys, rows: str, needle: str) -> None:
     data = _file(tmp_path, COUNTS + rows)
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "2", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
     line = _one_line_error(capsys)
     assert rc == 3 and str(data) in line and needle in line and "2**50" in line
 
@@ -62,8 +63,8 @@ def test_counts_above_the_bound_are_input_errors(tmp_path: Path, capsys, rows: s
 def test_counts_at_the_bound_release_exact_integers(tmp_path: Path) -> None:
     data = _file(tmp_path, COUNTS + f"1,R,,1,{MAX_COUNT}\n2,a,R,1,{MAX_COUNT}\n")
     out, rel = tmp_path / "r.json", tmp_path / "rel.csv"
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "topdown", "--seed", "1",
-                 "--json", str(out), "--out", str(rel)]) == 0
+    assert main(["census", "release", "--data", str(data), "--max-size", "1", "--eps", "1", "--mechanism", "topdown",
+                 "--seed", "1", "--json", str(out), "--out", str(rel)]) == 0
     rep = json.loads(out.read_text())
     assert rep["dataset"]["total"] == MAX_COUNT and rep["total_matches"] is True
     back = read_counts_csv(rel)
@@ -82,7 +83,7 @@ def test_children_sum_does_not_wrap_around(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["release", "postprocess"])
 def test_total_above_the_bound_is_an_input_error(tmp_path: Path, capsys, command: str) -> None:
     if command == "release":
-        args = ["--data", str(_file(tmp_path, SMALL)), "--eps", "1"]
+        args = ["--data", str(_file(tmp_path, SMALL)), "--max-size", "3", "--eps", "1"]
     else:
         args = ["--noisy", str(_file(tmp_path, NOISY + "1,R,,1,1\n2,a,R,1,1\n"))]
     rc = main(["census", command, *args, "--total", str(MAX_COUNT + 1), "--mechanism", "hdp", "--json", "-"])
@@ -127,15 +128,16 @@ def test_memory_estimate_refuses_before_allocating(tmp_path: Path, capsys, monke
     rc = main(["census", "postprocess", "--noisy", str(_file(tmp_path, NOISY + "1,R,,1,1\n2,a,R,1,1\n", "n.csv")),
                "--total", "1", "--max-size", "1000000", "--mechanism", "topdown", "--json", "-"])
     assert rc == 12 and "cells would fit" in _one_line_error(capsys)
-    # the same file fits without --max-size
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-                 str(tmp_path / "r.json")]) == 0
+    # the same file fits with its own sizes
+    assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                 "--json", str(tmp_path / "r.json")]) == 0
 
 
 def test_huge_size_in_a_file_is_refused_before_allocating(tmp_path: Path, capsys) -> None:
     # 2 regions x 10**8 sizes = 2 x 10**8 cells: at the cell limit, far beyond memory (160 B a cell)
     data = _file(tmp_path, COUNTS + "1,R,,100000000,1\n2,a,R,100000000,1\n")
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "topdown", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "100000000", "--eps", "1", "--mechanism",
+               "topdown", "--json", "-"])
     line = _one_line_error(capsys)
     assert rc == 12 and "200,000,000 cells need about" in line and "cells would fit" in line
 
@@ -155,7 +157,7 @@ def test_released_csv_quotes_region_ids(tmp_path: Path) -> None:
     assert rel.read_text().splitlines()[1] == '1,"R,x",,1,3'
     # a release writes through the same function
     out = tmp_path / "rel2.csv"
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp",
+    assert main(["census", "release", "--data", str(data), "--max-size", "1", "--eps", "1", "--mechanism", "hdp",
                  "--json", str(tmp_path / "r2.json"), "--out", str(out)]) == 0
     assert read_counts_csv(out).total == 3
     h = read_counts_csv(data).hierarchy
@@ -168,12 +170,12 @@ def test_released_csv_quotes_region_ids(tmp_path: Path) -> None:
 def test_seeded_release_warns(tmp_path: Path, caplog) -> None:
     data = _file(tmp_path, SMALL)
     with caplog.at_level("WARNING"):
-        assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-                     str(tmp_path / "a.json")]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                     "--json", str(tmp_path / "a.json")]) == 0
     assert "NOT private" not in caplog.text
     with caplog.at_level("WARNING"):
-        assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--seed", "3",
-                     "--json", str(tmp_path / "b.json")]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                     "--seed", "3", "--json", str(tmp_path / "b.json")]) == 0
     assert "--seed: the noise is reproducible, so this release is NOT private" in caplog.text
 
 
