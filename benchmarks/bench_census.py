@@ -13,7 +13,7 @@ Usage::
 
     python benchmarks/bench_census.py [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
         [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
-        [--chain-rebuild-growth F] [--json out.json]
+        [--json out.json]
 
 Mechanisms that refuse an instance (ResourceError: e.g. cqp beyond Dykstra's size limit,
 chain beyond its LP segment limits) are reported as such, never as numbers; in Table 7 a
@@ -37,7 +37,8 @@ from securelp.coordinator.reporting import check_writable
 from securelp.solvers.errors import SecureLPError
 from securelp.solvers.files import write_atomically
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.model import GroupSizeData, read_counts_csv
+from securelp.solvers.hierarchy.counts_csv import read_counts_csv
+from securelp.solvers.hierarchy.model import GroupSizeData
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
@@ -146,16 +147,9 @@ def main() -> None:
     ap.add_argument("--lumped", type=int, default=0, metavar="K",
                     help="also run the table on the taxi hierarchy with sizes >= K lumped (small enough for chain)")
     ap.add_argument("--lumped-reps", type=positive_int, default=10)
-    ap.add_argument("--chain-rebuild-growth", type=float, default=None, metavar="F",
-                    help="set chain.REBUILD_GROWTH for this run (0: grown blocks always re-solved warm, "
-                         "the behaviour before 2026-11-24; default: the library's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     check_writable(args.json, "--json")  # before the runs, not after them
-    if args.chain_rebuild_growth is not None:
-        from securelp.solvers.hierarchy import chain
-
-        chain.REBUILD_GROWTH = args.chain_rebuild_growth
     print("NOT PRIVATE: evaluation against the true counts (errors computed from them)", flush=True)
     out: dict = {"private": False}
     if not args.skip_taxi:

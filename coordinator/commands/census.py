@@ -21,10 +21,12 @@ not private.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import logging
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -37,19 +39,21 @@ from securelp.coordinator.reporting import (
     quiet_output,
     write_json_report,
 )
-from securelp.solvers.errors import InputError
+from securelp.solvers.errors import InputError, ResourceError
 from securelp.solvers.files import write_atomically, written_together
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.cumulative import to_cumulative
-from securelp.solvers.hierarchy.model import (
-    MAX_COUNT,
-    GroupSizeData,
-    Hierarchy,
-    counts_csv_text,
-    parse_epsilon,
-    read_counts_csv,
-    read_noisy_csv,
+from securelp.solvers.hierarchy.chain import ChainOptions
+from securelp.solvers.hierarchy.counts_csv import counts_csv_text, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.errors import (
+    DomainTooLargeError,
+    EpsilonError,
+    SizeDomainError,
+    TimeLimitReached,
+    TooFewSizesError,
+    quoted,
 )
+from securelp.solvers.hierarchy.model import MAX_COUNT, GroupSizeData, Hierarchy, to_cumulative
+from securelp.solvers.hierarchy.noise import parse_epsilon
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
@@ -83,6 +87,37 @@ def _time_limit(args: argparse.Namespace) -> float | None:
     if not (math.isfinite(value) and value > 0):
         raise InputError(f"--time-limit must be a positive number of seconds (or 0 for no limit), got {value}")
     return value
+
+
+@contextlib.contextmanager
+def _flags() -> Iterator[None]:
+    """The engine's typed errors in the terms of this command's flags (the engine never names them)."""
+    try:
+        yield
+    except EpsilonError as exc:
+        raise InputError(f"--eps {quoted(exc.text)}: {exc.problem}") from None
+    except SizeDomainError as exc:
+        raise InputError(f"{exc.source}: sizes go up to {exc.largest} but --max-size is {exc.max_size}") from None
+    except TooFewSizesError as exc:
+        raise InputError(f"{exc.what} needs --max-size >= {exc.minimum}, got {exc.max_size}") from None
+    except DomainTooLargeError as exc:
+        raise ResourceError(f"{exc} (--max-size sets N)") from None
+    except TimeLimitReached as exc:
+        raise ResourceError(f"{exc} (--time-limit SECONDS; 0: no limit)") from None
+
+
+def _with_flags(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        with _flags():
+            return run(args)
+
+    return wrapped
+
+
+def _options(args: argparse.Namespace) -> mech.PostprocessOptions:
+    """The engine's options from the flags (``--time-limit`` bounds ``chain``)."""
+    return mech.PostprocessOptions(chain=ChainOptions(time_limit=_time_limit(args)))
 
 
 def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str) -> None:
@@ -122,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write the (last) noisy measurements here (level,region_id,parent_id,size,noisy_count: "
                         "noisy counts, or noisy cumulative counts c_s = #groups of size >= s for cdp/chain/cqp); "
                         "'census postprocess' on them gives the same release")
-    r.set_defaults(func=run_release)
+    r.set_defaults(func=_with_flags(run_release))
     q = csub.add_parser("postprocess", help="post-process given noisy values only",
                         description="Post-process noisy values (CSV level,region_id,parent_id,size,noisy_count): "
                         "noisy counts for hdp/hqp/topdown, noisy cumulative counts c_s = #groups of size >= s "
@@ -138,7 +173,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
     _add_time_limit(q)
-    q.set_defaults(func=run_postprocess)
+    q.set_defaults(func=_with_flags(run_postprocess))
     e = csub.add_parser("evaluate", help="NOT PRIVATE: releases compared with the true counts",
                         description="NOT PRIVATE. Run the same releases as 'census release' and compare them "
                         "with the true counts (L1 error per level). Its output is computed from the true "
@@ -146,7 +181,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_noise_options(e, "largest group size N (groups larger than N are counted at size N); default: the "
                           "data's largest size, synthetic: 1000")
     e.add_argument("--json", default=None, metavar="PATH", help="JSON report ('-' for stdout)")
-    e.set_defaults(func=run_evaluate)
+    e.set_defaults(func=_with_flags(run_evaluate))
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 
@@ -219,9 +254,9 @@ def _noisy_measurements(args: argparse.Namespace, data: GroupSizeData, rng: Secu
 
 
 def _postprocess_run(args: argparse.Namespace, hier: Hierarchy, noisy: np.ndarray, total: int,
-                     time_limit: float | None) -> tuple[dict[str, Any], mech.PostProcessed]:
+                     options: mech.PostprocessOptions) -> tuple[dict[str, Any], mech.PostProcessed]:
     """One release from its noisy measurements and the public G: its report entry and its counts."""
-    pp = mech.postprocess(args.mechanism, hier, noisy, total, time_limit=time_limit)
+    pp = mech.postprocess(args.mechanism, hier, noisy, total, options)
     entry = {"objective": pp.objective, **mech.release_metrics(hier, pp.counts, total), "time_s": pp.time_s,
              "details": pp.details}
     return entry, pp
@@ -249,7 +284,7 @@ RELEASE_FIGURES = ("objective", "constraint_violations", "negative_counts", "non
 def run_release(args: argparse.Namespace) -> int:
     _check_outputs(args)
     parse_epsilon(args.eps)
-    time_limit = _time_limit(args)
+    options = _options(args)
     _warn_if_seeded(args, "release")
     data, source = _true_data(args, public_max_size=True)
     hier, total, max_size = data.hierarchy, data.total, data.max_size  # public: the hierarchy, G and N
@@ -258,7 +293,7 @@ def run_release(args: argparse.Namespace) -> int:
     last: tuple[np.ndarray, mech.PostProcessed] | None = None
     # below, only the noisy measurements and the public parameters are used
     for k, noisy in enumerate(_noisy_measurements(args, data, rng)):
-        entry, pp = _postprocess_run(args, hier, noisy, total, time_limit)
+        entry, pp = _postprocess_run(args, hier, noisy, total, options)
         runs.append({"run": k, **entry})
         last = (noisy, pp)
         proof = f" (certificate: {pp.details['certificate']})" if "certificate" in pp.details else ""
@@ -293,7 +328,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_writable(args.json, "--json")
     check_distinct([("--json", args.json)], [("--data", args.data)])
     parse_epsilon(args.eps)
-    time_limit = _time_limit(args)
+    options = _options(args)
     out = human_stream(args.json)
     print(NOT_PRIVATE, file=out, flush=True)
     data, source = _true_data(args, public_max_size=False)
@@ -301,7 +336,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     rng = SecureRandom(seed=args.seed, label="census/release")
     runs: list[dict[str, Any]] = []
     for k, noisy in enumerate(_noisy_measurements(args, data, rng)):
-        entry, pp = _postprocess_run(args, hier, noisy, total, time_limit)
+        entry, pp = _postprocess_run(args, hier, noisy, total, options)
         runs.append({"run": k, **entry, "l1_error_by_level": mech.l1_error_by_level(hier, pp.counts, data.counts)})
     levels = list(runs[0]["l1_error_by_level"])
     l1 = np.array([[r["l1_error_by_level"][lev] for lev in levels] for r in runs])
@@ -334,7 +369,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 def run_postprocess(args: argparse.Namespace) -> int:
     _check_outputs(args)
-    time_limit = _time_limit(args)
+    options = _options(args)
     _check_total(args.total)
     refuse_inapplicable(args, "--mechanism", args.mechanism, {
         "cumulative_order": ("--cumulative-order", tuple(m for m in mech.MECHANISMS if m in mech.CUMULATIVE))})
@@ -344,7 +379,7 @@ def run_postprocess(args: argparse.Namespace) -> int:
     reverse = args.mechanism in mech.CUMULATIVE and args.cumulative_order == "le"
     if reverse:  # c^le on sizes 1..N is c^ge on the reversed size axis
         values = values[:, ::-1].copy()
-    pp = mech.postprocess(args.mechanism, hier, values, args.total, time_limit=time_limit)
+    pp = mech.postprocess(args.mechanism, hier, values, args.total, options)
     if reverse:
         pp = mech.PostProcessed(pp.mechanism, pp.counts[:, ::-1].copy(), pp.objective, pp.time_s, pp.details)
     report: dict[str, Any] = {

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from securelp.coordinator.cli import main
-from securelp.solvers.hierarchy.cumulative import solve_model3
+from securelp.solvers.hierarchy.chain import solve_model3
+from securelp.solvers.hierarchy.counts_csv import read_noisy_csv
 from securelp.solvers.hierarchy.hdp import solve_model1
-from securelp.solvers.hierarchy.model import read_noisy_csv
 
 NOISY = """level,region_id,parent_id,size,noisy_count
 1,R,,1,5
@@ -105,8 +105,8 @@ def test_release_fresh_entropy_is_flagged(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize(
     "args, code, needle",
     [
-        (["--eps", "0"], 3, "--eps must be > 0"),
-        (["--eps", "-1"], 3, "--eps must be > 0"),
+        (["--eps", "0"], 3, "--eps '0': must be > 0"),
+        (["--eps", "-1"], 3, "--eps '-1': must be > 0"),
         (["--eps", "abc"], 3, "positive number"),
         (["--eps", "1", "--total", "5"], 3, "does not match"),
     ],

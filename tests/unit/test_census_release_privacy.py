@@ -30,8 +30,8 @@ from securelp.coordinator import cli
 from securelp.coordinator.cli import main
 from securelp.coordinator.commands import census as census_cmd
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.cumulative import to_cumulative
-from securelp.solvers.hierarchy.model import read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.counts_csv import read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.model import to_cumulative
 from securelp.solvers.randomness import SecureRandom
 
 #: sizes 1..4 of the leaves a1, a2 (children of A) and b1 (child of B); R is the root
