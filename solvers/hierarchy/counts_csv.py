@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from securelp.solvers.errors import InputError
 from securelp.solvers.files import require_file
-from securelp.solvers.hierarchy.errors import SizeDomainError, quoted
+from securelp.solvers.hierarchy.errors import CountsFileError, SizeDomainError, quoted
 from securelp.solvers.hierarchy.model import (
     MAX_COUNT,
     READER_BYTES_PER_CELL,
@@ -34,12 +33,12 @@ COUNT_HEADER = ("level", "region_id", "parent_id", "size", "count")
 NOISY_HEADER = ("level", "region_id", "parent_id", "size", "noisy_count")
 
 
-def _parse_int(text: str, what: str, where: str) -> int:
+def _parse_int(text: str, what: str, name: str, line: int) -> int:
     t = text.strip()
     try:
         value = int(t)
     except ValueError:
-        raise InputError(f"{where}: {what} must be an integer, got {quoted(text)}") from None
+        raise CountsFileError(name, f"{what} must be an integer, got {quoted(text)}", line) from None
     return value
 
 
@@ -48,14 +47,14 @@ def _read_rows(path: str | os.PathLike[str], header: tuple[str, ...]) -> tuple[l
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not UTF-8 text ({exc})") from None
+        raise CountsFileError(str(p), f"not UTF-8 text ({exc})") from None
     reader = csv.reader(io.StringIO(text))
     rows = list(reader)
     if not rows:
-        raise InputError(f"{p}: empty file; expected header {','.join(header)}")
+        raise CountsFileError(str(p), f"empty file; expected header {','.join(header)}")
     got = tuple(c.strip() for c in rows[0])
     if got != header:
-        raise InputError(f"{p} line 1: header must be {','.join(header)}, got {','.join(got)}")
+        raise CountsFileError(str(p), f"header must be {','.join(header)}, got {','.join(got)}", 1)
     return rows[1:], str(p)
 
 
@@ -68,12 +67,12 @@ class _Row:
     value: int | float
 
 
-def _parse_value(raw: str, value_col: str, where: str, integer_values: bool, region: str) -> int | float:
+def _parse_value(raw: str, value_col: str, name: str, line: int, integer_values: bool, region: str) -> int | float:
     if integer_values:
-        val: int | float = _parse_int(raw, value_col, where)
+        val: int | float = _parse_int(raw, value_col, name, line)
         if val < 0:
-            raise InputError(f"{where}: {value_col} must be a non-negative integer, got {quoted(raw)} "
-                             f"(region {region!r})")
+            raise CountsFileError(name, f"{value_col} must be a non-negative integer, got {quoted(raw)} "
+                                        f"(region {region!r})", line)
         return val
     try:
         return int(raw)
@@ -81,27 +80,27 @@ def _parse_value(raw: str, value_col: str, where: str, integer_values: bool, reg
         try:
             val = float(raw)
         except ValueError:
-            raise InputError(f"{where}: {value_col} must be a number, got {quoted(raw)}") from None
+            raise CountsFileError(name, f"{value_col} must be a number, got {quoted(raw)}", line) from None
         if not math.isfinite(val):
-            raise InputError(f"{where}: {value_col} must be finite, got {quoted(raw)}")
+            raise CountsFileError(name, f"{value_col} must be finite, got {quoted(raw)}", line)
         return val
 
 
-def _parse_row(row: list[str], where: str, value_col: str, integer_values: bool) -> _Row:
+def _parse_row(row: list[str], name: str, line: int, value_col: str, integer_values: bool) -> _Row:
     if len(row) != 5:
-        raise InputError(f"{where}: expected 5 columns, got {len(row)}")
-    level = _parse_int(row[0], "level", where)
+        raise CountsFileError(name, f"expected 5 columns, got {len(row)}", line)
+    level = _parse_int(row[0], "level", name, line)
     region, parent = row[1].strip(), row[2].strip()
     if not region:
-        raise InputError(f"{where}: empty region_id")
-    size = _parse_int(row[3], "size", where)
+        raise CountsFileError(name, "empty region_id", line)
+    size = _parse_int(row[3], "size", name, line)
     if size < 1:
-        raise InputError(f"{where}: size must be >= 1, got {size}")
+        raise CountsFileError(name, f"size must be >= 1, got {size}", line)
     raw = row[4].strip()
-    value = _parse_value(raw, value_col, where, integer_values, region)
+    value = _parse_value(raw, value_col, name, line, integer_values, region)
     if abs(value) > MAX_COUNT:
-        raise InputError(f"{where}: {value_col} {quoted(raw)} of region {region!r} size {size} exceeds the "
-                         f"largest accepted {'count' if integer_values else 'magnitude'} 2**50 = {MAX_COUNT:,}")
+        raise CountsFileError(name, f"{value_col} {quoted(raw)} of region {region!r} size {size} exceeds the largest "
+                                    f"accepted {'count' if integer_values else 'magnitude'} 2**50 = {MAX_COUNT:,}", line)
     return _Row(level, region, parent, size, value)
 
 
@@ -122,30 +121,29 @@ def _collect(rows: list[list[str]], name: str, value_col: str, integer_values: b
     values: dict[tuple[str, int], int | float] = {}
     for k, raw in enumerate(rows):
         line = k + 2
-        where = f"{name} line {line}"
         if not raw or all(not c.strip() for c in raw):
             continue
-        row = _parse_row(raw, where, value_col, integer_values)
+        row = _parse_row(raw, name, line, value_col, integer_values)
         rid = row.region
         if rid in region_parent:
             if region_parent[rid] != row.parent:
-                raise InputError(f"{where}: region {rid!r} has parent_id {row.parent!r} but line {region_line[rid]} "
-                                 f"says {region_parent[rid]!r}")
+                raise CountsFileError(name, f"region {rid!r} has parent_id {row.parent!r} but line {region_line[rid]} "
+                                            f"says {region_parent[rid]!r}", line)
             if region_level[rid] != row.level:
-                raise InputError(f"{where}: region {rid!r} has level {row.level} but line {region_line[rid]} says "
-                                 f"{region_level[rid]}")
+                raise CountsFileError(name, f"region {rid!r} has level {row.level} but line {region_line[rid]} says "
+                                            f"{region_level[rid]}", line)
         else:
             region_parent[rid], region_level[rid], region_line[rid] = row.parent, row.level, line
         if (rid, row.size) in values:
-            raise InputError(f"{where}: duplicate row for region {rid!r} size {row.size}")
+            raise CountsFileError(name, f"duplicate row for region {rid!r} size {row.size}", line)
         values[(rid, row.size)] = row.value
     if not region_parent:
-        raise InputError(f"{name}: no data rows")
+        raise CountsFileError(name, "no data rows")
     hier = Hierarchy.from_parents(region_parent.keys(), region_parent.values())
     for i, rid in enumerate(hier.ids):
         if region_level[rid] != int(hier.level[i]):
-            raise InputError(f"{name} line {region_line[rid]}: region {rid!r} has level {region_level[rid]} but is at "
-                             f"depth {int(hier.level[i])} of the hierarchy (root = level 1)")
+            raise CountsFileError(name, f"region {rid!r} has level {region_level[rid]} but is at depth "
+                                        f"{int(hier.level[i])} of the hierarchy (root = level 1)", region_line[rid])
     return _Collected(hier, values, region_line, max(size for _, size in values))
 
 
@@ -171,11 +169,14 @@ def read_counts_csv(
 
     Raises
     ------
-    InputError
+    CountsFileError, HierarchyError (InputError)
         Malformed rows, negative or non-integer counts, a count or a root total G above
         :data:`~.model.MAX_COUNT`, not exactly one root, orphans, cycles, leaves at different depths, or
         children that do not sum to their parent for some size (each message names the line or
-        region and size); ``top_code`` without ``max_size``.
+        region and size): a CountsFileError (source, line, problem) or, for the hierarchy, a
+        HierarchyError.
+    ValueError
+        ``top_code`` without ``max_size``.
     SizeDomainError
         Sizes above ``max_size`` without ``top_code``.
     DomainTooLargeError
@@ -187,10 +188,10 @@ def read_counts_csv(
     root = hier.ids[0]
     total = sum(int(v) for (rid, _), v in got.values.items() if rid == root)  # Python ints: no wrap-around
     if total > MAX_COUNT:
-        raise InputError(f"{name} line {got.region_line[root]}: the counts of root region {root!r} sum to "
-                         f"G = {total:,} groups, more than the largest accepted total 2**50 = {MAX_COUNT:,}")
+        raise CountsFileError(name, f"the counts of root region {root!r} sum to G = {total:,} groups, more than the "
+                                    f"largest accepted total 2**50 = {MAX_COUNT:,}", got.region_line[root])
     if top_code and max_size is None:
-        raise InputError(f"{name}: top-coding needs a public largest size N")
+        raise ValueError("top-coding needs a public largest size N (max_size)")
     n = got.largest_size if max_size is None else int(max_size)
     if n < got.largest_size and not top_code:
         raise SizeDomainError(name, got.largest_size, n)
@@ -212,8 +213,8 @@ def _dense_top_coded(hier: Hierarchy, got: _Collected, n: int, name: str) -> np.
             counts[index[rid], size - 1] = int(val)
     for rid, val in top.items():
         if val > MAX_COUNT:
-            raise InputError(f"{name} line {got.region_line[rid]}: region {rid!r} has {val:,} groups of size {n} or "
-                             f"more, more than the largest accepted count 2**50 = {MAX_COUNT:,}")
+            raise CountsFileError(name, f"region {rid!r} has {val:,} groups of size {n} or more, more than the "
+                                        f"largest accepted count 2**50 = {MAX_COUNT:,}", got.region_line[rid])
         counts[index[rid], n - 1] = val
     return counts
 
@@ -229,7 +230,7 @@ def read_noisy_csv(
 
     Raises
     ------
-    InputError
+    CountsFileError, HierarchyError
         Malformed rows or structure (as :func:`read_counts_csv`, without the consistency check).
     SizeDomainError
         Sizes above ``max_size``.

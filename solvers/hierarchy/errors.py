@@ -32,6 +32,22 @@ class EpsilonError(InputError):
         super().__init__(f"eps {quoted(text)}: {problem}")
 
 
+class CountsFileError(InputError):
+    """A counts or noisy-values file that does not validate; ``line`` is None for a problem of the whole file."""
+
+    def __init__(self, source: str, problem: str, line: int | None = None) -> None:
+        self.source, self.problem, self.line = source, problem, line
+        super().__init__(f"{source if line is None else f'{source} line {line}'}: {problem}")
+
+
+class HierarchyError(InputError):
+    """Regions that do not form one rooted tree with every leaf at the same depth (``regions``: examples)."""
+
+    def __init__(self, problem: str, regions: list[str]) -> None:
+        self.problem, self.regions = problem, regions
+        super().__init__(problem)
+
+
 class SizeDomainError(InputError):
     """A file holds sizes above the largest size N it is read with."""
 

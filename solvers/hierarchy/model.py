@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from securelp.solvers.errors import InputError
-from securelp.solvers.hierarchy.errors import DomainTooLargeError
+from securelp.solvers.hierarchy.errors import CountsFileError, DomainTooLargeError, HierarchyError
 from securelp.solvers.resources import available_memory, memory_shortfall
 
 #: Refuse dense arrays above this many cells (regions x sizes) before allocating.
@@ -89,18 +88,17 @@ class Hierarchy:
         par_list = list(parents)
         roots = [r for r, p in zip(id_list, par_list) if not p]
         if len(roots) != 1:
-            raise InputError(
-                f"the hierarchy must have exactly one root (a region with a blank parent_id); found "
-                f"{len(roots)}: {roots[:5]}"
-            )
+            raise HierarchyError(f"the hierarchy must have exactly one root (a region with a blank parent_id); found "
+                                 f"{len(roots)}: {roots[:5]}", roots[:5])
         known = set(id_list)
         kids: dict[str, list[str]] = {r: [] for r in id_list}
         for r, p in zip(id_list, par_list):
             if p:
                 if p not in known:
-                    raise InputError(f"region {r!r} has parent_id {p!r}, which is not a region of the file (orphan)")
+                    raise HierarchyError(f"region {r!r} has parent_id {p!r}, which is not a region of the file (orphan)",
+                                         [r])
                 if p == r:
-                    raise InputError(f"region {r!r} is its own parent (cycle)")
+                    raise HierarchyError(f"region {r!r} is its own parent (cycle)", [r])
                 kids[p].append(r)
         order = [roots[0]]
         lev = {roots[0]: 1}
@@ -113,9 +111,8 @@ class Hierarchy:
                 order.append(c)
         if len(order) != len(id_list):
             unreachable = sorted(known - set(order))
-            raise InputError(
-                f"regions not reachable from root {roots[0]!r} (a parent cycle): {unreachable[:5]}"
-            )
+            raise HierarchyError(f"regions not reachable from root {roots[0]!r} (a parent cycle): {unreachable[:5]}",
+                                 unreachable[:5])
         index = {r: i for i, r in enumerate(order)}
         parent = np.empty(len(order), dtype=np.int64)
         par_of = dict(zip(id_list, par_list))
@@ -126,10 +123,8 @@ class Hierarchy:
         leaf_levels = {int(level[i]) for i in range(len(order)) if not children[i]}
         if len(leaf_levels) > 1:
             shallow = [order[i] for i in range(len(order)) if not children[i] and level[i] == min(leaf_levels)]
-            raise InputError(
-                f"all leaves must be at the same depth; leaves are at levels {sorted(leaf_levels)} "
-                f"(e.g. {shallow[:3]} at level {min(leaf_levels)})"
-            )
+            raise HierarchyError(f"all leaves must be at the same depth; leaves are at levels {sorted(leaf_levels)} "
+                                 f"(e.g. {shallow[:3]} at level {min(leaf_levels)})", shallow[:3])
         return Hierarchy(ids=tuple(order), parent=parent, level=level, children=children)
 
 
@@ -210,7 +205,7 @@ def children_sum(counts: np.ndarray, kids: list[int]) -> np.ndarray:
 def validate_consistency(
     hier: Hierarchy, counts: np.ndarray, name: str = "data", region_line: dict[str, int] | None = None
 ) -> None:
-    """Raise InputError naming the first region and size where the children do not sum to the parent.
+    """Raise CountsFileError naming the first region and size where the children do not sum to the parent.
 
     ``counts`` are int64 in [0, :data:`MAX_COUNT`] (as :func:`read_counts_csv` guarantees).
     """
@@ -222,10 +217,8 @@ def validate_consistency(
             rid = hier.ids[r]
             line = f" (first row at line {region_line[rid]})" if region_line and rid in region_line else ""
             got = f"more than {MAX_COUNT:,}" if csum[bad[0]] > MAX_COUNT else f"{int(csum[bad[0]])}"
-            raise InputError(
-                f"{name}: children of region {rid!r}{line} sum to {got} groups of size {s}, but the "
-                f"region has {counts[r, bad[0]]}; {bad.size} size(s) disagree. Children must sum to the parent "
-                f"for every size"
-            )
+            raise CountsFileError(name, f"children of region {rid!r}{line} sum to {got} groups of size {s}, but the "
+                                        f"region has {counts[r, bad[0]]}; {bad.size} size(s) disagree. Children must "
+                                        f"sum to the parent for every size")
 
 

@@ -163,3 +163,16 @@ def test_chain_time_limit_refuses_and_writes_nothing(tmp_path: Path, capsys) -> 
     # 0 means no limit
     assert main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "chain",
                  "--time-limit", "0", "--json", str(out)]) == 0
+
+
+def test_engine_errors_are_told_in_the_flags_of_the_command(tmp_path: Path, capsys) -> None:
+    """The engine's typed errors name no flag; the CLI says which of its flags to change."""
+    noisy = _file(tmp_path, "n.csv", NOISY)
+    rc = main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "hdp", "--max-size", "2",
+               "--json", "-"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "sizes go up to 3 but --max-size is 2" in err
+    rc = main(["census", "release", "--synthetic", "census", "--max-size", "5", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "needs --max-size >= 10, got 5" in err and "Traceback" not in err

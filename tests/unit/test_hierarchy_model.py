@@ -10,6 +10,7 @@ import pytest
 
 from securelp.solvers.errors import InputError, ResourceError
 from securelp.solvers.hierarchy.counts_csv import counts_csv_text, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.errors import CountsFileError, HierarchyError, SizeDomainError
 from securelp.solvers.hierarchy.noise import parse_epsilon
 
 HEADER = "level,region_id,parent_id,size,count\n"
@@ -55,6 +56,21 @@ def test_validation_errors(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(InputError) as info:
         read_counts_csv(_write(tmp_path, text))
     assert needle in str(info.value)
+    assert isinstance(info.value, (CountsFileError, HierarchyError))
+
+
+def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:
+    """The typed errors say where (file, line) and which regions, as fields and not only as text."""
+    path = _write(tmp_path, GOOD.replace("2,B,R,1,1", "2,B,R,1,1.5"))
+    with pytest.raises(CountsFileError) as info:
+        read_counts_csv(path)
+    assert info.value.source == str(path) and info.value.line == 6 and "must be an integer" in info.value.problem
+    with pytest.raises(HierarchyError) as tree:
+        read_counts_csv(_write(tmp_path, GOOD + "2,C,X,1,0\n"))
+    assert tree.value.regions == ["C"]
+    with pytest.raises(SizeDomainError) as sizes:
+        read_counts_csv(_write(tmp_path, GOOD), max_size=1)
+    assert (sizes.value.largest, sizes.value.max_size) == (2, 1) and "--max-size" not in str(sizes.value)
 
 
 def test_missing_file(tmp_path: Path) -> None:
