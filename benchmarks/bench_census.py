@@ -1,15 +1,24 @@
 """Benchmarks of the hierarchical-DP engine (``securelp census``); prints Markdown tables.
 
+NOT PRIVATE: an evaluation. Its errors are computed against the true counts (as
+``securelp census evaluate``), so neither its tables nor its JSON (``"private": false``) are
+releases.
+
 1. Table 7 style on the Kuo taxi hierarchy (3 levels, N = 4,919): L1 error per level and
    consistency violations, mean and sd over R repetitions, for every mechanism and eps.
 2. Census-scale synthetic (3,194 regions): post-processing time of each mechanism vs N and
    vs 1/eps, with the exactness certificate details of hdp.
+3. With ``--attack T``: a distinguishing attack on two neighbouring datasets (one person moves
+   from a group of size 2 to size 3), T releases at eps = 1 per mechanism: its accuracy from the
+   released counts alone (what a release carries) and with ``l1_error_by_level`` beside them
+   (what releases carried before it moved to ``census evaluate``), with Clopper-Pearson 95 %
+   intervals; eps-DP allows at most e^eps / (1 + e^eps).
 
 Usage::
 
     python benchmarks/bench_census.py [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
         [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
-        [--chain-rebuild-growth F] [--json out.json]
+        [--attack T] [--json out.json]
 
 Mechanisms that refuse an instance (ResourceError: e.g. cqp beyond Dykstra's size limit,
 chain beyond its LP segment limits) are reported as such, never as numbers; in Table 7 a
@@ -22,22 +31,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import beta
 
 from securelp.coordinator.commands.common import positive_int
 from securelp.coordinator.reporting import check_writable
 from securelp.solvers.errors import SecureLPError
 from securelp.solvers.files import write_atomically
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.model import GroupSizeData, read_counts_csv
+from securelp.solvers.hierarchy.counts_csv import read_counts_csv
+from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
-TAXI = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
+TAXI = Path(__file__).resolve().parents[1] / "tests" / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
 
 
 def run_once(name: str, data, eps: Fraction, rng: SecureRandom) -> dict:
@@ -45,8 +57,10 @@ def run_once(name: str, data, eps: Fraction, rng: SecureRandom) -> dict:
     noisy = mech.add_noise(name, data, eps, rng)
     t1 = time.perf_counter()
     pp = mech.postprocess(name, data.hierarchy, noisy, data.total)
-    m = mech.release_metrics(data.hierarchy, pp.counts, data.total, data.counts)
-    return {"noise_s": t1 - t0, "post_s": pp.time_s, "objective": pp.objective, **m, "details": pp.details}
+    m = mech.release_metrics(data.hierarchy, pp.counts, data.total)
+    l1 = mech.l1_error_by_level(data.hierarchy, pp.counts, data.counts)  # against the truth: not private
+    return {"noise_s": t1 - t0, "post_s": pp.time_s, "objective": pp.objective, **m, "l1_error_by_level": l1,
+            "details": pp.details}
 
 
 def taxi_lumped(k: int) -> GroupSizeData:
@@ -126,6 +140,63 @@ def census_scaling(sizes: list[int], eps_list: list[str], seed: str, mechanisms:
     return rows
 
 
+def _neighbours() -> tuple[GroupSizeData, GroupSizeData]:
+    """A 3-level hierarchy and its neighbour: one person joins a group of size 2 in leaf a2."""
+    h = Hierarchy.from_parents(["R", "A", "B", "a1", "a2", "b1"], ["", "R", "R", "A", "A", "B"])
+    leaves = {"a1": [5, 3, 1, 0], "a2": [2, 2, 0, 1], "b1": [4, 1, 2, 1]}
+    out = []
+    for move in (False, True):
+        c = np.zeros((h.size, 4), dtype=np.int64)
+        for k, v in leaves.items():
+            c[h.ids.index(k)] = v
+        if move:
+            c[h.ids.index("a2"), 1:3] += [-1, 1]
+        for r in reversed(range(h.size)):
+            if h.children[r]:
+                c[r] = c[list(h.children[r])].sum(axis=0)
+        out.append(GroupSizeData(h, c))
+    return out[0], out[1]
+
+
+def _interval(ok: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95 % interval of ok successes in n trials."""
+    lo = float(beta.ppf(0.025, ok, n - ok + 1)) if ok else 0.0
+    hi = float(beta.ppf(0.975, ok + 1, n - ok)) if ok < n else 1.0
+    return lo, hi
+
+
+def attack(trials: int, mechanisms: list[str]) -> list[dict]:
+    """Guess which neighbour a fresh-entropy release came from (module docstring, 3)."""
+    x, y = _neighbours()
+    h, eps = x.hierarchy, Fraction(1)
+    cells = np.nonzero(y.counts != x.counts)
+    coin = np.random.default_rng(0)
+    bound = math.e / (1 + math.e)
+    print(f"\n### Distinguishing neighbours at eps = 1 ({trials} releases each; eps-DP allows {bound:.3f})\n")
+    print("| mechanism | from the release | with l1_error_by_level beside it |")
+    print("|---|---|---|")
+    rows = []
+    for name in mechanisms:
+        plain = leak = 0
+        for _ in range(trials):
+            secret = int(coin.integers(2))
+            data = (x, y)[secret]
+            pp = mech.postprocess(name, h, mech.add_noise(name, data, eps, SecureRandom(label="bench/attack")), data.total)
+            # the release alone: the neighbour closer to the released counts where the two differ
+            dx, dy = (float(np.abs(pp.counts[cells] - c.counts[cells]).sum()) for c in (x, y))
+            plain += (int(coin.integers(2)) if dx == dy else int(dy < dx)) == secret
+            # with the errors against the truth: the neighbour whose errors match the reported ones
+            reported = mech.l1_error_by_level(h, pp.counts, data.counts)
+            fits = [mech.l1_error_by_level(h, pp.counts, c.counts) == reported for c in (x, y)]
+            leak += (int(coin.integers(2)) if fits[0] == fits[1] else int(fits[1])) == secret
+        cells_text = [f"{k / trials:.3f} (95 % CI {lo:.3f}-{hi:.3f})" for k in (plain, leak)
+                      for lo, hi in [_interval(k, trials)]]
+        print(f"| {name} | {cells_text[0]} | {cells_text[1]} |", flush=True)
+        rows.append({"mechanism": name, "trials": trials, "release_only_correct": plain, "with_l1_correct": leak,
+                     "bound": bound})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=positive_int, default=30)
@@ -140,17 +211,14 @@ def main() -> None:
     ap.add_argument("--lumped", type=int, default=0, metavar="K",
                     help="also run the table on the taxi hierarchy with sizes >= K lumped (small enough for chain)")
     ap.add_argument("--lumped-reps", type=positive_int, default=10)
-    ap.add_argument("--chain-rebuild-growth", type=float, default=None, metavar="F",
-                    help="set chain.REBUILD_GROWTH for this run (0: grown blocks always re-solved warm, "
-                         "the behaviour before 2026-11-24; default: the library's)")
+    ap.add_argument("--attack", type=int, default=0, metavar="T",
+                    help="also run the distinguishing attack with T releases per mechanism")
+    ap.add_argument("--attack-mechanisms", nargs="+", default=["hdp", "chain"])
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     check_writable(args.json, "--json")  # before the runs, not after them
-    if args.chain_rebuild_growth is not None:
-        from securelp.solvers.hierarchy import chain
-
-        chain.REBUILD_GROWTH = args.chain_rebuild_growth
-    out: dict = {}
+    print("NOT PRIVATE: evaluation against the true counts (errors computed from them)", flush=True)
+    out: dict = {"private": False}
     if not args.skip_taxi:
         if not TAXI.is_file():
             print(f"taxi data not found at {TAXI}; skipping table 7")
@@ -161,6 +229,8 @@ def main() -> None:
                                title=f"Kuo taxi hierarchy, sizes >= {args.lumped} lumped into one class")
     if not args.skip_census:
         out["census"] = census_scaling(args.sizes, args.census_eps, args.seed, args.census_mechanisms)
+    if args.attack:
+        out["attack"] = attack(args.attack, args.attack_mechanisms)
     if args.json:
         write_atomically(args.json, json.dumps(out, indent=2, default=str), what="report ")
 

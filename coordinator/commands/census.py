@@ -1,29 +1,60 @@
-"""``securelp census``: hierarchical DP group-size releases (PGSR).
+"""``securelp census``: hierarchical DP group-size releases (PGSR), and their non-private evaluation.
 
-``securelp census release (--data FILE | --synthetic census) --eps E --mechanism M
-[--seed S] [--repeat R] --json R [--out released.csv]`` adds exact geometric noise to the
-true counts (or cumulative counts) and post-processes them; ``securelp census postprocess
---noisy FILE --total G --mechanism M --json R [--out F]`` only post-processes given noisy
-values. JSON keys are documented in docs/census.md.
+``securelp census release (--data FILE --max-size N | --synthetic census) --eps E --mechanism M
+[--seed S] [--repeat R] --json R [--out released.csv] [--noisy-out noisy.csv]`` adds exact
+geometric noise to the true counts (or cumulative counts) and post-processes them;
+``securelp census postprocess --noisy FILE --total G --mechanism M --json R [--out F]`` only
+post-processes given noisy values; ``securelp census evaluate`` runs the same releases and
+compares them with the true counts (NOT private). JSON keys are documented in docs/census.md.
+
+What leaves a release is a function of the noisy measurements and of public parameters only
+(the hierarchy, the public total G, the size domain 1..N, eps, the mechanism): the true counts
+are read, noised, and used for nothing else. The report, the ``--out`` and ``--noisy-out``
+files, the progress lines and the engine's log lines are all computed after the noise, from
+the noisy values; timings are those of the post-processing (a function of the noisy values).
+N is public: with ``--data`` it must be given (``--max-size``) and larger groups are counted at
+size N, since a default read from the data, or a refusal, would disclose the largest group.
+Errors against the truth are computed only by ``evaluate``, whose output says first that it is
+not private.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import logging
 import math
 import sys
-import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from securelp.coordinator.commands.common import non_negative_int, positive_int, refuse_inapplicable
-from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
-from securelp.solvers.errors import InputError
+from securelp.coordinator.reporting import (
+    check_distinct,
+    check_writable,
+    human_stream,
+    quiet_output,
+    write_json_report,
+)
+from securelp.solvers.errors import InputError, ResourceError
 from securelp.solvers.files import write_atomically, written_together
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.chain import ChainOptions
+from securelp.solvers.hierarchy.counts_csv import counts_csv_text, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.errors import (
+    DomainTooLargeError,
+    EpsilonError,
+    SizeDomainError,
+    TimeLimitReached,
+    TooFewSizesError,
+    quoted,
+)
+from securelp.solvers.hierarchy.model import MAX_COUNT, GroupSizeData, Hierarchy, to_cumulative
+from securelp.solvers.hierarchy.noise import parse_epsilon
+from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
@@ -31,6 +62,15 @@ logger = logging.getLogger(__name__)
 
 #: Default wall-clock limit (s) of one chain release from the CLI (the library has none).
 CHAIN_TIME_LIMIT = 1800.0
+#: Largest size of the synthetic census instance when --max-size is not given.
+SYNTHETIC_MAX_SIZE = 1000
+#: The first line of every evaluation's human output (and the report's ``evaluation`` key).
+NOT_PRIVATE = ("NOT PRIVATE: evaluation against the true counts (errors computed from them); "
+               "do not publish this output, publish only 'securelp census release'")
+#: ``--seed``'s help: a seeded noise can be recomputed, so nothing drawn from it is private.
+SEED_HELP = ("seed the noise, for reproducible simulations and tests only: NOT private (anyone who knows the "
+             "seed can recompute the noise; the report says \"private\": false, \"reproducible\": true); "
+             "default: the OS's entropy")
 
 
 def _add_time_limit(p: argparse.ArgumentParser) -> None:
@@ -49,6 +89,54 @@ def _time_limit(args: argparse.Namespace) -> float | None:
     return value
 
 
+@contextlib.contextmanager
+def _flags() -> Iterator[None]:
+    """The engine's typed errors in the terms of this command's flags (the engine never names them)."""
+    try:
+        yield
+    except EpsilonError as exc:
+        raise InputError(f"--eps {quoted(exc.text)}: {exc.problem}") from None
+    except SizeDomainError as exc:
+        raise InputError(f"{exc.source}: sizes go up to {exc.largest} but --max-size is {exc.max_size}") from None
+    except TooFewSizesError as exc:
+        raise InputError(f"{exc.what} needs --max-size >= {exc.minimum}, got {exc.max_size}") from None
+    except DomainTooLargeError as exc:
+        raise ResourceError(f"{exc} (--max-size sets N)") from None
+    except TimeLimitReached as exc:
+        raise ResourceError(f"{exc} (--time-limit SECONDS; 0: no limit)") from None
+
+
+def _with_flags(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    @functools.wraps(run)
+    def wrapped(args: argparse.Namespace) -> int:
+        with _flags():
+            return run(args)
+
+    return wrapped
+
+
+def _options(args: argparse.Namespace) -> mech.PostprocessOptions:
+    """The engine's options from the flags (``--time-limit`` bounds ``chain``)."""
+    return mech.PostprocessOptions(chain=ChainOptions(time_limit=_time_limit(args)))
+
+
+def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str) -> None:
+    """The options shared by ``release`` and ``evaluate``: the true data and the noise."""
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", metavar="FILE", help="CSV level,region_id,parent_id,size,count")
+    src.add_argument("--synthetic", choices=["census"], help="the bundled census-scale synthetic instance")
+    p.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
+    p.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
+    p.add_argument("--seed", default=None, help=SEED_HELP)
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="independent releases (default 1)")
+    p.add_argument("--max-size", type=positive_int, default=None, metavar="N", help=max_size_help)
+    p.add_argument("--synthetic-seed", type=non_negative_int, default=None,
+                   help="--synthetic only: seed of the synthetic instance (default 0)")
+    p.add_argument("--total", type=non_negative_int, default=None, metavar="G",
+                   help="optional check: the public total G must equal the data's number of groups")
+    _add_time_limit(p)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "census",
@@ -59,25 +147,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     csub = p.add_subparsers(dest="census_command", metavar="ACTION")
     csub.required = True
     r = csub.add_parser("release", help="add exact geometric noise and post-process",
-                        description="Release noisy, post-processed group-size counts of a hierarchy.")
-    src = r.add_mutually_exclusive_group(required=True)
-    src.add_argument("--data", metavar="FILE", help="CSV level,region_id,parent_id,size,count")
-    src.add_argument("--synthetic", choices=["census"], help="the bundled census-scale synthetic instance")
-    r.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
-    r.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
-    r.add_argument("--seed", default=None, help="reproducible-simulation mode: seed of the noise (flagged in the report; "
-                                                "NOT private, simulations only)")
-    r.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="independent releases (default 1)")
-    r.add_argument("--max-size", type=positive_int, default=None, metavar="N",
-                   help="largest group size (default: the data's; synthetic: 1000)")
-    r.add_argument("--synthetic-seed", type=non_negative_int, default=None,
-                   help="--synthetic only: seed of the synthetic instance (default 0)")
-    r.add_argument("--total", type=non_negative_int, default=None, metavar="G",
-                   help="optional check: the public total G must equal the data's number of groups")
+                        description="Release noisy, post-processed group-size counts of a hierarchy. Everything "
+                        "it writes, prints and logs is computed from the noisy values and public parameters.")
+    _add_noise_options(r, "the public largest group size N; required with --data (groups larger than N are "
+                          "counted at size N, which then means 'N or more'); synthetic: default 1000")
     r.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     r.add_argument("--out", metavar="CSV", default=None, help="write the (last) released counts here")
-    _add_time_limit(r)
-    r.set_defaults(func=run_release)
+    r.add_argument("--noisy-out", metavar="CSV", default=None,
+                   help="write the (last) noisy measurements here (level,region_id,parent_id,size,noisy_count: "
+                        "noisy counts, or noisy cumulative counts c_s = #groups of size >= s for cdp/chain/cqp); "
+                        "'census postprocess' on them gives the same release")
+    r.set_defaults(func=_with_flags(run_release))
     q = csub.add_parser("postprocess", help="post-process given noisy values only",
                         description="Post-process noisy values (CSV level,region_id,parent_id,size,noisy_count): "
                         "noisy counts for hdp/hqp/topdown, noisy cumulative counts c_s = #groups of size >= s "
@@ -93,7 +173,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
     _add_time_limit(q)
-    q.set_defaults(func=run_postprocess)
+    q.set_defaults(func=_with_flags(run_postprocess))
+    e = csub.add_parser("evaluate", help="NOT PRIVATE: releases compared with the true counts",
+                        description="NOT PRIVATE. Run the same releases as 'census release' and compare them "
+                        "with the true counts (L1 error per level). Its output is computed from the true "
+                        "counts: never publish it.")
+    _add_noise_options(e, "largest group size N (groups larger than N are counted at size N); default: the "
+                          "data's largest size, synthetic: 1000")
+    e.add_argument("--json", default=None, metavar="PATH", help="JSON report ('-' for stdout)")
+    e.set_defaults(func=_with_flags(run_evaluate))
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 
@@ -108,109 +196,180 @@ def _progress(args: argparse.Namespace, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Means (and standard deviations) of the per-run metrics."""
+def _summary(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Means (and standard deviations) of the per-run figures ``keys``; ``total_matches`` of every run."""
     out: dict[str, Any] = {}
-    for key in ("objective", "constraint_violations", "negative_counts", "non_integer_counts", "time_s"):
+    for key in keys:
         vals = np.array([float(r[key]) for r in runs])
         out[key] = float(vals.mean()) if len(runs) > 1 else runs[0][key]
         out[f"{key}_sd"] = float(vals.std(ddof=1)) if len(runs) > 1 else 0.0
     out["total_matches"] = all(bool(r["total_matches"]) for r in runs)
-    if runs[0]["l1_error_by_level"] is not None:
-        levels = list(runs[0]["l1_error_by_level"])
-        mat = np.array([[r["l1_error_by_level"][lev] for lev in levels] for r in runs])
-        out["l1_error_by_level"] = {lev: float(v) for lev, v in zip(levels, mat.mean(axis=0))}
-        out["l1_error_by_level_sd"] = {
-            lev: (float(v) if len(runs) > 1 else 0.0)
-            for lev, v in zip(levels, mat.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(len(levels)))
-        }
-    else:
-        out["l1_error_by_level"] = None
-        out["l1_error_by_level_sd"] = None
     return out
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """The report and counts paths, before any work."""
-    check_writable(args.json, "--json")
-    check_writable(args.out, "--out")
+    written = [("--json", args.json), ("--out", getattr(args, "out", None)),
+               ("--noisy-out", getattr(args, "noisy_out", None))]
+    for flag, path in written:
+        check_writable(path, flag)
     inputs = [(flag, getattr(args, key, None)) for flag, key in (("--data", "data"), ("--noisy", "noisy"))]
-    check_distinct([("--json", args.json), ("--out", args.out)], inputs)
+    check_distinct(written, inputs)
 
 
-def run_release(args: argparse.Namespace) -> int:
-    _check_outputs(args)
-    eps = parse_epsilon(args.eps)
-    time_limit = _time_limit(args)
+def _true_data(args: argparse.Namespace, *, public_max_size: bool) -> tuple[GroupSizeData, str]:
+    """The true counts and a description of their source, checked against ``--total``.
+
+    With ``public_max_size`` (a release) the size domain 1..N is public: ``--data`` needs
+    ``--max-size`` and larger groups are top-coded at N. An evaluation may take N from the data.
+    """
     _check_total(args.total)
-    if args.data and args.synthetic_seed is not None:
-        raise InputError("--synthetic-seed is for --synthetic census only; --data FILE is read as it is "
-                         "(remove --synthetic-seed)")
-    if args.seed is not None:
-        logger.warning("--seed: the noise is reproducible, so this release is NOT private (simulations only)")
     bytes_per_cell = mech.BYTES_PER_CELL[args.mechanism]
     if args.data:
-        data = read_counts_csv(args.data, max_size=args.max_size, bytes_per_cell=bytes_per_cell)
+        if args.synthetic_seed is not None:
+            raise InputError("--synthetic-seed is for --synthetic census only; --data FILE is read as it is "
+                             "(remove --synthetic-seed)")
+        if public_max_size and args.max_size is None:
+            raise InputError("--data needs --max-size N, the largest group size, chosen without looking at the data: "
+                             "the size domain is part of the release, and one taken from the data would disclose "
+                             "its largest group (groups larger than N are counted at size N)")
+        data = read_counts_csv(args.data, max_size=args.max_size, bytes_per_cell=bytes_per_cell,
+                               top_code=args.max_size is not None)
         source = args.data
     else:
-        from securelp.solvers.hierarchy.synthetic import census_synthetic
-
         seed = args.synthetic_seed or 0
-        data = census_synthetic(max_size=args.max_size or 1000, seed=seed, bytes_per_cell=bytes_per_cell)
+        data = census_synthetic(max_size=args.max_size or SYNTHETIC_MAX_SIZE, seed=seed,
+                                bytes_per_cell=bytes_per_cell)
         source = f"synthetic:census(seed={seed})"
-    total = data.total
-    if args.total is not None and args.total != total:
-        raise InputError(f"--total {args.total} does not match the data's number of groups G = {total}")
-    hier = data.hierarchy
-    scale = mech.noise_scale(args.mechanism, hier.depth, eps)
-    rng = SecureRandom(seed=args.seed, label="census/release")
-    runs: list[dict[str, Any]] = []
-    last = None
+    if args.total is not None and args.total != data.total:
+        raise InputError(f"--total {args.total} does not match the data's number of groups G = {data.total}")
+    return data, source
+
+
+def _noisy_measurements(args: argparse.Namespace, data: GroupSizeData, rng: SecureRandom) -> Iterator[np.ndarray]:
+    """The ``--repeat`` independent noisy measurements of ``data`` (the only use of the true counts)."""
+    eps = parse_epsilon(args.eps)
     for k in range(args.repeat):
-        start = time.perf_counter()
-        noisy = mech.add_noise(args.mechanism, data, eps, rng.spawn(f"run{k}"))
-        noise_time = time.perf_counter() - start
-        pp = mech.postprocess(args.mechanism, hier, noisy, total, time_limit=time_limit)
-        metrics = mech.release_metrics(hier, pp.counts, total, data.counts)
-        runs.append({
-            "run": k,
-            "objective": pp.objective,
-            **metrics,
-            "time_s": noise_time + pp.time_s,
-            "noise_time_s": noise_time,
-            "postprocess_time_s": pp.time_s,
-            "details": pp.details,
-        })
-        last = pp
-        proof = f" (certificate: {pp.details['certificate']})" if "certificate" in pp.details else ""
-        _progress(args, f"census release {args.mechanism} eps={args.eps}: run {k + 1}/{args.repeat} "
-                        f"in {noise_time + pp.time_s:.2f}s{proof}")
-    assert last is not None
-    report: dict[str, Any] = {
-        "mechanism": args.mechanism,
-        **_summary(runs),
+        yield mech.add_noise(args.mechanism, data, eps, rng.spawn(f"run{k}"))
+
+
+def _postprocess_run(args: argparse.Namespace, hier: Hierarchy, noisy: np.ndarray, total: int,
+                     options: mech.PostprocessOptions) -> tuple[dict[str, Any], mech.PostProcessed]:
+    """One release from its noisy measurements and the public G: its report entry and its counts."""
+    pp = mech.postprocess(args.mechanism, hier, noisy, total, options)
+    entry = {"objective": pp.objective, **mech.release_metrics(hier, pp.counts, total), "time_s": pp.time_s,
+             "details": pp.details}
+    return entry, pp
+
+
+def _noise_description(args: argparse.Namespace, levels: int) -> dict[str, Any]:
+    eps = parse_epsilon(args.eps)
+    return {
         "eps": float(eps),
         "eps_exact": str(eps),
         "noise": "two-sided geometric (exact CKS sampler), "
                  + ("cumulative counts" if args.mechanism in mech.CUMULATIVE else "counts"),
-        "noise_scale": float(scale),
+        "noise_scale": float(mech.noise_scale(args.mechanism, levels, eps)),
+    }
+
+
+def _warn_if_seeded(args: argparse.Namespace, what: str) -> None:
+    if args.seed is not None:
+        logger.warning("--seed: the noise is reproducible, so this %s is NOT private (simulations only)", what)
+
+
+RELEASE_FIGURES = ("objective", "constraint_violations", "negative_counts", "non_integer_counts", "time_s")
+
+
+def run_release(args: argparse.Namespace) -> int:
+    _check_outputs(args)
+    parse_epsilon(args.eps)
+    options = _options(args)
+    _warn_if_seeded(args, "release")
+    data, source = _true_data(args, public_max_size=True)
+    hier, total, max_size = data.hierarchy, data.total, data.max_size  # public: the hierarchy, G and N
+    rng = SecureRandom(seed=args.seed, label="census/release")
+    runs: list[dict[str, Any]] = []
+    last: tuple[np.ndarray, mech.PostProcessed] | None = None
+    # below, only the noisy measurements and the public parameters are used
+    for k, noisy in enumerate(_noisy_measurements(args, data, rng)):
+        entry, pp = _postprocess_run(args, hier, noisy, total, options)
+        runs.append({"run": k, **entry})
+        last = (noisy, pp)
+        proof = f" (certificate: {pp.details['certificate']})" if "certificate" in pp.details else ""
+        _progress(args, f"census release {args.mechanism} eps={args.eps}: run {k + 1}/{args.repeat} "
+                        f"post-processed in {pp.time_s:.2f}s{proof}")
+    assert last is not None
+    report: dict[str, Any] = {
+        "mechanism": args.mechanism,
+        "private": not rng.reproducible,
+        **_summary(runs, RELEASE_FIGURES),
+        **_noise_description(args, hier.depth),
         "reproducible": rng.reproducible,
         "seed": args.seed,
         "repeat": args.repeat,
-        "dataset": {"source": source, "regions": hier.size, "levels": hier.depth,
-                    "max_size": data.max_size, "total": total},
+        "dataset": {"source": source, "regions": hier.size, "levels": hier.depth, "max_size": max_size,
+                    "total": total},
         "runs": runs,
     }
+    noisy, pp = last
     with written_together():  # the counts and the report that describes them, together or not at all
+        if args.noisy_out:
+            write_atomically(args.noisy_out, counts_csv_text(hier, noisy, column="noisy_count", dense=True),
+                             what="noisy measurements ")
         if args.out:
-            write_atomically(args.out, counts_csv_text(hier, last.counts))
+            write_atomically(args.out, counts_csv_text(hier, pp.counts))
         write_json_report(args.json, report)
+    return 0
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """``census evaluate``: the releases ``release`` would make, with their errors against the truth."""
+    check_writable(args.json, "--json")
+    check_distinct([("--json", args.json)], [("--data", args.data)])
+    parse_epsilon(args.eps)
+    options = _options(args)
+    out = human_stream(args.json)
+    print(NOT_PRIVATE, file=out, flush=True)
+    data, source = _true_data(args, public_max_size=False)
+    hier, total = data.hierarchy, data.total
+    rng = SecureRandom(seed=args.seed, label="census/release")
+    runs: list[dict[str, Any]] = []
+    for k, noisy in enumerate(_noisy_measurements(args, data, rng)):
+        entry, pp = _postprocess_run(args, hier, noisy, total, options)
+        runs.append({"run": k, **entry, "l1_error_by_level": mech.l1_error_by_level(hier, pp.counts, data.counts)})
+    levels = list(runs[0]["l1_error_by_level"])
+    l1 = np.array([[r["l1_error_by_level"][lev] for lev in levels] for r in runs])
+    sd = l1.std(axis=0, ddof=1) if len(runs) > 1 else np.zeros(len(levels))
+    report: dict[str, Any] = {
+        "mechanism": args.mechanism,
+        "private": False,
+        "evaluation": NOT_PRIVATE,
+        **_summary(runs, RELEASE_FIGURES),
+        "l1_error_by_level": {lev: float(v) for lev, v in zip(levels, l1.mean(axis=0))},
+        "l1_error_by_level_sd": {lev: float(v) for lev, v in zip(levels, sd)},
+        **_noise_description(args, hier.depth),
+        "reproducible": rng.reproducible,
+        "seed": args.seed,
+        "repeat": args.repeat,
+        "dataset": {"source": source, "regions": hier.size, "levels": hier.depth, "max_size": data.max_size,
+                    "total": total},
+        "runs": runs,
+    }
+    if args.json:
+        write_json_report(args.json, report)
+    print(f"census evaluate {args.mechanism} eps={args.eps}, {args.repeat} release{'s' if args.repeat != 1 else ''} "
+          f"of {source} ({hier.size} regions, N = {data.max_size}, G = {total}):", file=out)
+    for k, lev in enumerate(levels):
+        print(f"  level {lev}: L1 error {l1[:, k].mean():,.1f} (sd {sd[k]:,.1f})", file=out)
+    print(f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
+          f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}", file=out, flush=True)
     return 0
 
 
 def run_postprocess(args: argparse.Namespace) -> int:
     _check_outputs(args)
-    time_limit = _time_limit(args)
+    options = _options(args)
     _check_total(args.total)
     refuse_inapplicable(args, "--mechanism", args.mechanism, {
         "cumulative_order": ("--cumulative-order", tuple(m for m in mech.MECHANISMS if m in mech.CUMULATIVE))})
@@ -220,34 +379,29 @@ def run_postprocess(args: argparse.Namespace) -> int:
     reverse = args.mechanism in mech.CUMULATIVE and args.cumulative_order == "le"
     if reverse:  # c^le on sizes 1..N is c^ge on the reversed size axis
         values = values[:, ::-1].copy()
-    start = time.perf_counter()
-    pp = mech.postprocess(args.mechanism, hier, values, args.total, time_limit=time_limit)
+    pp = mech.postprocess(args.mechanism, hier, values, args.total, options)
     if reverse:
         pp = mech.PostProcessed(pp.mechanism, pp.counts[:, ::-1].copy(), pp.objective, pp.time_s, pp.details)
-    elapsed = time.perf_counter() - start
-    metrics = mech.release_metrics(hier, pp.counts, args.total, None)
     report: dict[str, Any] = {
         "mechanism": args.mechanism,
+        "private": True,
         "objective": pp.objective,
-        **metrics,
-        "time_s": elapsed,
+        **mech.release_metrics(hier, pp.counts, args.total),
+        "time_s": pp.time_s,
         "input": (f"cumulative counts c_s = #groups of size {'<=' if reverse else '>='} s"
                   if args.mechanism in mech.CUMULATIVE else "group-size counts"),
         "dataset": {"source": args.noisy, "regions": hier.size, "levels": hier.depth,
                     "max_size": int(noisy.values.shape[1]), "total": args.total},
         "details": pp.details,
     }
+    small = pp.counts.size <= 10_000
     if args.mechanism in mech.CUMULATIVE:
-        from securelp.solvers.hierarchy.cumulative import to_cumulative
-
         cum = np.cumsum(pp.counts, axis=1) if reverse else to_cumulative(pp.counts)
-        report["cumulative_counts"] = {
-            hier.ids[r]: cum[r].tolist() for r in range(hier.size)
-        } if pp.counts.size <= 10_000 else None
-    report["counts"] = {hier.ids[r]: pp.counts[r].tolist() for r in range(hier.size)} if pp.counts.size <= 10_000 else None
+        report["cumulative_counts"] = {hier.ids[r]: cum[r].tolist() for r in range(hier.size)} if small else None
+    report["counts"] = {hier.ids[r]: pp.counts[r].tolist() for r in range(hier.size)} if small else None
     with written_together():
         if args.out:
             write_atomically(args.out, counts_csv_text(hier, pp.counts))
         write_json_report(args.json, report)
-    _progress(args, f"census postprocess {args.mechanism}: objective {pp.objective:g} in {elapsed:.2f}s")
+    _progress(args, f"census postprocess {args.mechanism}: objective {pp.objective:g} in {pp.time_s:.2f}s")
     return 0

@@ -3,6 +3,10 @@
 Builds the chosen mechanism on a grid (or a metric dataset), verifies it, simulates
 ``--users`` users drawn from the prior, and reports theory next to simulation for the
 range error and the frequency-estimation MSE (keys documented in docs/ldp.md).
+
+It releases nothing: every simulated figure is computed from the simulated users' true values
+(and the prior), so the command is an evaluation, NOT private. Its human output says so in its
+first line (:data:`NOT_PRIVATE`) and its report carries ``"private": false``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from securelp.solvers.errors import InputError
 logger = logging.getLogger(__name__)
 
 NAME = "ldp"
+#: The first line of the human output: the figures are errors against the simulated truth.
+NOT_PRIVATE = ("NOT PRIVATE: simulation against the simulated users' true values (errors and MSE computed "
+               "from them and the prior); not a release")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prior", default=None, help="prior file (comma/whitespace separated, one value per domain element)")
     p.add_argument("--range", dest="radius", type=float, default=None,
                    help="range r of Error_range in distance units (default: one grid cell)")
-    p.add_argument("--seed", default=None, help="reproducible-simulation seed (default: OS entropy)")
+    p.add_argument("--seed", default=None,
+                   help="seed the simulated users and the mechanism's noise, for reproducible simulations and tests "
+                        "only: NOT private (anyone who knows the seed can recompute the noise); default: the OS's "
+                        "entropy")
     p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
     p.set_defaults(func=run)
 
@@ -89,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if seed is not None and isinstance(seed, str) and seed.lstrip("-").isdigit():
         seed = int(seed)
     result = simulate(domain, args.mechanism, args.eps, args.users, prior=prior, radius=args.radius, seed=seed)
-    report = {"command": "ldp", "domain": args.domain}
+    report = {"command": "ldp", "private": False, "evaluation": NOT_PRIVATE, "domain": args.domain}
     if args.domain == "grid":
         report.update({"rows": args.rows, "cols": args.cols, "cell_km": args.cell_km})
     report["prior"] = args.prior or "uniform"
@@ -102,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             return "n/a" if v is None else f"{v:.6g}"
 
         out = sys.stdout if not args.json_path else sys.stderr
+        print(NOT_PRIVATE, file=out)
         print(
             f"{result.mechanism} eps={result.eps:g} m={result.m} users={result.users}: "
             f"Error_range(r={result.range_r:g}) {fmt(result.error_range)} (theory {fmt(result.error_range_theory)}), "

@@ -96,7 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="Qiu's BD without Property 3.2's initial cuts; implies --decomposition records")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for the outputs of --outputs, the travel destinations, the gaussian "
-                   "points and the partitions (default 0: the same command builds the same LP)")
+                   "points and the partitions (default 0: the same command builds the same LP); it seeds no noise: "
+                   "the mechanism's noise is drawn by 'securelp perturb', whose seeded noise (--noise-seed) is "
+                   "not private")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
                    "its suffix: .npz (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z), each "
                    "with its description (dataset, eps, eta, outputs) for 'securelp perturb'; or .npy (the bare matrix)")

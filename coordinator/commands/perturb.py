@@ -5,7 +5,10 @@ A mechanism file keeps its description (dataset, ``eps``, ``eta``, outputs; ever
 same dataset. The mechanism is verified again against the dataset's metric, ``eps`` and ``eta``
 before anything is drawn; each true record is then replaced by an output drawn exactly from its row
 (:mod:`securelp.solvers.mdp.perturb`). The released outputs go to ``--out`` (CSV, in the order of the true
-records); the report (``--json``) holds counts and the verification, never a record.
+records); the report (``--json``) holds counts and the verification, never a record. Everything that leaves
+the command is part of the release, so the report and the summary line hold only public figures (the
+mechanism, its verification, the number of records, which the released file shows anyway) and no timing:
+the time of drawing depends on which rows the true records select.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ import csv
 import io
 import logging
 import sys
-import time
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "record)")
     p.add_argument("--seed", default=None,
                    help="the --seed 'securelp mdp' was given (it draws the outputs of --outputs and the gaussian "
-                        "points; default 0, as there); it does not seed the noise")
+                        "points; default 0, as there); it seeds no noise (a seeded noise, --noise-seed, is "
+                        "not private)")
     p.add_argument("--mechanism", required=True,
                    help="the saved mechanism: .npz, .csv or .mat (with its description) or .npy (the bare matrix)")
     p.add_argument("--true", dest="true_path", required=True,
@@ -71,8 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="CSV written here: per true record, in order, the released output's label, index and "
                         "coordinates")
     p.add_argument("--noise-seed", default=None,
-                   help="seed the noise, for reproducible simulations only: a seeded release is not private "
-                        "(default: the OS's entropy)")
+                   help="seed the noise, for reproducible simulations and tests only: NOT private (anyone who "
+                        "knows the seed can recompute the noise; the report says \"private\": false); default: the "
+                        "OS's entropy")
     p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
     p.set_defaults(func=run)
 
@@ -154,7 +158,6 @@ def run(args: argparse.Namespace) -> int:
     from securelp.solvers.mdp.graph import build_graph, weak_guarantees
     from securelp.solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records
 
-    t0 = time.perf_counter()
     check_eps_eta(args)
     check_writable(args.out, "--out")
     check_writable(args.json_path, "--json")
@@ -195,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
         "isolated_records": graph.n_isolated,
         "verification": result.verification.as_dict(),
         "described": desc is not None,
+        "private": not result.reproducible,
         "reproducible": result.reproducible,
-        "time_s": time.perf_counter() - t0,
     }
     if args.out == "-":
         sys.stdout.write(text)

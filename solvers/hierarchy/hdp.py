@@ -38,22 +38,47 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from securelp.solvers.errors import InputError, ResourceError, VerificationError
+from securelp.solvers.errors import VerificationError
+from securelp.solvers.hierarchy.baselines import topdown
+from securelp.solvers.hierarchy.consistency import check_model1_feasible, check_noisy_inputs, squared_distance
+from securelp.solvers.hierarchy.errors import TableLimitError, check_option
 from securelp.solvers.hierarchy.model import Hierarchy
 from securelp.solvers.resources import available_memory, memory_shortfall
 
 logger = logging.getLogger(__name__)
 
-#: Bytes the DP may use for one batch of merge arrays.
-DEFAULT_MEMORY_BYTES = 1 << 30
-#: Largest number of slope cells (regions x sizes x window) accepted in one round.
-MAX_TABLE_CELLS = 1_500_000_000
-#: peak bytes per table cell held (measured at stop 47 on a 3-region hierarchy with noise near 1e15:
-#: 25 M cells 0.73 GB, 50 M 1.32 GB, 101 M 3.9 GB of peak RSS); the tables a round holds must fit in
-#: :data:`TABLE_MEMORY_SHARE` of the memory available. Until stop 47 only MAX_TABLE_CELLS bounded
-#: them, and such a run grew to 20.5 GB before it was refused
+#: Peak bytes per table cell held, measured on a 3-region hierarchy with noise near 1e15 (25 M cells
+#: 0.73 GB, 50 M 1.32 GB, 101 M 3.9 GB of peak RSS): the tables a round holds must fit in
+#: ``HdpOptions.table_memory_share`` of the memory available.
 BYTES_PER_TABLE_CELL = 40
-TABLE_MEMORY_SHARE = 0.7
+
+
+@dataclass(frozen=True)
+class HdpOptions:
+    """Tunables of the exact Model 1 DP (``hdp``, and ``cdp`` after Algorithm 2).
+
+    Attributes
+    ----------
+    initial_halfwidth:
+        Starting window half-width around the TopDown point (then re-centred and widened x4 as needed).
+    batch_memory_bytes:
+        Memory budget of one batch of merge arrays (sizes are processed in batches).
+    max_table_cells:
+        Most slope cells (regions x sizes x window) one round may hold (TableLimitError above).
+    table_memory_share:
+        Share of the available memory the tables of a round may hold (TableLimitError above).
+    """
+
+    initial_halfwidth: int = 16
+    batch_memory_bytes: int = 1 << 30
+    max_table_cells: int = 1_500_000_000
+    table_memory_share: float = 0.7
+
+    def __post_init__(self) -> None:
+        check_option(self, "initial_halfwidth", self.initial_halfwidth >= 1, "an integer >= 1")
+        check_option(self, "batch_memory_bytes", self.batch_memory_bytes >= 1, "a positive number of bytes")
+        check_option(self, "max_table_cells", self.max_table_cells >= 1, "a positive integer")
+        check_option(self, "table_memory_share", 0 < self.table_memory_share <= 1, "in (0, 1]")
 
 
 @dataclass(frozen=True)
@@ -70,8 +95,6 @@ class DPResult:
         DP rounds (1 + number of widenings).
     max_halfwidth:
         Largest window half-width used.
-    certified:
-        True when the M-convex exchange certificate held (always, unless an error is raised).
     exchange_gap:
         Best exchange improvement found by the independent check (>= 0 means optimal).
     """
@@ -80,53 +103,7 @@ class DPResult:
     objective: float
     rounds: int
     max_halfwidth: int
-    certified: bool
     exchange_gap: float
-
-
-def least_squares_consistent(hier: Hierarchy, y: np.ndarray, total: float | None) -> np.ndarray:
-    """Least-squares consistent estimate (no sign or integrality constraint).
-
-    Minimises sum (x - y)^2 subject to H1 (and H2 when ``total`` is given) in closed form:
-    each subtree's cost is a(v - m)^2 + const, combined bottom-up (harmonic sum of the
-    children's curvatures, then plus the node's own term) and split top-down in proportion
-    to 1/a (Hay, Rastogi, Miklau, Suciu, VLDB 2010, generalised to any tree).
-    """
-    y = np.asarray(y, dtype=np.float64)
-    a = np.ones_like(y)
-    m = y.copy()
-    for r in reversed(range(hier.size)):
-        kids = list(hier.children[r])
-        if not kids:
-            continue
-        inv = (1.0 / a[kids]).sum(axis=0)
-        big_a = 1.0 / inv
-        big_m = m[kids].sum(axis=0)
-        a[r] = 1.0 + big_a
-        m[r] = (y[r] + big_a * big_m) / a[r]
-    x = np.empty_like(y)
-    if total is None:
-        x[0] = m[0]
-    else:
-        inv_root = 1.0 / a[0]
-        lam = (float(total) - m[0].sum()) / inv_root.sum()
-        x[0] = m[0] + lam * inv_root
-    for r in range(hier.size):
-        kids = list(hier.children[r])
-        if not kids:
-            continue
-        inv = 1.0 / a[kids]
-        x[kids] = m[kids] + (x[r] - m[kids].sum(axis=0)) * inv / inv.sum(axis=0)
-    return x
-
-
-def _check_inputs(hier: Hierarchy, y: np.ndarray, total: int) -> None:
-    if y.ndim != 2 or y.shape[0] != hier.size:
-        raise InputError(f"noisy values must be regions x sizes, got shape {y.shape}")
-    if int(total) != total or total < 0:
-        raise InputError(f"the public total G must be a non-negative integer, got {total}")
-    if not np.all(np.isfinite(y)):
-        raise InputError("noisy values must be finite")
 
 
 class _Windows:
@@ -241,15 +218,118 @@ def _select_root(
     return lows + add, np.zeros(n_sizes, dtype=bool)
 
 
-def solve_model1(
-    hier: Hierarchy,
-    y: np.ndarray,
-    total: int,
-    *,
-    initial_halfwidth: int = 16,
-    memory_bytes: int = DEFAULT_MEMORY_BYTES,
-    verify: bool = True,
-) -> DPResult:
+class _WindowedDP:
+    """The rounds of the windowed DP over all sizes (:func:`solve_model1`).
+
+    Sizes are processed in batches of one common half-width; a round rebuilds the bottom-up
+    tables of the sizes widened in the last round (``stale``) only, and redoes the top-down split
+    only of the sizes whose root value changed.
+    """
+
+    def __init__(self, hier: Hierarchy, yf: np.ndarray, total: int, options: HdpOptions) -> None:
+        self.hier, self.yf, self.total, self.options = hier, yf, total, options
+        n_sizes = yf.shape[1]
+        self.n_sizes = n_sizes
+        # a feasible integer point as the first window centre (TopDown); windows around a feasible
+        # point always contain it, so the windowed problem is feasible in every round
+        self.center = topdown(hier, yf, total).astype(np.float64)
+        self.half = np.full(n_sizes, max(1, int(options.initial_halfwidth)), dtype=np.int64)
+        self.max_children = max((len(c) for c in hier.children), default=1)
+        self.batches: list[tuple[np.ndarray, _Windows]] = []
+        self.stale = np.ones(n_sizes, dtype=bool)
+        self.x = np.zeros((hier.size, n_sizes), dtype=np.int64)
+        self.cached_root = np.full(n_sizes, -1, dtype=np.int64)
+        self.cached_flags = np.zeros(n_sizes, dtype=bool)
+        self.stale_td = np.ones(n_sizes, dtype=bool)
+
+    def solve(self) -> tuple[np.ndarray, int]:
+        """The optimum and the number of rounds."""
+        rounds = 0
+        while True:
+            rounds += 1
+            self._keep_fresh_batches()
+            self._build_stale_tables()
+            root, widen = self._choose_root()
+            if root is not None:
+                widen = self._split_down(root)
+                if not widen.any():
+                    return self.x, rounds
+            widen &= self.half <= self.total
+            if not widen.any():  # pragma: no cover - windows already span [0, G]
+                raise VerificationError("Model 1 DP: window certificate failed with full windows")
+            logger.info("hdp round %d: widening %d of %d sizes", rounds, int(widen.sum()), self.n_sizes)
+            if root is not None:
+                self.center[:, widen] = self.x[:, widen]  # re-centre on the windowed optimum (trust region)
+            self.half = np.where(widen, self.half * 4, self.half)
+            self.stale = widen
+            self.stale_td |= widen
+
+    def _keep_fresh_batches(self) -> None:
+        kept: list[tuple[np.ndarray, _Windows]] = []
+        for idx, w in self.batches:
+            keep = ~self.stale[idx]
+            if keep.all():
+                kept.append((idx, w))
+            elif keep.any():
+                kept.append((idx[keep], w.subset(keep)))
+        self.batches = kept
+
+    def _build_stale_tables(self) -> None:
+        """The bottom-up tables of the stale sizes, in batches of equal half-width."""
+        hier, options = self.hier, self.options
+        for h in np.unique(self.half[self.stale]).tolist():
+            h_eff = int(min(h, self.total + 1))
+            sizes = np.nonzero(self.stale & (self.half == h))[0]
+            cells = hier.size * sizes.size * 2 * h_eff
+            if cells > options.max_table_cells:
+                raise TableLimitError(h_eff, int(sizes.size), cells, limit=options.max_table_cells)
+            held = cells + sum(hier.size * i.size * w.m for i, w in self.batches)
+            short = memory_shortfall(held * BYTES_PER_TABLE_CELL, available_memory(), options.table_memory_share)
+            if short:
+                raise TableLimitError(h_eff, int(sizes.size), held, shortfall=short)
+            per_size = max(1, 3 * 8 * self.max_children * 2 * h_eff)
+            batch = max(1, int(options.batch_memory_bytes // per_size))
+            for k in range(0, sizes.size, batch):
+                idx = sizes[k : k + batch]
+                w = _Windows(hier, self.yf[:, idx], self.center[:, idx], self.total, h_eff)
+                w.bottom_up()
+                self.batches.append((idx, w))
+
+    def _choose_root(self) -> tuple[np.ndarray | None, np.ndarray]:
+        lows = np.zeros(self.n_sizes, dtype=np.int64)
+        slopes: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        for idx, w in self.batches:
+            lows[idx] = w.lo[0]
+            d = w.node_slopes(0)
+            slopes.append(d)
+            owners.append(np.broadcast_to(idx[:, None], d.shape))
+        return _select_root(lows, slopes, owners, self.total, self.n_sizes)
+
+    def _split_down(self, root: np.ndarray) -> np.ndarray:
+        """Split the root values down the tree (sizes whose root value changed); the sizes to widen."""
+        widen = np.zeros(self.n_sizes, dtype=bool)
+        for idx, w in self.batches:
+            changed = (self.cached_root[idx] != root[idx]) | self.stale_td[idx]
+            if changed.all():
+                xb = w.top_down(root[idx])
+                self.x[:, idx] = xb
+                widen[idx] = w.flags(xb)
+            elif changed.any():
+                sub = w.subset(changed)
+                xb = sub.top_down(root[idx[changed]])
+                self.x[:, idx[changed]] = xb
+                widen[idx[changed]] = sub.flags(xb)
+                widen[idx[~changed]] = self.cached_flags[idx[~changed]]
+            else:
+                widen[idx] = self.cached_flags[idx]
+        self.cached_root = root.copy()
+        self.cached_flags = widen.copy()
+        self.stale_td = np.zeros(self.n_sizes, dtype=bool)
+        return widen
+
+
+def solve_model1(hier: Hierarchy, y: np.ndarray, total: int, options: HdpOptions = HdpOptions()) -> DPResult:
     """Exact optimum of Model 1 (H1-H4) by the windowed cost-table DP with certificate.
 
     Parameters
@@ -260,155 +340,31 @@ def solve_model1(
         Noisy counts, regions x sizes (integers or reals).
     total:
         G, the public number of groups.
-    initial_halfwidth:
-        Starting window half-width around the TopDown point (then re-centred and widened x4 as needed).
-    memory_bytes:
-        Memory budget for one batch of merge arrays (sizes are processed in batches).
-    verify:
-        Re-check the result with the independent exchange-optimality test.
+    options:
+        The DP's tunables (:class:`HdpOptions`).
 
     Raises
     ------
     InputError
         Shapes or G invalid.
-    ResourceError
-        The windows needed would not fit the table-cell limit.
+    TableLimitError
+        The windows needed would not fit the table-cell limit or the memory.
     VerificationError
         The independent optimality check failed (a bug, never expected).
     """
     y = np.asarray(y)
-    _check_inputs(hier, y, total)
+    check_noisy_inputs(hier, y, total)
     total = int(total)
-    n_sizes = y.shape[1]
     yf = y.astype(np.float64)
-    # a feasible integer point as the first window centre (TopDown); windows around a feasible
-    # point always contain it, so the windowed problem is feasible in every round
-    from securelp.solvers.hierarchy.baselines import topdown
-
-    center = topdown(hier, yf, total).astype(np.float64)
-    half = np.full(n_sizes, max(1, int(initial_halfwidth)), dtype=np.int64)
-    max_children = max((len(c) for c in hier.children), default=1)
-    batches: list[tuple[np.ndarray, _Windows]] = []
-    stale = np.ones(n_sizes, dtype=bool)
-    x = np.zeros((hier.size, n_sizes), dtype=np.int64)
-    cached_root = np.full(n_sizes, -1, dtype=np.int64)
-    cached_flags = np.zeros(n_sizes, dtype=bool)
-    stale_td = np.ones(n_sizes, dtype=bool)
-    rounds = 0
-    x_final: np.ndarray | None = None
-    while True:
-        rounds += 1
-        kept: list[tuple[np.ndarray, _Windows]] = []
-        for idx, w in batches:
-            keep = ~stale[idx]
-            if keep.all():
-                kept.append((idx, w))
-            elif keep.any():
-                kept.append((idx[keep], w.subset(keep)))
-        batches = kept
-        # (re)compute the bottom-up tables of stale sizes, in batches of equal half-width
-        for h in np.unique(half[stale]).tolist():
-            h_eff = int(min(h, total + 1))
-            sizes = np.nonzero(stale & (half == h))[0]
-            cells = hier.size * sizes.size * 2 * h_eff
-            if cells > MAX_TABLE_CELLS:
-                raise ResourceError(
-                    f"the exact DP needs windows of half-width {h_eff} for {sizes.size} sizes "
-                    f"({cells:,} table cells > {MAX_TABLE_CELLS:,}); the noise is too large for this "
-                    f"hierarchy/total at this memory limit"
-                )
-            held = cells + sum(hier.size * i.size * w.m for i, w in batches)
-            if short := memory_shortfall(held * BYTES_PER_TABLE_CELL, available_memory(), TABLE_MEMORY_SHARE):
-                raise ResourceError(
-                    f"the exact DP needs windows of half-width {h_eff} for {sizes.size} sizes ({held:,} table "
-                    f"cells held): {short}; the noise is too large for this hierarchy/total"
-                )
-            per_size = max(1, 3 * 8 * max_children * 2 * h_eff)
-            batch = max(1, int(memory_bytes // per_size))
-            for k in range(0, sizes.size, batch):
-                idx = sizes[k : k + batch]
-                w = _Windows(hier, yf[:, idx], center[:, idx], total, h_eff)
-                w.bottom_up()
-                batches.append((idx, w))
-        lows = np.zeros(n_sizes, dtype=np.int64)
-        slopes: list[np.ndarray] = []
-        owners: list[np.ndarray] = []
-        for idx, w in batches:
-            lows[idx] = w.lo[0]
-            d = w.node_slopes(0)
-            slopes.append(d)
-            owners.append(np.broadcast_to(idx[:, None], d.shape))
-        root, widen = _select_root(lows, slopes, owners, total, n_sizes)
-        if root is not None:
-            widen = np.zeros(n_sizes, dtype=bool)
-            for idx, w in batches:
-                changed = (cached_root[idx] != root[idx]) | stale_td[idx]
-                if changed.all():
-                    xb = w.top_down(root[idx])
-                    x[:, idx] = xb
-                    widen[idx] = w.flags(xb)
-                elif changed.any():
-                    sub = w.subset(changed)
-                    xb = sub.top_down(root[idx[changed]])
-                    x[:, idx[changed]] = xb
-                    widen[idx[changed]] = sub.flags(xb)
-                    widen[idx[~changed]] = cached_flags[idx[~changed]]
-                else:
-                    widen[idx] = cached_flags[idx]
-            cached_root = root.copy()
-            cached_flags = widen.copy()
-            stale_td = np.zeros(n_sizes, dtype=bool)
-            if not widen.any():
-                x_final = x
-                break
-        widen &= half <= total
-        if not widen.any():  # pragma: no cover - windows already span [0, G]
-            raise VerificationError("Model 1 DP: window certificate failed with full windows")
-        logger.info("hdp round %d: widening %d of %d sizes", rounds, int(widen.sum()), n_sizes)
-        if root is not None:
-            center[:, widen] = x[:, widen]  # re-centre on the windowed optimum (trust region)
-            half = np.where(widen, half * 4, half)
-        else:  # pragma: no cover - cannot happen with feasible centres
-            half = np.where(widen, half * 4, half)
-        stale = widen
-        stale_td |= widen
-    objective = squared_distance(x_final, y)
-    gap = exchange_optimality_gap(hier, x_final, yf) if verify else 0.0
+    dp = _WindowedDP(hier, yf, total, options)
+    x, rounds = dp.solve()
+    objective = squared_distance(x, y)
+    gap = exchange_optimality_gap(hier, x, yf)
     tol = 1e-9 * max(1.0, float(np.abs(yf).max(initial=0.0)))
-    if verify:
-        check_feasible(hier, x_final, total)
-        if gap < -tol:
-            raise VerificationError(f"Model 1 DP: an exchange move improves the result by {-gap}")
-    return DPResult(
-        x=x_final,
-        objective=objective,
-        rounds=rounds,
-        max_halfwidth=int(half.max()),
-        certified=True,
-        exchange_gap=float(gap),
-    )
-
-
-def squared_distance(x: np.ndarray, y: np.ndarray) -> float:
-    """sum (x - y)^2, exact for integer inputs (Python integers), float otherwise."""
-    if np.issubdtype(np.asarray(y).dtype, np.integer) and np.issubdtype(np.asarray(x).dtype, np.integer):
-        d = np.asarray(x, dtype=np.int64) - np.asarray(y, dtype=np.int64)
-        if np.abs(d).max(initial=0) < 2**31:
-            return float(int(np.sum(d * d, dtype=np.int64)))
-        return float(sum(int(v) * int(v) for v in d.ravel()))
-    d = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
-    return float(np.sum(d * d))
-
-
-def check_feasible(hier: Hierarchy, x: np.ndarray, total: int) -> None:
-    """Raise VerificationError unless x satisfies H1-H4."""
-    if np.any(x < 0):
-        raise VerificationError("release has negative counts")
-    for r in hier.internal:
-        if np.any(x[list(hier.children[r])].sum(axis=0) != x[r]):
-            raise VerificationError(f"release is inconsistent at region {hier.ids[r]!r}")
-    if int(x[0].sum()) != int(total):
-        raise VerificationError(f"release root total {int(x[0].sum())} != G = {total}")
+    check_model1_feasible(hier, x, total)
+    if gap < -tol:
+        raise VerificationError(f"Model 1 DP: an exchange move improves the result by {-gap}")
+    return DPResult(x=x, objective=objective, rounds=rounds, max_halfwidth=int(dp.half.max()), exchange_gap=float(gap))
 
 
 def _min_pair(best_inc: np.ndarray, best_dec: np.ndarray) -> np.ndarray:

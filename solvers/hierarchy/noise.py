@@ -13,16 +13,21 @@ gamma in [0, 1] by the alternating-series trick, from exact Bernoulli(n/d) draws
 Algorithm 2 (discrete Laplace with rational scale t/s). Every uniform integer comes from
 ``SecureRandom`` by rejection sampling. The implementation is vectorised: all samples run
 the same algorithm in lock-step, each with its own rejection loop.
+
+The budget eps is read from its decimal text as an exact fraction (:func:`parse_epsilon`), so
+b = 2L/eps and b = L/eps are exact too.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
 
 from securelp.solvers.errors import InputError
+from securelp.solvers.hierarchy.errors import EpsilonError
 from securelp.solvers.randomness import SecureRandom
 
 _MAX_BOUND_BITS = 62
@@ -140,3 +145,51 @@ def add_geometric_noise(
     """``values`` (int64) plus independent exact discrete Laplace noise of scale b."""
     flat = discrete_laplace(rng, scale, int(values.size))
     return np.asarray(values, dtype=np.int64) + flat.reshape(values.shape)
+
+
+def _magnitude(v: int) -> str:
+    """``v`` for a message, or its approximate number of digits when it is long."""
+    return str(v) if v < 10**20 else f"a number of about {int(v.bit_length() * 0.30103) + 1} digits"
+
+
+#: The rule of :func:`parse_epsilon`, as its errors state it.
+EPSILON_RULE = "eps is used as an exact fraction p/q in lowest terms, and p and q must both be at most 10**9"
+
+
+def parse_epsilon(text: str | float) -> Fraction:
+    """Parse a privacy budget exactly (``"0.1"`` -> 1/10).
+
+    The rule: eps > 0 and, as a fraction p/q in lowest terms, p <= 10**9 and q <= 10**9 (so
+    10**-9 <= eps <= 10**9; ``0.123456789``, ``123456789`` and ``1/3`` pass, ``1234567891``,
+    ``1e-12`` and ``0.1234567891`` do not).
+
+    Raises
+    ------
+    EpsilonError
+        Not a number, eps <= 0, or outside the rule above (``problem`` says which part).
+    """
+    t = str(text).strip()
+    huge = re.fullmatch(r"([+-]?)(\d+\.?\d*|\.\d+)[eE]([+-]?)0*[1-9]\d{4,}", t)
+    if huge:  # an exponent of 10**4 or more: do not build the number only to refuse it
+        if huge.group(1) == "-" or not re.search("[1-9]", huge.group(2)):
+            raise EpsilonError(t, "must be > 0")
+        side = "smaller than 10**-9" if huge.group(3) == "-" else "larger than 10**9"
+        raise EpsilonError(t, f"{EPSILON_RULE}; it is {side}")
+    try:
+        eps = Fraction(t)
+    except (ValueError, ZeroDivisionError):
+        raise EpsilonError(t, "must be a positive number") from None
+    if eps <= 0:
+        raise EpsilonError(t, "must be > 0")
+    p, q = eps.numerator, eps.denominator
+    if p > 10**9 or q > 10**9:
+        if eps > 10**9:
+            why = "it is larger than 10**9"
+        elif eps < Fraction(1, 10**9):
+            why = "it is smaller than 10**-9"
+        elif p > 10**9:
+            why = f"p = {_magnitude(p)} (too many significant digits)"
+        else:
+            why = f"q = {_magnitude(q)} (too many decimals)"
+        raise EpsilonError(t, f"{EPSILON_RULE}; {why}")
+    return eps

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from securelp.solvers.errors import InputError
-from securelp.solvers.hierarchy.model import READER_BYTES_PER_CELL, GroupSizeData, Hierarchy, _check_cells
+from securelp.solvers.hierarchy.errors import TooFewSizesError
+from securelp.solvers.hierarchy.model import READER_BYTES_PER_CELL, GroupSizeData, Hierarchy, check_cells
 
 POPULATION_CSV = Path(__file__).resolve().parents[1] / "data" / "census" / "us_county_state_pop2010.csv"
 NATIONAL_SHARES = np.array([0.267, 0.336, 0.158, 0.134, 0.062, 0.025, 0.018])
@@ -56,10 +57,15 @@ def census_synthetic(
         real 2010 populations; smaller values make quick test instances).
     bytes_per_cell:
         Memory the caller will need per (region, size) cell, checked against the available memory
-        before the counts are allocated (ResourceError).
+        before the counts are allocated (DomainTooLargeError).
+
+    Raises
+    ------
+    TooFewSizesError
+        ``max_size`` below 10.
     """
     if max_size < 10:
-        raise InputError(f"the synthetic census needs --max-size >= 10, got {max_size}")
+        raise TooFewSizesError("the synthetic census", max_size, 10)
     if not POPULATION_CSV.is_file():
         raise InputError(f"bundled population file missing: {POPULATION_CSV}")
     rng = np.random.default_rng(seed)
@@ -74,7 +80,7 @@ def census_synthetic(
         if c["STATE"] not in state_name:
             raise InputError(f"county {c['CTYNAME']!r} has unknown state {c['STATE']}")
     hier = Hierarchy.from_parents(ids, parents)
-    _check_cells(hier.size, max_size, "synthetic census", bytes_per_cell)
+    check_cells(hier.size, max_size, "synthetic census", bytes_per_cell)
     index = {r: i for i, r in enumerate(hier.ids)}
     counts = np.zeros((hier.size, max_size), dtype=np.int64)
     pops = np.array([int(c["CENSUS2010POP"]) for c in counties], dtype=np.float64) * scale

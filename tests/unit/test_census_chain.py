@@ -4,23 +4,43 @@ agreement with brute force / the windowed LP path on small instances."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from securelp.solvers.errors import InputError, ResourceError
-from securelp.solvers.hierarchy import chain
-from securelp.solvers.hierarchy.chain import check_certificate, round_to_feasible
-from securelp.solvers.hierarchy.cumulative import (
-    model3_relaxation_dykstra,
-    solve_model3,
-    to_cumulative,
+from securelp.solvers.errors import ResourceError
+from securelp.solvers.hierarchy.chain import ChainOptions, integer, lp, rounds, solve_model3
+from securelp.solvers.hierarchy.chain.certificate import (
+    ChainCertificate,
+    check_certificate,
+    level_windows,
+    multiplier_sums,
+    window_bound,
 )
-from securelp.solvers.hierarchy.hdp import squared_distance
-from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.chain.integer import LevelSetOptimum, level_set_search
+from securelp.solvers.hierarchy.chain.lp import BlockLP
+from securelp.solvers.hierarchy.chain.rounds import solve_model3_certified, warm_budget, warm_is_slow
+from securelp.solvers.hierarchy.chain.tails import complete_multipliers, fixed_cells
+from securelp.solvers.hierarchy.chain.windows import (
+    centre_and_tails,
+    consistent_rounding,
+    plateaus,
+    projection_multipliers,
+    round_to_feasible,
+    size_blocks,
+    spread,
+    with_siblings,
+)
+from securelp.solvers.hierarchy.consistency import model3_feasible, squared_distance
+from securelp.solvers.hierarchy.errors import ChainLimitError, NoCertificateError, OptionError, TimeLimitReached
+from securelp.solvers.hierarchy.model import Hierarchy, to_cumulative
+from securelp.solvers.hierarchy.relaxation import model3_relaxation, model3_relaxation_dykstra
 from securelp.solvers.hierarchy.synthetic import census_synthetic
-from securelp.solvers.hierarchy.window_bound import level_windows, window_bound
+
+#: halfwidth-1 windows: several widening rounds from a far centre
+NARROW = ChainOptions(initial_halfwidth=1)
 
 
 def _tree() -> Hierarchy:
@@ -47,10 +67,17 @@ def _random_instance(seed: int):
     return h, true, true + rng.integers(-8, 9, size=true.shape)
 
 
-def _certified(h: Hierarchy, y: np.ndarray, total: int):
+def _certified(h: Hierarchy, y: np.ndarray, total: int, options: ChainOptions | None = None):
     approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
     centre = round_to_feasible(h, approx, total)
-    return chain.solve_model3_certified(h, y, total, centre)
+    return solve_model3_certified(h, y, total, centre, options)
+
+
+def _solve_block_lp(h: Hierarchy, y: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """One cold windowed LP on the windows [lo, hi]: (c float, lam, mu)."""
+    solved = BlockLP(h, y, lo, hi - lo, np.zeros_like(lo), ChainOptions()).solve()
+    assert solved is not None
+    return solved
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -113,7 +140,7 @@ def _multipliers(h, y, total, res):
     lo = np.clip(c - 1, 0, total)
     hi = np.clip(c + 1, 0, total)
     lo[0, 0] = hi[0, 0] = total
-    x, lam, mu = chain._solve_block_lp(h, y.astype(float), lo, hi)
+    x, lam, mu = _solve_block_lp(h, y.astype(float), lo, hi)
     assert np.array_equal(np.rint(x).astype(np.int64), c) or squared_distance(np.rint(x).astype(np.int64), y) == res.objective
     return np.rint(lam).astype(np.int64), np.rint(mu).astype(np.int64)
 
@@ -134,7 +161,7 @@ def test_narrow_windows_are_widened_and_result_is_exact() -> None:
     """A far-off centre forces several widening rounds; the result equals the default path."""
     h, y, total, far = _far_instance(3)
     ref = solve_model3(h, y, total)
-    res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    res = solve_model3_certified(h, y, total, far, NARROW)
     assert res.rounds > 1 and res.certificate.ok
     assert res.objective == ref.objective
     # the incremental (warm-started) rounds reach the optimum of one cold LP on the full domain
@@ -146,7 +173,7 @@ def _full_domain_lp_objective(h: Hierarchy, y: np.ndarray, total: int) -> float:
     lo = np.zeros(y.shape, dtype=np.int64)
     hi = np.full(y.shape, total, dtype=np.int64)
     lo[0, 0] = total
-    x, _, _ = chain._solve_block_lp(h, y.astype(float), lo, hi)
+    x, _, _ = _solve_block_lp(h, y.astype(float), lo, hi)
     assert np.allclose(x, np.rint(x), atol=1e-6)  # integral LP optimum on these instances
     return squared_distance(np.rint(x).astype(np.int64), y)
 
@@ -168,40 +195,38 @@ def _split_instance() -> tuple[Hierarchy, np.ndarray, int, np.ndarray]:
 def test_split_blocks_are_merged_when_the_dropped_c8_rows_break(caplog) -> None:
     h, y, total, centre = _split_instance()
     lo, hi = np.clip(centre - 1, 0, total), np.clip(centre + 1, 0, total)
-    assert chain._blocks(lo, hi, np.asarray(h.leaves)) == [(0, 2), (2, 4)]
+    assert size_blocks(lo, hi, np.asarray(h.leaves), ChainOptions().min_block_share) == [(0, 2), (2, 4)]
     with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
-        res = chain.solve_model3_certified(h, y, total, centre, initial_halfwidth=1)
+        res = solve_model3_certified(h, y, total, centre, NARROW)
     assert "merging two blocks" in caplog.text
     assert res.certificate.ok and res.blocks == 1
     assert res.objective == _full_domain_lp_objective(h, y, total)
 
 
 def test_tiny_size_blocks_join_their_neighbour() -> None:
-    """Cuts that would leave blocks with < MIN_BLOCK_SHARE of the segment columns are not made."""
+    """Cuts that would leave blocks with less than ``min_block_share`` (2 %) of the segment columns are not made."""
     h = _tree()
     n = 50
     lo = np.zeros((h.size, n), dtype=np.int64)
     lo[h.leaves] = 1000 - 10 * np.arange(n)  # every size boundary is a cut
     hi = lo.copy()
     hi[:, :10] += 4  # only sizes 1..10 have segment columns (10 % each)
-    blocks = chain._blocks(lo, hi, np.asarray(h.leaves))
+    share = ChainOptions().min_block_share
+    blocks = size_blocks(lo, hi, np.asarray(h.leaves), share)
     assert blocks == [(k, k + 1) for k in range(9)] + [(9, n)]
-    assert chain._blocks(lo, lo + 1, np.asarray(h.leaves)) == [(k, k + 1) for k in range(n)]  # 2 % each: kept
+    assert size_blocks(lo, lo + 1, np.asarray(h.leaves), share) == [(k, k + 1) for k in range(n)]  # 2 % each: kept
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_chunked_starting_basis_gives_the_same_optimum(monkeypatch, seed: int) -> None:
+def test_chunked_starting_basis_gives_the_same_optimum(caplog, seed: int) -> None:
     """A block's starting basis assembled from per-chunk solves changes the path, not the optimum."""
     h, true, y = _random_instance(seed)
     total = int(true[0, 0])
-    monkeypatch.setattr(chain, "START_CHUNK_SEGMENTS", 0)
-    plain = _certified(h, y, total)
-    monkeypatch.setattr(chain, "START_CHUNK_SEGMENTS", 20)
-    calls = []
-    real = chain._chunked_start
-    monkeypatch.setattr(chain, "_chunked_start", lambda *a: calls.append(real(*a)) or calls[-1])
-    chunked = _certified(h, y, total)
-    assert any(n > 2 for n, _ in calls)
+    with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
+        plain = _certified(h, y, total, ChainOptions(start_chunk_segments=0))
+        assert "start from the bases of" not in caplog.text
+        chunked = _certified(h, y, total, ChainOptions(start_chunk_segments=20))
+    assert any(int(n) > 2 for n in re.findall(r"start from the bases of (\d+) chunks", caplog.text))
     assert chunked.certificate.ok and chunked.objective == plain.objective
     assert chunked.objective == _full_domain_lp_objective(h, y, total)
 
@@ -214,7 +239,7 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
     total = 60
     y = rng.integers(-5, 40, size=(h.size, 5))
     ref = solve_model3(h, y, total)
-    real = chain._BlockLP.solve
+    real = BlockLP.solve
     spoiled = []
 
     def half_integral(self, deadline=None, budget=None):
@@ -225,16 +250,16 @@ def test_fractional_multipliers_rebuild_the_block_cold(monkeypatch, caplog) -> N
             lam[h.internal] += 4.5
         return x, lam, mu
 
-    monkeypatch.setattr(chain._BlockLP, "solve", half_integral)
+    monkeypatch.setattr(BlockLP, "solve", half_integral)
     with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
-        res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+        res = solve_model3_certified(h, y, total, ref.cumulative)
     assert "re-solving cold" in caplog.text
     assert res.rounds >= 2 and res.certificate.ok and res.objective == ref.objective
 
 
 def _failing_inside(monkeypatch, h: Hierarchy) -> list:
     """Make the first per-cell certificate check fail on the root's size-2 cell (inside its window)."""
-    real = chain.check_certificate
+    real = rounds.check_certificate
     calls = []
 
     def one_failure(*a, **k):
@@ -244,9 +269,9 @@ def _failing_inside(monkeypatch, h: Hierarchy) -> list:
             return cert
         failing = np.zeros_like(cert.failing)
         failing[0, 1] = True
-        return chain.ChainCertificate(False, cert.integral_arithmetic, -1.0, failing, "forged: 1 cell")
+        return ChainCertificate(False, cert.integral_arithmetic, -1.0, failing, "forged: 1 cell")
 
-    monkeypatch.setattr(chain, "check_certificate", one_failure)
+    monkeypatch.setattr(rounds, "check_certificate", one_failure)
     return calls
 
 
@@ -257,7 +282,7 @@ def test_cells_failing_inside_their_windows_are_proved_by_the_bound(monkeypatch)
     total = int(true[0, 0])
     ref = _certified(h, y, total)
     calls = _failing_inside(monkeypatch, h)
-    res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+    res = solve_model3_certified(h, y, total, ref.cumulative)
     assert len(calls) == 1 and res.rounds == 1 and res.certificate_kind == "lagrangian-bound"
     assert res.objective == ref.objective and 0 <= res.integrality_gap < 1
 
@@ -269,10 +294,10 @@ def test_bound_not_within_one_is_no_proof(monkeypatch) -> None:
     total = int(true[0, 0])
     ref = _certified(h, y, total)
     calls = _failing_inside(monkeypatch, h)
-    real_wb = chain.window_bound
-    monkeypatch.setattr(chain, "window_bound", lambda *a: dataclasses.replace(
+    real_wb = rounds.window_bound
+    monkeypatch.setattr(rounds, "window_bound", lambda *a: dataclasses.replace(
         real_wb(*a), lower_scaled=real_wb(*a).lower_scaled - real_wb(*a).scale))
-    res = chain.solve_model3_certified(h, y, total, ref.cumulative)
+    res = solve_model3_certified(h, y, total, ref.cumulative)
     assert len(calls) >= 2 and res.certificate_kind == "lagrangian" and res.objective == ref.objective
 
 
@@ -281,14 +306,14 @@ def test_plateaus_widen_whole_runs_of_one_positive_value() -> None:
     cells = np.zeros(cum.shape, dtype=bool)
     cells[0, 2] = True  # inside the run of 1s
     cells[1, 6] = True  # a zero: not extended over the tail
-    out = chain._plateaus(cum, cells)
+    out = plateaus(cum, cells)
     assert out[0].tolist() == [False, True, True, True, True, False, False, False]
     assert out[1].tolist() == [False] * 6 + [True, False]
 
 
 def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
     """Make every windowed LP solve report a half-integral value in the first leaf's last size."""
-    real = chain._BlockLP.solve
+    real = BlockLP.solve
 
     def half_shifted(self, deadline=None, budget=None):
         x, lam, mu = real(self, deadline)
@@ -296,7 +321,7 @@ def _forge_fractional_lp(monkeypatch, h: Hierarchy) -> None:
         x[h.leaves[0], -1] += 0.5
         return x, lam, mu
 
-    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
+    monkeypatch.setattr(BlockLP, "solve", half_shifted)
 
 
 def _small_instance():
@@ -321,7 +346,7 @@ def test_forged_fractional_lp_point_takes_the_level_set_path_and_stays_exact(mon
     h, y, ref = _small_instance()
     assert ref.integer_program is None and ref.certificate_kind == "lagrangian"
     _forge_fractional_lp(monkeypatch, h)
-    monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
+    monkeypatch.setattr(rounds, "local_integer_point", lambda *a, **k: None)
     res = solve_model3(h, y, 20)
     assert res.integer_program is not None and res.objective == ref.objective
     assert res.certificate_kind == "level-set+branch-and-bound"
@@ -332,7 +357,7 @@ def test_forged_fractional_lp_point_is_proved_by_an_integer_point_near_the_bound
     point with U - L < 1, which proves it (f is an integer); the level set is not needed."""
     h, y, ref = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
-    monkeypatch.setattr(chain, "_level_set_search", lambda *a, **k: pytest.fail("level set not expected"))
+    monkeypatch.setattr(rounds, "level_set_search", lambda *a, **k: pytest.fail("level set not expected"))
     res = solve_model3(h, y, 20)
     assert res.certificate_kind == "lagrangian-bound" and res.objective == ref.objective
     assert 0 <= res.integrality_gap < 1 and "local branch and bound" in res.integer_program
@@ -342,8 +367,8 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
     """Negative control: a worse integer point (U >= L + 1) from the local search proves nothing."""
     h, y, ref = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
-    real = chain._BlockLP.solve_integer
-    real_local = chain._local_integer_point
+    real = BlockLP.solve_integer
+    real_local = integer.local_integer_point
     inside, spoiled = [], []
 
     def local(*a, **k):
@@ -362,8 +387,8 @@ def test_local_point_not_within_one_of_the_bound_is_not_a_proof(monkeypatch) -> 
                 return bumped, note
         return point, note
 
-    monkeypatch.setattr(chain._BlockLP, "solve_integer", worse)
-    monkeypatch.setattr(chain, "_local_integer_point", local)
+    monkeypatch.setattr(BlockLP, "solve_integer", worse)
+    monkeypatch.setattr(rounds, "local_integer_point", local)
     res = solve_model3(h, y, 20)
     assert spoiled, "the local search's point was not replaced by a worse one"
     assert res.objective == ref.objective and res.certificate_kind == "level-set+branch-and-bound"
@@ -382,10 +407,10 @@ def test_level_set_below_an_optimal_incumbent_proves_it(monkeypatch) -> None:
     """With an incumbent U0 only f <= U0 - 1 can beat it: one box W_T, T = U0 - 1 - L, decides."""
     h, y, ref, wb = _weak_bound_instance()
     calls = []
-    real = chain._BlockLP.solve_integer
-    monkeypatch.setattr(chain._BlockLP, "solve_integer", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
-    found = chain._level_set_search(h, y, 20, wb, incumbent=(ref.cumulative, int(ref.objective)))
-    assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
+    real = BlockLP.solve_integer
+    monkeypatch.setattr(BlockLP, "solve_integer", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    found = level_set_search(h, y, 20, wb, ChainOptions(), incumbent=(ref.cumulative, int(ref.objective)))
+    assert isinstance(found, LevelSetOptimum) and found.upper == ref.objective
     assert found.slack == ref.objective - 1 - wb.lower and len(calls) == 1
     assert squared_distance(found.cumulative, y) == ref.objective
 
@@ -395,15 +420,15 @@ def test_level_set_below_a_worse_incumbent_finds_the_optimum() -> None:
     h, y, ref, wb = _weak_bound_instance()
     worse = _one_group_up(h, ref.cumulative)
     assert worse[0, 0] == 20 and squared_distance(worse, y) > ref.objective
-    found = chain._level_set_search(h, y, 20, wb, incumbent=(worse, int(squared_distance(worse, y))))
-    assert isinstance(found, chain._LevelSetOptimum) and found.upper == ref.objective
+    found = level_set_search(h, y, 20, wb, ChainOptions(), incumbent=(worse, int(squared_distance(worse, y))))
+    assert isinstance(found, LevelSetOptimum) and found.upper == ref.objective
 
 
 def test_integer_program_with_a_bound_on_f_is_exact_at_the_bound() -> None:
     """``at_most``: the box's optimum f* is found with at_most = f*, and none exists with f* - 1."""
     h, y, ref, wb = _weak_bound_instance()
     lo, hi = level_windows(wb, y, 20, Fraction(ref.objective) - wb.lower)  # holds the optimum
-    model = chain._BlockLP(h, y.astype(float), lo, hi - lo, np.zeros_like(lo))
+    model = BlockLP(h, y.astype(float), lo, hi - lo, np.zeros_like(lo), ChainOptions())
     point, _ = model.solve_integer(60.0, at_most=int(ref.objective))
     assert point is not None and squared_distance(point, y) == ref.objective
     none, note = model.solve_integer(60.0, at_most=int(ref.objective) - 1)
@@ -414,7 +439,7 @@ def test_sibling_neighbourhood_stops_below_the_root() -> None:
     h = _tree()
     cells = np.zeros((h.size, 2), dtype=bool)
     cells[h.ids.index("a0"), 1] = True
-    near = chain._with_siblings(h, chain._spread(h, cells))
+    near = with_siblings(h, spread(h, cells))
     held = {h.ids[r] for r in np.flatnonzero(near[:, 1])}
     assert held == {"r", "a", "a0", "a1", "a2"}  # siblings of a0, not those of a (children of the root)
     assert not near[[h.ids.index(r) for r in ("b", "b0", "b1")]].any()
@@ -422,8 +447,9 @@ def test_sibling_neighbourhood_stops_below_the_root() -> None:
 
 def test_round_limit_is_resource_error() -> None:
     h, y, total, far = _far_instance(4)
-    with pytest.raises(ResourceError, match="no certificate"):
-        chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1, max_rounds=1)
+    with pytest.raises(ChainLimitError, match="no certificate") as info:
+        solve_model3_certified(h, y, total, far, ChainOptions(initial_halfwidth=1, max_rounds=1))
+    assert info.value.limit == "max_rounds" and isinstance(info.value, ResourceError)
 
 
 @pytest.mark.slow
@@ -461,13 +487,12 @@ def test_fractional_lp_optimum_without_proof_is_resource_error(monkeypatch) -> N
     """A fractional LP vertex with no level-set proof (too large, or decimal inputs) refuses, never releases."""
     h, y, _ = _small_instance()
     _forge_fractional_lp(monkeypatch, h)
-    monkeypatch.setattr(chain, "_local_integer_point", lambda *a, **k: None)
-    monkeypatch.setattr(chain, "MAX_LEVEL_SET_SEGMENTS", 0)
-    monkeypatch.setattr(chain, "MAX_MIP_ROUNDS", 1)
-    with pytest.raises(ResourceError, match="is fractional and the level set"):
-        solve_model3(h, y, 20)
-    with pytest.raises(ResourceError, match="not integers"):
-        solve_model3(h, y + 0.25, 20)
+    monkeypatch.setattr(rounds, "local_integer_point", lambda *a, **k: None)
+    options = ChainOptions(max_level_set_segments=0, max_fractional_rounds=1)
+    with pytest.raises(NoCertificateError, match="is fractional and the level set"):
+        solve_model3(h, y, 20, options)
+    with pytest.raises(NoCertificateError, match="not integers"):
+        solve_model3(h, y + 0.25, 20, options)
 
 
 def _census_small():
@@ -480,17 +505,16 @@ def test_time_limit_refuses_instead_of_releasing() -> None:
     """Past the time limit there is no release: a ResourceError that says where it stopped."""
     h, _true, y = _random_instance(0)
     total = int(y[0, 0])
-    with pytest.raises(ResourceError, match=r"time limit \(1e-09 s of post-processing; stopped during the continuous projection"):
-        solve_model3(h, y, total, time_limit=1e-9)
+    with pytest.raises(TimeLimitReached, match=r"time limit \(1e-09 s of post-processing; stopped during the continuous projection"):
+        solve_model3(h, y, total, ChainOptions(time_limit=1e-9))
     # a generous limit changes nothing
-    assert solve_model3(h, y, total, time_limit=600).objective == solve_model3(h, y, total).objective
+    assert solve_model3(h, y, total, ChainOptions(time_limit=600)).objective == solve_model3(h, y, total).objective
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
 def test_time_limit_must_be_positive_and_finite(bad: float) -> None:
-    h, _true, y = _random_instance(0)
-    with pytest.raises(InputError, match="positive number of seconds"):
-        solve_model3(h, y, int(y[0, 0]), time_limit=bad)
+    with pytest.raises(OptionError, match="ChainOptions.time_limit must be None or a positive number of seconds"):
+        ChainOptions(time_limit=bad)
 
 
 def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
@@ -498,57 +522,59 @@ def test_time_limit_stops_highs_inside_an_lp_solve(monkeypatch) -> None:
     data, y = _census_small()
     approx, _, _ = model3_relaxation_dykstra(data.hierarchy, y.astype(float), data.total, tol=0.05)
     centre = round_to_feasible(data.hierarchy, approx, data.total)
-    real = chain._remaining
+    real = lp.time_left
 
     def almost_none(deadline, where):  # HiGHS is started with 1e-12 s left
         return 1e-12 if deadline is not None and "LP solve" in where else real(deadline, where)
 
-    monkeypatch.setattr(chain, "_remaining", almost_none)
-    with pytest.raises(chain.ChainTimeLimit, match="during an LP solve of LP round 1"):
-        chain.solve_model3_certified(data.hierarchy, y, data.total, centre, deadline=float("inf"), zero_tails=False)
+    monkeypatch.setattr(lp, "time_left", almost_none)
+    with pytest.raises(TimeLimitReached, match="during an LP solve of LP round 1"):
+        solve_model3_certified(data.hierarchy, y, data.total, centre, ChainOptions(zero_tails=False),
+                               deadline=float("inf"))
 
 
 @pytest.mark.parametrize(("growth", "slow"), [(0.0, True), (1e-9, False), (1e-9, True)])
 def test_rebuilding_a_grown_block_gives_the_same_optimum(monkeypatch, caplog, growth: float, slow: bool) -> None:
     """Widened windows re-solved warm or rebuilt cold (grown, and warm re-solves slow): the same optimum."""
     h, y, total, far = _far_instance(3)
-    monkeypatch.setattr(chain, "REBUILD_GROWTH", growth)
-    monkeypatch.setattr(chain, "_warm_is_slow", lambda warm, build: slow and build is not None)
-    monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 0.0)  # no stopped warm re-solve (tested below)
+    monkeypatch.setattr(rounds, "warm_is_slow", lambda warm, build: slow and build is not None)
+    # no stopped warm re-solve (tested below)
+    options = ChainOptions(initial_halfwidth=1, rebuild_growth=growth, warm_budget_factor=0.0)
     with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
-        res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+        res = solve_model3_certified(h, y, total, far, options)
     assert res.rounds > 1 and res.certificate.ok
     assert ("rebuilt" in caplog.text) == (growth > 0 and slow)
     assert res.objective == solve_model3(h, y, total).objective == _full_domain_lp_objective(h, y, total)
 
 
-def test_warm_resolves_past_their_budget_are_rebuilt_with_the_same_optimum(monkeypatch, caplog) -> None:
+def test_warm_resolves_past_their_budget_are_rebuilt_with_the_same_optimum(caplog) -> None:
     """A warm re-solve that reaches its budget (here 1e-12 x the block's build: HiGHS stops inside
     it) is stopped and the block rebuilt cold; the optimum is the same as with warm re-solves."""
     h, y, total, far = _far_instance(3)
-    ref = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
-    monkeypatch.setattr(chain, "REBUILD_GROWTH", 0.0)  # only the budget rebuilds
-    monkeypatch.setattr(chain, "WARM_BUDGET_MIN_S", 0.0)
-    monkeypatch.setattr(chain, "WARM_BUDGET_FACTOR", 1e-12)
+    ref = solve_model3_certified(h, y, total, far, NARROW)
+    # only the budget rebuilds
+    options = ChainOptions(initial_halfwidth=1, rebuild_growth=0.0, warm_budget_min_s=0.0, warm_budget_factor=1e-12)
     with caplog.at_level("INFO", logger="securelp.solvers.hierarchy.chain"):
-        res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+        res = solve_model3_certified(h, y, total, far, options)
     assert "warm re-solve stopped after" in caplog.text and "rebuilt" in caplog.text
     assert res.rounds > 1 and res.certificate.ok
     assert res.objective == ref.objective == solve_model3(h, y, total).objective
 
 
 def test_warm_budget_follows_the_last_build() -> None:
-    assert chain._warm_budget(None) is None  # never built cold in this call: no budget
-    assert chain._warm_budget(30.0) == 30.0 * chain.WARM_BUDGET_FACTOR
-    assert chain._warm_budget(1e-3) == chain.WARM_BUDGET_MIN_S
+    options = ChainOptions()
+    assert warm_budget(None, options) is None  # never built cold in this call: no budget
+    assert warm_budget(30.0, options) == 30.0 * options.warm_budget_factor
+    assert warm_budget(1e-3, options) == options.warm_budget_min_s
+    assert warm_budget(30.0, ChainOptions(warm_budget_factor=0.0)) is None  # factor 0: no budget
 
 
 def test_warm_is_slow_compares_with_the_last_build() -> None:
-    assert chain._warm_is_slow(2.0, 1.0) and not chain._warm_is_slow(1.0, 2.0)
-    assert not chain._warm_is_slow(5.0, None)  # never built cold in this call: no evidence
+    assert warm_is_slow(2.0, 1.0) and not warm_is_slow(1.0, 2.0)
+    assert not warm_is_slow(5.0, None)  # never built cold in this call: no evidence
 
 
-# --- the LP's centre and first tails from the approximate projection (stop 18) -----------------
+# --- the LP's centre and first tails from the approximate projection -----------------------------
 
 
 def _census_shape(scale: float = 0.01, n_sizes: int = 12):
@@ -562,16 +588,13 @@ def _census_shape(scale: float = 0.01, n_sizes: int = 12):
 def test_consistent_rounding_stays_near_the_projection_where_leaf_rounding_drifts() -> None:
     """3,194 regions: rounding the leaves and summing them drifts by ~100+ at the root; the
     top-down split keeps every cell within a few units of the projection, and is feasible."""
-    from securelp.solvers.hierarchy.cumulative import _centre_and_tails, _model3_feasible
-    from securelp.solvers.hierarchy.zero_tail import fixed_cells
-
     h, y, total, approx = _census_shape()
-    centre, starts = _centre_and_tails(h, y, total, approx)
-    assert centre is not None and _model3_feasible(h, centre, total)
+    centre, starts = centre_and_tails(h, y, total, approx, ChainOptions().tail_threshold)
+    assert centre is not None and model3_feasible(h, centre, total)
     fixed = fixed_cells(h, starts, y.shape[1])
     assert fixed.sum() > 0 and np.all(centre[fixed] == 0)
     assert np.abs(centre - approx).max() <= 3
-    old = round_to_feasible(h, approx, total)  # negative control: the previous centre
+    old = round_to_feasible(h, approx, total)  # negative control: leaf rounding
     assert np.abs(old - approx).max() > 50
     res = solve_model3(h, y, total)
     assert np.abs(centre - res.cumulative).max() <= 2 < np.abs(old - res.cumulative).max()
@@ -580,9 +603,6 @@ def test_consistent_rounding_stays_near_the_projection_where_leaf_rounding_drift
 @pytest.mark.parametrize("seed", range(4))
 def test_consistent_rounding_random_trees(seed: int) -> None:
     """Any approximate point: the rounding is feasible, 0 on the fixed cells, and near the target."""
-    from securelp.solvers.hierarchy.cumulative import _model3_feasible
-    from securelp.solvers.hierarchy.zero_tail import fixed_cells
-
     h, true, y = _random_instance(seed)
     total = int(true[0, 0])
     approx, _, _ = model3_relaxation_dykstra(h, y.astype(float), total, tol=0.05)
@@ -591,8 +611,8 @@ def test_consistent_rounding_random_trees(seed: int) -> None:
     starts = np.full(len(h.leaves), y.shape[1])
     starts[0] = 7
     fixed = fixed_cells(h, starts, y.shape[1])
-    c = chain.consistent_rounding(h, approx, total, fixed)
-    assert c is not None and _model3_feasible(h, c, total) and np.all(c[fixed] == 0)
+    c = consistent_rounding(h, approx, total, fixed)
+    assert c is not None and model3_feasible(h, c, total) and np.all(c[fixed] == 0)
     assert np.abs(c - approx).max() <= 3
 
 
@@ -601,20 +621,18 @@ def test_consistent_rounding_without_a_free_leaf_is_none() -> None:
     approx = np.zeros((h.size, 3))
     fixed = np.ones((h.size, 3), dtype=bool)
     fixed[0, 0] = False  # the root's size-1 cell is never fixed (C6): G must go to some leaf
-    assert chain.consistent_rounding(h, approx, 5, fixed) is None
+    assert consistent_rounding(h, approx, 5, fixed) is None
 
 
 def test_projection_multipliers_are_the_exact_relaxation_duals() -> None:
     """At the exact projection, lam read off the cells equals the QP's C7 duals (up to sign)."""
-    from securelp.solvers.hierarchy.cumulative import model3_relaxation
-
     rng = np.random.default_rng(4)
     h = _tree()
     total = 80
     y = rng.integers(0, 40, size=(h.size, 4))
     x, _ = model3_relaxation(h, y, total)
-    lam = chain.projection_multipliers(h, x, y)
-    g = chain.multiplier_sums(h, lam, np.zeros((h.size, 3)))
+    lam = projection_multipliers(h, x, y)
+    g = multiplier_sums(h, lam, np.zeros((h.size, 3)))
     internal = np.asarray(h.internal)
     inner = (x[internal] > 1e-6)
     # stationarity at internal cells off their bounds: g = 2 (x - y); the root's size-1 cell is fixed
@@ -624,11 +642,11 @@ def test_projection_multipliers_are_the_exact_relaxation_duals() -> None:
 
 def test_scaled_certificate_checks_half_integral_multipliers_exactly() -> None:
     """D-scaled multipliers: the doubled certificate passes; a half-unit too much on one row
-    fails exactly there; scale 1 with the same integers (the old reading) fails as well."""
+    fails exactly there; scale 1 with the same integers fails as well."""
     h, y, total, res, lam, mu = _certified_with_multipliers()
     c = res.cumulative
     assert check_certificate(h, c, y, total, 2 * lam, 2 * mu, scale=2).ok
-    g = chain.multiplier_sums(h, lam, mu)
+    g = multiplier_sums(h, lam, mu)
     fwd = 2 * (c - y) + 1 - g
     r, k = 1, int(np.argmin(np.where(c[1] < total, fwd[1], 10**9)))  # region a's tightest upward test
     lam2 = 2 * lam
@@ -641,8 +659,6 @@ def test_scaled_certificate_checks_half_integral_multipliers_exactly() -> None:
 
 
 def test_complete_multipliers_commutes_with_scaling() -> None:
-    from securelp.solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells
-
     rng = np.random.default_rng(5)
     h = _tree()
     y = rng.integers(-4, 5, size=(h.size, 6))
@@ -655,12 +671,11 @@ def test_complete_multipliers_commutes_with_scaling() -> None:
 
 
 @pytest.mark.parametrize("threshold", [0, 10**9])
-def test_warm_edge_weight_rule_keeps_the_optimum(monkeypatch, threshold: int) -> None:
+def test_warm_edge_weight_rule_keeps_the_optimum(threshold: int) -> None:
     """Steepest edge after every widening (threshold 0) or Devex always: the same certified optimum."""
     h, y, total, far = _far_instance(3)
     ref = solve_model3(h, y, total)
-    monkeypatch.setattr(chain, "WARM_STEEPEST_EDGE_COLUMNS", threshold)
-    res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+    res = solve_model3_certified(h, y, total, far, ChainOptions(initial_halfwidth=1, steepest_edge_columns=threshold))
     assert res.rounds > 1 and res.certificate.ok and res.objective == ref.objective
 
 
@@ -669,6 +684,6 @@ def test_proposed_tails_must_hold_a_zero_centre() -> None:
     total = int(true[0, 0])
     starts = np.full(len(h.leaves), 3)  # every leaf's tail from size 4 on, but the centre is not 0 there
     with pytest.raises(ValueError, match="not 0 on the proposed zero tails"):
-        chain.solve_model3_certified(h, y, total, true, tail_starts=starts)
+        solve_model3_certified(h, y, total, true, tail_starts=starts)
     with pytest.raises(ValueError, match="shape"):
-        chain.solve_model3_certified(h, y, total, true, tail_starts=np.zeros(2, dtype=np.int64))
+        solve_model3_certified(h, y, total, true, tail_starts=np.zeros(2, dtype=np.int64))

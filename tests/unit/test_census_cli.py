@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from securelp.coordinator.cli import main
-from securelp.solvers.hierarchy.cumulative import solve_model3
+from securelp.solvers.hierarchy.chain import solve_model3
+from securelp.solvers.hierarchy.counts_csv import read_noisy_csv
 from securelp.solvers.hierarchy.hdp import solve_model1
-from securelp.solvers.hierarchy.model import read_noisy_csv
 
 NOISY = """level,region_id,parent_id,size,noisy_count
 1,R,,1,5
@@ -34,8 +34,8 @@ COUNTS = """level,region_id,parent_id,size,count
 2,B,R,2,10
 2,B,R,3,4
 """
-KEYS = {"mechanism", "objective", "l1_error_by_level", "constraint_violations", "negative_counts",
-        "non_integer_counts", "total_matches", "time_s"}
+KEYS = {"mechanism", "private", "objective", "constraint_violations", "negative_counts", "non_integer_counts",
+        "total_matches", "time_s"}
 
 
 def _file(tmp_path: Path, name: str, text: str) -> Path:
@@ -52,7 +52,8 @@ def test_postprocess_every_mechanism(tmp_path: Path, mechanism: str) -> None:
     assert main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", mechanism,
                  "--json", str(out), "--out", str(rel)]) == 0
     rep = json.loads(out.read_text())
-    assert KEYS <= set(rep) and rep["mechanism"] == mechanism and rep["l1_error_by_level"] is None
+    assert KEYS <= set(rep) and rep["mechanism"] == mechanism and rep["private"] is True
+    assert "l1_error_by_level" not in rep  # errors against the truth belong to `census evaluate`
     assert rel.read_text().startswith("level,region_id,parent_id,size,count\n")
     y = read_noisy_csv(noisy)
     if mechanism == "hdp":
@@ -82,42 +83,45 @@ def test_release_repeat_and_reproducible(tmp_path: Path) -> None:
     reports = []
     for k in range(2):
         out = tmp_path / f"r{k}.json"
-        assert main(["census", "release", "--data", str(data), "--eps", "0.5", "--mechanism", "hdp", "--seed", "4",
-                     "--repeat", "3", "--json", str(out)]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "0.5", "--mechanism", "hdp",
+                     "--seed", "4", "--repeat", "3", "--json", str(out)]) == 0
         reports.append(json.loads(out.read_text()))
     rep = reports[0]
     assert KEYS <= set(rep) and rep["reproducible"] is True and rep["repeat"] == 3 and len(rep["runs"]) == 3
-    assert rep["noise_scale"] == 8.0 and set(rep["l1_error_by_level"]) == {"1", "2"}
+    assert rep["private"] is False  # seeded noise can be recomputed
+    assert rep["noise_scale"] == 8.0 and "l1_error_by_level" not in rep
     assert rep["constraint_violations"] == 0 and rep["total_matches"] is True
     assert [r["objective"] for r in rep["runs"]] == [r["objective"] for r in reports[1]["runs"]]
 
 
 def test_release_fresh_entropy_is_flagged(tmp_path: Path, capsys) -> None:
     data = _file(tmp_path, "c.csv", COUNTS)
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "cdp", "--json", "-"]) == 0
+    assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "cdp",
+                 "--json", "-"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["reproducible"] is False and rep["seed"] is None
+    assert rep["reproducible"] is False and rep["seed"] is None and rep["private"] is True
 
 
 @pytest.mark.parametrize(
     "args, code, needle",
     [
-        (["--eps", "0"], 3, "--eps must be > 0"),
-        (["--eps", "-1"], 3, "--eps must be > 0"),
+        (["--eps", "0"], 3, "--eps '0': must be > 0"),
+        (["--eps", "-1"], 3, "--eps '-1': must be > 0"),
         (["--eps", "abc"], 3, "positive number"),
         (["--eps", "1", "--total", "5"], 3, "does not match"),
     ],
 )
 def test_release_errors(tmp_path: Path, capsys, args: list[str], code: int, needle: str) -> None:
     data = _file(tmp_path, "c.csv", COUNTS)
-    rc = main(["census", "release", "--data", str(data), "--mechanism", "hdp", "--json", "-", *args])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "3", "--mechanism", "hdp", "--json", "-", *args])
     assert rc == code
     assert needle in capsys.readouterr().err
 
 
 def test_bad_input_file_is_one_line_error(tmp_path: Path, capsys) -> None:
     data = _file(tmp_path, "c.csv", COUNTS.replace("2,B,R,3,4", "2,B,R,3,5"))
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
     err = capsys.readouterr().err
     assert rc == 3 and "children of region 'R'" in err and "Traceback" not in err
 
@@ -140,7 +144,7 @@ def test_unknown_mechanism_is_usage_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["release", "postprocess"])
 def test_bad_time_limit_is_input_error(tmp_path: Path, capsys, command: str, value: str) -> None:
     if command == "release":
-        args = ["--data", str(_file(tmp_path, "c.csv", COUNTS)), "--eps", "1"]
+        args = ["--data", str(_file(tmp_path, "c.csv", COUNTS)), "--max-size", "3", "--eps", "1"]
     else:
         args = ["--noisy", str(_file(tmp_path, "n.csv", NOISY)), "--total", "6"]
     rc = main(["census", command, *args, "--mechanism", "chain", "--json", "-", "--time-limit", value])
@@ -159,3 +163,16 @@ def test_chain_time_limit_refuses_and_writes_nothing(tmp_path: Path, capsys) -> 
     # 0 means no limit
     assert main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "chain",
                  "--time-limit", "0", "--json", str(out)]) == 0
+
+
+def test_engine_errors_are_told_in_the_flags_of_the_command(tmp_path: Path, capsys) -> None:
+    """The engine's typed errors name no flag; the CLI says which of its flags to change."""
+    noisy = _file(tmp_path, "n.csv", NOISY)
+    rc = main(["census", "postprocess", "--noisy", str(noisy), "--total", "6", "--mechanism", "hdp", "--max-size", "2",
+               "--json", "-"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "sizes go up to 3 but --max-size is 2" in err
+    rc = main(["census", "release", "--synthetic", "census", "--max-size", "5", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "needs --max-size >= 10, got 5" in err and "Traceback" not in err

@@ -5,7 +5,6 @@ exchange-optimality certificate with a negative control."""
 from __future__ import annotations
 
 import itertools
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,11 +14,12 @@ from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from securelp.solvers.errors import ResourceError
-from securelp.solvers.hierarchy import chain
-from securelp.solvers.hierarchy import hdp as hdp_module
-from securelp.solvers.hierarchy.cumulative import solve_model3, to_cumulative
-from securelp.solvers.hierarchy.hdp import exchange_optimality_gap, solve_model1, squared_distance
-from securelp.solvers.hierarchy.model import Hierarchy
+from securelp.solvers.hierarchy.chain import ChainOptions, solve_model3
+from securelp.solvers.hierarchy.chain.rounds import solve_model3_certified
+from securelp.solvers.hierarchy.consistency import squared_distance
+from securelp.solvers.hierarchy.errors import TableLimitError
+from securelp.solvers.hierarchy.hdp import HdpOptions, exchange_optimality_gap, solve_model1
+from securelp.solvers.hierarchy.model import Hierarchy, to_cumulative
 
 
 def compositions(total: int, k: int):
@@ -77,7 +77,7 @@ def tiny_instances(draw, max_cells: int = 6):
 @given(tiny_instances())
 def test_hdp_equals_brute_force(inst) -> None:
     h, y, total, halfwidth = inst
-    res = solve_model1(h, y, total, initial_halfwidth=halfwidth)
+    res = solve_model1(h, y, total, HdpOptions(initial_halfwidth=halfwidth))
     assert res.objective == pytest.approx(brute_force(h, y, total, cumulative=False), abs=1e-9)
     assert np.all(res.x >= 0) and int(res.x[0].sum()) == total
     assert res.exchange_gap >= -1e-9
@@ -96,8 +96,7 @@ def test_chain_widening_rounds_equal_brute_force(inst) -> None:
             far[r] = far[list(h.children[r])].sum(axis=0)
     best = brute_force(h, y, total, cumulative=True)
     for chunk in (0, 1):
-        with mock.patch.object(chain, "START_CHUNK_SEGMENTS", chunk):
-            res = chain.solve_model3_certified(h, y, total, far, initial_halfwidth=1)
+        res = solve_model3_certified(h, y, total, far, ChainOptions(initial_halfwidth=1, start_chunk_segments=chunk))
         assert res.certificate.ok
         assert res.objective == pytest.approx(best, abs=1e-9)
 
@@ -155,7 +154,7 @@ def test_hdp_equals_independent_milp_on_small_hierarchies(seed: int) -> None:
     n, total = 4, 25
     true = _fill(h, rng.multinomial(total, np.ones(len(h.leaves) * n) / (len(h.leaves) * n)).reshape(len(h.leaves), n), n)
     y = true + rng.integers(-6, 7, size=true.shape)
-    res = solve_model1(h, y, total, initial_halfwidth=1)
+    res = solve_model1(h, y, total, HdpOptions(initial_halfwidth=1))
     assert res.objective == milp_model1(h, y, total)
 
 
@@ -186,16 +185,16 @@ def test_exchange_certificate_negative_control() -> None:
 def test_huge_noise_needs_widening_and_stays_exact() -> None:
     h = Hierarchy.from_parents(["r", "a", "b"], ["", "r", "r"])
     y = np.array([[1000, -900], [-5000, 4000], [7, 3]])
-    res = solve_model1(h, y, 5, initial_halfwidth=1)
+    res = solve_model1(h, y, 5, HdpOptions(initial_halfwidth=1))
     assert res.objective == brute_force(h, y, 5, cumulative=False)
     y2 = np.array([[100_000, 0], [90_000, 0], [0, 0]])
-    res2 = solve_model1(h, y2, 200_000, initial_halfwidth=1)
+    res2 = solve_model1(h, y2, 200_000, HdpOptions(initial_halfwidth=1))
     assert res2.rounds > 1 and res2.exchange_gap >= 0
 
 
-def test_domain_too_large_is_resource_error(monkeypatch) -> None:
-    monkeypatch.setattr(hdp_module, "MAX_TABLE_CELLS", 1000)
+def test_domain_too_large_is_resource_error() -> None:
     h = Hierarchy.from_parents(["r", "a", "b"], ["", "r", "r"])
     y = np.array([[10**7, -10**7], [0, 5 * 10**6], [10**7, 0]])
-    with pytest.raises(ResourceError, match="table cells"):
-        solve_model1(h, y, 10**7, initial_halfwidth=200)
+    with pytest.raises(TableLimitError, match="table cells") as info:
+        solve_model1(h, y, 10**7, HdpOptions(initial_halfwidth=200, max_table_cells=1000))
+    assert info.value.limit == 1000 and info.value.cells > 1000 and isinstance(info.value, ResourceError)

@@ -13,7 +13,9 @@ import pytest
 from securelp.coordinator.cli import main
 from securelp.solvers.errors import InputError
 from securelp.solvers.hierarchy import model
-from securelp.solvers.hierarchy.model import MAX_COUNT, counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.counts_csv import counts_csv_text, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.model import MAX_COUNT
+from securelp.solvers.hierarchy.noise import parse_epsilon
 
 COUNTS = "level,region_id,parent_id,size,count\n"
 NOISY = "level,region_id,parent_id,size,noisy_count\n"
@@ -40,13 +42,13 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.mark.parametrize(
     "rows, needle",
     [
-        # a root and its one child at the int64 maximum (used to run out of memory in hdp)
+        # a root and its one child at the int64 maximum (unchecked, hdp would run out of memory)
         ("1,R,,1,9223372036854775807\n2,a,R,1,9223372036854775807\n", "line 2: count '9223372036854775807'"),
-        # beyond int64 (used to be an OverflowError traceback)
+        # beyond int64 (unchecked, an OverflowError traceback)
         ("1,R,,1,99999999999999999999999\n2,a,R,1,99999999999999999999999\n", "line 2: count '99999999999999999999999'"),
         # just above the bound, on the child's line
         (f"1,R,,1,{MAX_COUNT}\n2,a,R,1,{MAX_COUNT + 1}\n", f"line 3: count '{MAX_COUNT + 1}'"),
-        # counts within the bound whose sum (G) passes 2**63 (used to wrap around to a negative G)
+        # counts within the bound whose sum (G) passes 2**63 (in int64 it would wrap around to a negative G)
         (f"1,R,,1,{2**62}\n1,R,,2,{2**62 + 4}\n2,a,R,1,{2**62}\n2,a,R,2,{2**62 + 4}\n", "exceeds the largest"),
         # each count within the bound, G above it
         (f"1,R,,1,{2**49}\n1,R,,2,{2**49 + 1}\n2,a,R,1,{2**49}\n2,a,R,2,{2**49 + 1}\n", "line 2: the counts of root"),
@@ -54,7 +56,8 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 )
 def test_counts_above_the_bound_are_input_errors(tmp_path: Path, capsys, rows: str, needle: str) -> None:
     data = _file(tmp_path, COUNTS + rows)
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "2", "--eps", "1", "--mechanism", "hdp",
+               "--json", "-"])
     line = _one_line_error(capsys)
     assert rc == 3 and str(data) in line and needle in line and "2**50" in line
 
@@ -62,8 +65,8 @@ def test_counts_above_the_bound_are_input_errors(tmp_path: Path, capsys, rows: s
 def test_counts_at_the_bound_release_exact_integers(tmp_path: Path) -> None:
     data = _file(tmp_path, COUNTS + f"1,R,,1,{MAX_COUNT}\n2,a,R,1,{MAX_COUNT}\n")
     out, rel = tmp_path / "r.json", tmp_path / "rel.csv"
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "topdown", "--seed", "1",
-                 "--json", str(out), "--out", str(rel)]) == 0
+    assert main(["census", "release", "--data", str(data), "--max-size", "1", "--eps", "1", "--mechanism", "topdown",
+                 "--seed", "1", "--json", str(out), "--out", str(rel)]) == 0
     rep = json.loads(out.read_text())
     assert rep["dataset"]["total"] == MAX_COUNT and rep["total_matches"] is True
     back = read_counts_csv(rel)
@@ -82,7 +85,7 @@ def test_children_sum_does_not_wrap_around(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["release", "postprocess"])
 def test_total_above_the_bound_is_an_input_error(tmp_path: Path, capsys, command: str) -> None:
     if command == "release":
-        args = ["--data", str(_file(tmp_path, SMALL)), "--eps", "1"]
+        args = ["--data", str(_file(tmp_path, SMALL)), "--max-size", "3", "--eps", "1"]
     else:
         args = ["--noisy", str(_file(tmp_path, NOISY + "1,R,,1,1\n2,a,R,1,1\n"))]
     rc = main(["census", command, *args, "--total", str(MAX_COUNT + 1), "--mechanism", "hdp", "--json", "-"])
@@ -127,15 +130,16 @@ def test_memory_estimate_refuses_before_allocating(tmp_path: Path, capsys, monke
     rc = main(["census", "postprocess", "--noisy", str(_file(tmp_path, NOISY + "1,R,,1,1\n2,a,R,1,1\n", "n.csv")),
                "--total", "1", "--max-size", "1000000", "--mechanism", "topdown", "--json", "-"])
     assert rc == 12 and "cells would fit" in _one_line_error(capsys)
-    # the same file fits without --max-size
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-                 str(tmp_path / "r.json")]) == 0
+    # the same file fits with its own sizes
+    assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                 "--json", str(tmp_path / "r.json")]) == 0
 
 
 def test_huge_size_in_a_file_is_refused_before_allocating(tmp_path: Path, capsys) -> None:
     # 2 regions x 10**8 sizes = 2 x 10**8 cells: at the cell limit, far beyond memory (160 B a cell)
     data = _file(tmp_path, COUNTS + "1,R,,100000000,1\n2,a,R,100000000,1\n")
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "topdown", "--json", "-"])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "100000000", "--eps", "1", "--mechanism",
+               "topdown", "--json", "-"])
     line = _one_line_error(capsys)
     assert rc == 12 and "200,000,000 cells need about" in line and "cells would fit" in line
 
@@ -155,7 +159,7 @@ def test_released_csv_quotes_region_ids(tmp_path: Path) -> None:
     assert rel.read_text().splitlines()[1] == '1,"R,x",,1,3'
     # a release writes through the same function
     out = tmp_path / "rel2.csv"
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp",
+    assert main(["census", "release", "--data", str(data), "--max-size", "1", "--eps", "1", "--mechanism", "hdp",
                  "--json", str(tmp_path / "r2.json"), "--out", str(out)]) == 0
     assert read_counts_csv(out).total == 3
     h = read_counts_csv(data).hierarchy
@@ -168,12 +172,12 @@ def test_released_csv_quotes_region_ids(tmp_path: Path) -> None:
 def test_seeded_release_warns(tmp_path: Path, caplog) -> None:
     data = _file(tmp_path, SMALL)
     with caplog.at_level("WARNING"):
-        assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-                     str(tmp_path / "a.json")]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                     "--json", str(tmp_path / "a.json")]) == 0
     assert "NOT private" not in caplog.text
     with caplog.at_level("WARNING"):
-        assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--seed", "3",
-                     "--json", str(tmp_path / "b.json")]) == 0
+        assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                     "--seed", "3", "--json", str(tmp_path / "b.json")]) == 0
     assert "--seed: the noise is reproducible, so this release is NOT private" in caplog.text
 
 
@@ -220,9 +224,12 @@ def test_synthetic_seed_refused_with_data(tmp_path: Path, capsys) -> None:
 
 
 def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -> None:
-    """HiGHS's QP ran for minutes on noisy values near 1e15 (stop 47); above 2**20 the tree
-    algorithm is used, and it agrees with HiGHS on the same problem scaled down."""
-    from securelp.solvers.hierarchy.baselines import HIGHS_QP_MAX_SCALE, hqp, model1_relaxation, model1_relaxation_tree
+    """HiGHS's QP runs for minutes on noisy values near 1e15; above 2**20 the tree algorithm is used,
+    and it agrees with HiGHS on the same problem scaled down."""
+    from securelp.solvers.hierarchy.baselines import HqpOptions, hqp
+    from securelp.solvers.hierarchy.relaxation import model1_relaxation, model1_relaxation_tree
+
+    max_scale = HqpOptions().highs_max_scale
 
     text = NOISY + ("1,R,,1,71271685121515\n1,R,,2,9.39627e+11\n1,R,,3,975845398629358\n"
                     "2,c0,R,1,3.23669e+10\n2,c0,R,2,90613200603003\n2,c0,R,3,100882842953892\n"
@@ -235,13 +242,14 @@ def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -
     s = G / 1e3
     xs, _ = model1_relaxation(noisy.hierarchy, noisy.values / s, G / s)
     assert float(np.max(np.abs(xs * s - x))) <= 1e-6 * G
-    small = noisy.values / (2 * G / HIGHS_QP_MAX_SCALE)  # the same shape, within the scale: HiGHS
-    assert hqp(noisy.hierarchy, small, int(HIGHS_QP_MAX_SCALE // 4))[1] == "highs-qp"
+    small = noisy.values / (2 * G / max_scale)  # the same shape, within the scale: HiGHS
+    assert hqp(noisy.hierarchy, small, int(max_scale // 4))[1] == "highs-qp"
+    assert hqp(noisy.hierarchy, small, int(max_scale // 4), HqpOptions(highs_max_scale=1.0))[1] == "tree"
 
 
 def test_the_exact_dp_is_refused_by_the_memory_it_would_hold(monkeypatch, tmp_path: Path, capsys) -> None:
-    """hdp's tables grew to 20.5 GB before the cell limit refused them (stop 47); now the memory they
-    would hold is checked against what is available first."""
+    """The memory hdp's tables would hold is checked against what is available before they are built
+    (without the check they grew to 20.5 GB before the cell limit refused them)."""
     from securelp.solvers.hierarchy import hdp
 
     monkeypatch.setattr(hdp, "available_memory", lambda: 200 << 20)  # 200 MiB: 3.5 M cells at 40 B, 70 %

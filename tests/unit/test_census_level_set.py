@@ -1,5 +1,5 @@
 """chain when the windowed LP optimum is fractional: the level-set bound of
-``securelp.solvers.hierarchy.window_bound`` (validity, exact windows, negative controls) and the
+``securelp.solvers.hierarchy.chain.certificate`` (validity, exact windows, negative controls) and the
 branch-and-bound path against an independent full-domain MILP."""
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from securelp.solvers.hierarchy.chain import multiplier_sums
-from securelp.solvers.hierarchy.cumulative import consistency_rows, solve_model3
+from securelp.solvers.hierarchy.chain import solve_model3
+from securelp.solvers.hierarchy.chain.certificate import level_windows, multiplier_sums, proves_optimal, window_bound
+from securelp.solvers.hierarchy.chain.lp import BlockLP
+from securelp.solvers.hierarchy.consistency import consistency_rows
 from securelp.solvers.hierarchy.model import Hierarchy
-from securelp.solvers.hierarchy.window_bound import (
-    level_windows,
-    proves_optimal,
-    window_bound,
-)
 
 #: Seeds of ``_fractional_instance`` whose full-domain Model 3 LP optimum is fractional (found by
 #: search: most random instances have integral LP optima).
@@ -165,13 +162,11 @@ def test_level_set_negative_controls() -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -> None:
     """Random instances pushed through the level-set path (forged fractional LP point) stay exact."""
-    from securelp.solvers.hierarchy import chain
-
     rng = np.random.default_rng(100 + seed)
     h = _tree()
     k, total = int(rng.integers(2, 6)), int(rng.integers(3, 25))
     y = rng.integers(-6, total + 6, size=(h.size, k))
-    real = chain._BlockLP.solve
+    real = BlockLP.solve
 
     def half_shifted(self, deadline=None):
         x, lam, mu = real(self, deadline)
@@ -179,7 +174,7 @@ def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -
         x.flat[-1] += 0.5
         return x, lam, mu
 
-    monkeypatch.setattr(chain._BlockLP, "solve", half_shifted)
+    monkeypatch.setattr(BlockLP, "solve", half_shifted)
     res = solve_model3(h, y, total)
     assert res.integer_program is not None
     best, _ = _milp_model3(h, y, total)
@@ -188,7 +183,7 @@ def test_forced_level_set_path_equals_independent_milp(seed: int, monkeypatch) -
 
 def test_binding_cells() -> None:
     """No cell binds a full-domain window; a window that excludes a cell's best value binds it."""
-    from securelp.solvers.hierarchy.window_bound import binding_cells
+    from securelp.solvers.hierarchy.chain.certificate import binding_cells
 
     h, total, k = _tiny()
     y = np.array([[4, 2, 1, 0], [3, 1, 0, 0], [1, 1, 1, 0]])[:, :k]

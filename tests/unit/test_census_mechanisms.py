@@ -9,15 +9,13 @@ import pytest
 
 from securelp.solvers.errors import InputError, ResourceError
 from securelp.solvers.hierarchy import mechanisms as mech
-from securelp.solvers.hierarchy.baselines import (
-    model1_relaxation,
-    model1_relaxation_tree,
-    project_simplex_columns,
-    round_keep_sums,
-    topdown,
-)
-from securelp.solvers.hierarchy.cumulative import algorithm2, from_cumulative, solve_model3, to_cumulative
-from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
+from securelp.solvers.hierarchy import relaxation
+from securelp.solvers.hierarchy.baselines import project_simplex_columns, round_keep_sums, topdown
+from securelp.solvers.hierarchy.cdp import algorithm2
+from securelp.solvers.hierarchy.chain import ChainOptions, solve_model3
+from securelp.solvers.hierarchy.errors import ChainLimitError, TimeLimitReached
+from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy, from_cumulative, to_cumulative
+from securelp.solvers.hierarchy.relaxation import model1_relaxation, model1_relaxation_tree
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
@@ -44,9 +42,9 @@ def test_every_mechanism_runs_and_reports(name: str) -> None:
     rng = SecureRandom(seed=f"m-{name}")
     noisy = mech.add_noise(name, data, Fraction(1, 2), rng)
     pp = mech.postprocess(name, data.hierarchy, noisy, data.total)
-    m = mech.release_metrics(data.hierarchy, pp.counts, data.total, data.counts)
-    assert set(m) == {"constraint_violations", "negative_counts", "non_integer_counts", "total_matches", "l1_error_by_level"}
-    assert set(m["l1_error_by_level"]) == {"1", "2", "3"}
+    m = mech.release_metrics(data.hierarchy, pp.counts, data.total)
+    assert set(m) == {"constraint_violations", "negative_counts", "non_integer_counts", "total_matches"}
+    assert set(mech.l1_error_by_level(data.hierarchy, pp.counts, data.counts)) == {"1", "2", "3"}
     if name in mech.EXACT_DP or name == "topdown":
         assert m["constraint_violations"] == 0 and m["negative_counts"] == 0 and m["non_integer_counts"] == 0
         assert m["total_matches"]
@@ -67,12 +65,13 @@ def test_metrics_count_violations() -> None:
     bad = data.counts.copy()
     bad[1, 0] += 1  # region a0 now disagrees with root and with its children
     bad[5, 2] = -1
-    m = mech.release_metrics(data.hierarchy, bad, data.total, data.counts)
+    m = mech.release_metrics(data.hierarchy, bad, data.total)
     assert m["constraint_violations"] == 3 and m["negative_counts"] == 1
-    assert m["l1_error_by_level"]["2"] == 1.0
-    good = mech.release_metrics(data.hierarchy, data.counts, data.total, data.counts)
-    assert good["constraint_violations"] == 0 and good["l1_error_by_level"] == {"1": 0.0, "2": 0.0, "3": 0.0}
-    frac = mech.release_metrics(data.hierarchy, data.counts + 0.5, data.total, None)
+    assert mech.l1_error_by_level(data.hierarchy, bad, data.counts)["2"] == 1.0
+    good = mech.release_metrics(data.hierarchy, data.counts, data.total)
+    assert good["constraint_violations"] == 0
+    assert mech.l1_error_by_level(data.hierarchy, data.counts, data.counts) == {"1": 0.0, "2": 0.0, "3": 0.0}
+    frac = mech.release_metrics(data.hierarchy, data.counts + 0.5, data.total)
     assert frac["non_integer_counts"] == data.counts.size and not frac["total_matches"]
 
 
@@ -122,14 +121,12 @@ def test_cumulative_transforms_and_algorithm2() -> None:
     assert to_cumulative(derived)[0].tolist() == sorted(to_cumulative(derived)[0].tolist(), reverse=True)
 
 
-def test_chain_refuses_models_beyond_the_lp_limit(monkeypatch) -> None:
-    from securelp.solvers.hierarchy import chain
-
-    monkeypatch.setattr(chain, "MAX_BLOCK_SEGMENTS", 1000)
+def test_chain_refuses_models_beyond_the_lp_limit() -> None:
     data = census_synthetic(max_size=10, seed=1, scale=0.001)
     noisy = to_cumulative(data.counts)
-    with pytest.raises(ResourceError, match="segment columns"):  # 3,194 x 10 cells
-        solve_model3(data.hierarchy, noisy, data.total)
+    with pytest.raises(ChainLimitError, match="segment columns") as info:  # 3,194 x 10 cells
+        solve_model3(data.hierarchy, noisy, data.total, ChainOptions(max_block_segments=1000))
+    assert info.value.limit == "max_block_segments" and isinstance(info.value, ResourceError)
 
 
 def test_synthetic_generator_is_seeded_and_consistent() -> None:
@@ -154,18 +151,16 @@ def _relaxation_instance():
 
 @pytest.mark.parametrize("method", ["model3_relaxation_dykstra", "model3_relaxation_accelerated"])
 def test_projection_methods_match_highs_qp(method: str) -> None:
-    from securelp.solvers.hierarchy import cumulative
-
     data, y = _relaxation_instance()
-    exact, f_exact = cumulative.model3_relaxation(data.hierarchy, y, data.total)
-    approx, residual, _ = getattr(cumulative, method)(data.hierarchy, y, data.total, tol=1e-8, max_iter=20000)
+    exact, f_exact = relaxation.model3_relaxation(data.hierarchy, y, data.total)
+    approx, residual, _ = getattr(relaxation, method)(data.hierarchy, y, data.total, tol=1e-8, max_iter=20000)
     assert residual <= 1e-8
     assert np.abs(approx - exact).max() < 1e-3  # HiGHS QP tolerance
     assert float(((approx - y) ** 2).sum()) == pytest.approx(f_exact, rel=1e-7)
 
 
 def test_accelerated_relaxation_needs_fewer_iterations_than_dykstra() -> None:
-    from securelp.solvers.hierarchy.cumulative import model3_relaxation_accelerated, model3_relaxation_dykstra
+    from securelp.solvers.hierarchy.relaxation import model3_relaxation_accelerated, model3_relaxation_dykstra
 
     data, y = _relaxation_instance()
     for tol in (0.05, 1e-4, 1e-8):
@@ -178,12 +173,11 @@ def test_accelerated_relaxation_needs_fewer_iterations_than_dykstra() -> None:
 def test_accelerated_relaxation_stops_at_its_deadline() -> None:
     import time
 
-    from securelp.solvers.hierarchy.chain import ChainTimeLimit
-    from securelp.solvers.hierarchy.cumulative import model3_relaxation_accelerated
+    from securelp.solvers.hierarchy.relaxation import model3_relaxation_accelerated
 
     data = small_data(2, n_sizes=8)
     y = to_cumulative(data.counts) + np.random.default_rng(3).normal(0, 4, size=data.counts.shape)
-    with pytest.raises(ChainTimeLimit, match="continuous projection"):
+    with pytest.raises(TimeLimitReached, match="continuous projection"):
         model3_relaxation_accelerated(data.hierarchy, y, data.total, tol=0.0, deadline=time.perf_counter())
 
 

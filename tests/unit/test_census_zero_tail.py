@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from securelp.solvers.hierarchy.chain import check_certificate
+from securelp.solvers.hierarchy.chain import ChainOptions
+from securelp.solvers.hierarchy.chain.certificate import check_certificate
+from securelp.solvers.hierarchy.chain.rounds import solve_model3_certified
+from securelp.solvers.hierarchy.chain.tails import complete_multipliers, fixed_cells, ladder_starts
+from securelp.solvers.hierarchy.chain.windows import round_to_feasible
 from securelp.solvers.hierarchy.model import Hierarchy
-from securelp.solvers.hierarchy.zero_tail import complete_multipliers, fixed_cells, ladder_starts
+from securelp.solvers.hierarchy.relaxation import model3_relaxation_dykstra
 
 
 def _two_leaves() -> Hierarchy:
@@ -59,12 +65,6 @@ def test_zero_tail_that_is_not_optimal_fails_the_certificate() -> None:
 def test_chain_with_zero_tails_equals_chain_without_and_shortens_failing_tails(caplog) -> None:
     """Long zero tails with noisy positives: tails are proposed, some fail the certificate and are
     shortened (rows and columns added to the live LP), and the optimum equals the tail-free solve."""
-    import logging
-
-    from securelp.solvers.hierarchy import chain
-    from securelp.solvers.hierarchy.chain import round_to_feasible
-    from securelp.solvers.hierarchy.cumulative import model3_relaxation_dykstra
-
     h = Hierarchy.from_parents(["r", "a", "b", "a0", "a1", "a2", "b0", "b1"], ["", "r", "r", "a", "a", "a", "b", "b"])
     leaves = list(h.leaves)
     shortened = 0
@@ -82,10 +82,10 @@ def test_chain_with_zero_tails_equals_chain_without_and_shortens_failing_tails(c
         centre = round_to_feasible(h, approx, total)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="securelp.solvers.hierarchy.chain"):
-            with_tails = chain.solve_model3_certified(h, y, total, centre, zero_tails=True)
+            with_tails = solve_model3_certified(h, y, total, centre, ChainOptions(zero_tails=True))
         assert "zero tails fix" in caplog.text
         shortened += "zero-tail cells fail" in caplog.text
-        without = chain.solve_model3_certified(h, y, total, centre, zero_tails=False)
+        without = solve_model3_certified(h, y, total, centre, ChainOptions(zero_tails=False))
         assert with_tails.certificate.ok and with_tails.certificate.integral_arithmetic
         assert with_tails.objective == without.objective
     assert shortened >= 1  # the restart path (rows added to a live model) ran

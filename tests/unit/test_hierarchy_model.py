@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from securelp.solvers.errors import InputError, ResourceError
-from securelp.solvers.hierarchy.model import counts_csv_text, parse_epsilon, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.counts_csv import counts_csv_text, read_counts_csv, read_noisy_csv
+from securelp.solvers.hierarchy.errors import CountsFileError, HierarchyError, SizeDomainError
+from securelp.solvers.hierarchy.noise import parse_epsilon
 
 HEADER = "level,region_id,parent_id,size,count\n"
 GOOD = HEADER + "1,R,,1,3\n1,R,,2,1\n2,A,R,1,2\n2,A,R,2,1\n2,B,R,1,1\n"
-TAXI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
+TAXI = Path(__file__).resolve().parents[1] / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
 
 
 def _write(tmp_path: Path, text: str, name: str = "d.csv") -> Path:
@@ -54,12 +56,27 @@ def test_validation_errors(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(InputError) as info:
         read_counts_csv(_write(tmp_path, text))
     assert needle in str(info.value)
+    assert isinstance(info.value, (CountsFileError, HierarchyError))
+
+
+def test_validation_errors_carry_their_fields(tmp_path: Path) -> None:
+    """The typed errors say where (file, line) and which regions, as fields and not only as text."""
+    path = _write(tmp_path, GOOD.replace("2,B,R,1,1", "2,B,R,1,1.5"))
+    with pytest.raises(CountsFileError) as info:
+        read_counts_csv(path)
+    assert info.value.source == str(path) and info.value.line == 6 and "must be an integer" in info.value.problem
+    with pytest.raises(HierarchyError) as tree:
+        read_counts_csv(_write(tmp_path, GOOD + "2,C,X,1,0\n"))
+    assert tree.value.regions == ["C"]
+    with pytest.raises(SizeDomainError) as sizes:
+        read_counts_csv(_write(tmp_path, GOOD), max_size=1)
+    assert (sizes.value.largest, sizes.value.max_size) == (2, 1) and "--max-size" not in str(sizes.value)
 
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"^counts file .*nope\.csv does not exist$"):
         read_counts_csv(tmp_path / "nope.csv")
-    # "/dev/null: file not found" until stop 49
+    # a device or a directory is not "not found": it is named for what it is
     with pytest.raises(InputError, match=r"^counts file /dev/null is not a regular file"):
         read_counts_csv("/dev/null")
     with pytest.raises(InputError, match=r"^noisy counts file .* is a directory, not a file$"):
@@ -89,8 +106,6 @@ def test_parse_epsilon(text: str, ok: Fraction | None) -> None:
 
 
 def test_taxi_hierarchy_reads_and_is_consistent() -> None:
-    if not TAXI.is_file():
-        pytest.skip("shared census data not present")
     data = read_counts_csv(TAXI)
     assert data.hierarchy.size == 31 and data.hierarchy.depth == 3
     assert data.max_size == 4919 and data.total == 360_872

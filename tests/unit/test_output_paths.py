@@ -168,7 +168,8 @@ def test_split_and_certs_refuse_a_directory_among_their_files_before_writing(tmp
 
 
 @pytest.mark.parametrize("argv", [
-    ["census", "release", "--data", "{dir}", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json"],
+    ["census", "release", "--data", "{dir}", "--max-size", "3", "--eps", "1", "--mechanism", "hdp", "--json",
+     "{dir}/r.json"],
     ["census", "postprocess", "--noisy", "{dir}", "--total", "5", "--mechanism", "hdp", "--json", "{dir}/r.json"],
     ["party", "--data", "{dir}", "--id", "a", "--listen", "127.0.0.1:0", "--insecure"],
     ["coordinator", "--public", "{dir}", "--party", "a=127.0.0.1:1", "--insecure"],
@@ -314,13 +315,13 @@ def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Pat
     data = tmp_path / "d.csv"
     data.write_text("level,region_id,parent_id,size,count\n1,R,,1,5\n1,R,,3,2\n2,a,R,1,3\n2,a,R,3,2\n2,b,R,1,2\n")
     _refuse_renames_to(monkeypatch, "out.csv", errno.EACCES)
-    rc = main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-               str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")])
+    rc = main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+               "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")])
     assert rc == ExitCode.INPUT and "Permission denied" in capsys.readouterr().err
     assert _leftovers(tmp_path) == ["d.csv"]
     monkeypatch.undo()
-    assert main(["census", "release", "--data", str(data), "--eps", "1", "--mechanism", "hdp", "--json",
-                 str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")]) == ExitCode.OK
+    assert main(["census", "release", "--data", str(data), "--max-size", "3", "--eps", "1", "--mechanism", "hdp",
+                 "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "out.csv")]) == ExitCode.OK
     assert _leftovers(tmp_path) == ["d.csv", "out.csv", "r.json"]
 
 

@@ -1,10 +1,10 @@
-"""Zero tails of Model 3 (``chain``): leaf cells fixed at 0 outside the LP, multipliers in closed form.
+"""Zero tails of Model 3 (``chain``): leaf cells fixed at 0 outside the LPs, multipliers in closed form.
 
 At census scale most leaf chains are 0 from some size on (c_s^l = 0 for s >= t_l), and a
 windowed LP over those millions of cells is what does not fit. A *zero tail* is such a suffix
 taken out of the LP: its cells get the window [0, 0] (no segment column) and the Lagrange
 multipliers of the rows that only touch fixed cells are completed here, in closed form, so the
-Lagrangian certificate (``chain.check_certificate``) still covers every cell of the domain. The
+Lagrangian certificate (:func:`.certificate.check_certificate`) still covers every cell of the domain. The
 certificate decides; this module only proposes tails and multipliers, so a bad proposal costs a
 round (the failing tails are shortened), never a wrong release.
 
@@ -104,7 +104,7 @@ def complete_multipliers(hier: Hierarchy, y: np.ndarray, fixed: np.ndarray, lam:
                          mu: np.ndarray, scale: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers of the rows inside zero tails (module docstring); the others are kept.
 
-    ``lam`` is regions x N, ``mu`` regions x (N - 1) (leaf rows used), as in ``chain.check_certificate``;
+    ``lam`` is regions x N, ``mu`` regions x (N - 1) (leaf rows used), as in :func:`.certificate.check_certificate`;
     with ``scale`` D both hold D times the multipliers (so half-integral duals stay integers).
     Integer inputs give integer outputs.
     """
