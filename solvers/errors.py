@@ -29,9 +29,17 @@ class ExitCode(enum.IntEnum):
 
 
 class SecureLPError(Exception):
-    """Base class of every error securelp raises on purpose."""
+    """Base class of every error securelp raises on purpose.
+
+    ``parameter``: the name of the offending parameter or option field, when one value is to blame
+    (an engine names its own parameter; a command turns it into the flag the user gave).
+    """
 
     exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, *args: object, parameter: str | None = None) -> None:
+        super().__init__(*args)
+        self.parameter = parameter
 
 
 class InputError(SecureLPError):

@@ -38,8 +38,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from securelp.solvers.benders import (
-    PACE_WINDOW,
     BendersEngine,
+    BendersOptions,
     BendersIteration,
     LinkedRows,
     MasterSpec,
@@ -48,6 +48,7 @@ from securelp.solvers.benders import (
 )
 from securelp.solvers.errors import InputError, VerificationError
 from securelp.solvers.mdp.partition import Partition, partition_records
+from securelp.solvers.mdp.records.options import RecordOptions
 from securelp.solvers.mdp.pmo import (
     UNREPAIRED,
     IterationRecord,
@@ -307,10 +308,9 @@ def build_bd_model(problem: PMOProblem, partition: Partition, *, initial_cuts: b
 def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int = 25, gap: float = 1e-4,
              decomposition: str = "records", max_iterations: int = 500, time_limit: float = float("inf"), workers: int = 2, seed: int = 0,
              initial_cuts: bool = True, partition: Partition | None = None, exact_check: bool = False,
-             in_out: float | None = 0.5,
              dual_ascent: float | None = None, first_order: str = "auto",
              progress: Callable[[IterationRecord], None] | None = None,
-             status: Callable[[str], None] | None = None, pace_window: int = PACE_WINDOW) -> MechanismResult:
+             status: Callable[[str], None] | None = None, options: RecordOptions | None = None) -> MechanismResult:
     """Solve the PMO by Benders decomposition; returns a verified mechanism.
 
     ``decomposition="records"`` (default) is Qiu's BD over a record partition. ``"columns"`` is
@@ -357,6 +357,8 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
     if int(max_iterations) < 1:
         raise InputError(f"the iteration cap must be >= 1, got {max_iterations}")
     require_lp_factors(problem)  # (solve_colgen checks its own)
+    options = options or RecordOptions()
+    in_out = options.in_out
     t0 = time.perf_counter()
     n, K = problem.n, problem.K
     if partition is None:
@@ -440,13 +442,14 @@ def solve_bd(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: int =
             progress(IterationRecord(rec.iteration, max(rec.lower, trivial), min(rec.upper, cheap_value), rec.seconds))
 
     engine = BendersEngine(master, blocks, upper_bound_fn=upper_bound, repair_upper_bound_fn=repaired_upper_bound,
+                           options=options.benders,
                            workers=workers)
     # the time limit counts from the call: the partition, the model building and the incumbents are
     # part of it. The in-out separation's first core: the exponential mechanism's boundary rows (it is
     # feasible, so every block is feasible there)
     core = None if em_incumbent is None or not in_out or not B.size else np.asarray(em_incumbent[1][0])[B].ravel()
     res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit - (time.perf_counter() - t0),
-                     progress=on_iteration, pace_window=pace_window, incumbent=em_incumbent, core=core,
+                     progress=on_iteration, incumbent=em_incumbent, core=core,
                      in_out=float(in_out or 0.0))
     payload = res.best_payload
     if payload is None or cheap_value < res.upper_bound:  # the engine's upper bound is its payload's loss

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -11,8 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from securelp.solvers.benders import BendersEngine, BendersIteration, LinkedRows, MasterSpec, RowBlock, SubproblemSpec
-from securelp.solvers.benders.engine import PACE_MIN_SECONDS, PACE_WINDOW, gap_closed, pace_window_for, too_slow
+from securelp.solvers.benders import (
+    BendersEngine,
+    BendersIteration,
+    BendersOptions,
+    LinkedRows,
+    MasterSpec,
+    RowBlock,
+    SubproblemSpec,
+)
+from securelp.solvers.benders import blocks as blocks_module
+from securelp.solvers.benders.blocks import Block
+from securelp.solvers.benders.cuts import fit_cut_row
+from securelp.solvers.benders.highs_calls import TimeUp, pass_model, rescaled_duals, run_highs
+from securelp.solvers.benders.master import MasterComponent
+from securelp.solvers.benders.stopping import gap_closed, pace_window_for, too_slow
+from securelp.solvers.errors import ConfigError
 
 
 def _rb(A: np.ndarray, lo: np.ndarray, up: np.ndarray) -> RowBlock:
@@ -116,11 +131,10 @@ def test_the_repair_function_gives_an_upper_bound_while_blocks_are_infeasible() 
 
 
 def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from securelp.solvers.benders import engine
 
     master, blocks, ref = _instance(3)
     calls = {"n": 0}
-    solve = engine._Block.solve
+    solve = Block.solve
 
     def flaky(self, x):  # every HiGHS fallback failing on block b1, the first time or always
         if self.spec.name == "b1" and (always or calls["n"] == 0):
@@ -131,7 +145,7 @@ def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch:
     def ub(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
         return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None
 
-    monkeypatch.setattr(engine._Block, "solve", flaky)
+    monkeypatch.setattr(Block, "solve", flaky)  # fault injection: HiGHS failing on a block
     always = False
     res = BendersEngine(master, blocks, upper_bound_fn=ub).run(gap=1e-9, max_iterations=300)
     assert res.history[0].n_failed_blocks == 1 and res.details["failed_block_solves"] == 1
@@ -147,10 +161,9 @@ def test_a_block_whose_solves_fail_gives_no_cut_and_the_run_goes_on(monkeypatch:
 def test_the_time_limit_holds_inside_an_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from securelp.solvers.benders import engine
 
     master, blocks, ref = _instance(3)
-    solve = engine._Block.solve
+    solve = Block.solve
     iteration = {"n": 0}
 
     def slow(self, x):  # block b1 needs longer than the time left in iteration 2
@@ -163,7 +176,7 @@ def test_the_time_limit_holds_inside_an_iteration(monkeypatch: pytest.MonkeyPatc
     def ub(x: np.ndarray, ys: list[np.ndarray]) -> tuple[float, object]:
         return float(master.cost @ x + sum(b.cost @ y for b, y in zip(blocks, ys))), None
 
-    monkeypatch.setattr(engine._Block, "solve", slow)
+    monkeypatch.setattr(Block, "solve", slow)  # fault injection: a block slower than the time left
     t = time.perf_counter()
     res = BendersEngine(master, blocks, upper_bound_fn=ub).run(gap=1e-12, max_iterations=300, time_limit=0.4)
     assert time.perf_counter() - t < 1.5  # not one more iteration after the deadline
@@ -191,16 +204,15 @@ def test_a_time_limit_before_any_upper_bound_still_gives_the_repaired_one() -> N
 def test_highs_gets_the_time_left() -> None:
     import time
 
-    from securelp.solvers.benders import engine
 
     master, blocks, _ = _instance(0)
-    blk = engine._Block(blocks[0], master.upper)
+    blk = Block(blocks[0], master.upper)
     # (the block alone, its linked rows at x = 0, is infeasible: a conclusive end all the same)
-    assert engine._run(blk.h, "test block", time.perf_counter() + 50.0) == "Infeasible"
+    assert run_highs(blk.h, "test block", time.perf_counter() + 50.0) == "Infeasible"
     assert 45.0 < blk.h.getOptionValue("time_limit")[1] <= 50.0
-    with pytest.raises(engine._TimeUp):
-        engine._run(blk.h, "test block", time.perf_counter() - 1.0)
-    assert engine._run(blk.h, "test block") == "Infeasible"  # no deadline: no limit left over
+    with pytest.raises(TimeUp):
+        run_highs(blk.h, "test block", time.perf_counter() - 1.0)
+    assert run_highs(blk.h, "test block") == "Infeasible"  # no deadline: no limit left over
     assert blk.h.getOptionValue("time_limit")[1] == np.inf
 
 
@@ -210,20 +222,19 @@ def test_the_time_left_counts_from_now_on_a_model_solved_before() -> None:
     # 215 s of a 300 s limit)
     import time
 
-    from securelp.solvers.benders import engine
     from securelp.solvers.lp.highs import new_highs
 
     rng = np.random.default_rng(0)
     A = sp.random(400, 600, density=0.05, random_state=1, format="csr")
     rows = RowBlock(A.indptr, A.indices, A.data, np.full(400, -np.inf), np.ones(400))
     h = new_highs()
-    engine._pass_model(h, -rng.uniform(0, 1, 600), np.zeros(600), np.full(600, np.inf), rows)
+    pass_model(h, -rng.uniform(0, 1, 600), np.zeros(600), np.full(600, np.inf), rows)
     while h.getRunTime() < 1.5:
         h.clearSolver()
-        assert engine._run(h, "test LP") == "Optimal"
+        assert run_highs(h, "test LP") == "Optimal"
     ran = h.getRunTime()
     h.clearSolver()  # a cold solve (about 0.07 s here) with 1.2 s left: the old limit of 1.2 s had passed
-    assert engine._run(h, "test LP", time.perf_counter() + 1.2) == "Optimal"
+    assert run_highs(h, "test LP", time.perf_counter() + 1.2) == "Optimal"
     assert h.getOptionValue("time_limit")[1] > ran + 1.0
 
 
@@ -246,12 +257,11 @@ def _block_value(A: np.ndarray, g: np.ndarray, x: np.ndarray) -> float:
 
 
 def test_a_block_highs_fails_on_is_solved_with_its_widest_rows_freed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from securelp.solvers.benders import engine
     from securelp.solvers.errors import SolverError
 
     spec, A, g = _wide_block()
     calls: list[str] = []
-    run = engine._run
+    run = run_highs
 
     def failing(h, what, deadline=np.inf):  # HiGHS as on Rome: phase 1 and the plain elastic LP fail
         calls.append(what)
@@ -261,8 +271,8 @@ def test_a_block_highs_fails_on_is_solved_with_its_widest_rows_freed(monkeypatch
             raise SolverError(f"HiGHS failed on {what} (model status Solve error)")
         return run(h, what, deadline)
 
-    monkeypatch.setattr(engine, "_run", failing)
-    blk = engine._Block(spec, np.ones(3))
+    monkeypatch.setattr(blocks_module, "run_highs", failing)  # fault injection: HiGHS failing
+    blk = Block(spec, np.ones(3))
     assert blk.row_ratio[0] == pytest.approx(1e9) and np.all(blk.row_ratio[1:] == 1.0)
     x_hat = np.array([0.2, 0.1, 0.05])  # infeasible: sum g x < 1
     res = blk.solve(x_hat)
@@ -281,8 +291,7 @@ def test_a_block_highs_fails_on_is_solved_with_its_widest_rows_freed(monkeypatch
     assert blk.solve(x_hat)["feasible"]
     assert not any(c == "elastic Benders block wide" for c in calls)
     # without the fallback the block gives no cut (what the test guards against)
-    monkeypatch.setattr(engine, "WIDE_ROW_RATIOS", ())
-    blk = engine._Block(spec, np.ones(3))
+    blk = Block(spec, np.ones(3), BendersOptions(wide_row_ratios=()))
     assert blk.solve(x_hat)["failed"].startswith("HiGHS failed on elastic Benders block wide")
 
 
@@ -291,11 +300,10 @@ def test_the_master_bound_comes_from_duals_and_holds_for_any_duals(seed: int) ->
     # the lower bound is weak duality on the master's row duals, not HiGHS's objective (which on
     # Rome's record BD was 4 % above the LP's optimum): exact duals give the optimum, any others a
     # value below it, and a theta's cut duals that overshoot are scaled, not a bound of -inf
-    from securelp.solvers.benders import engine
 
     master, _blocks, _ = _instance(seed, n_x=4, n_blocks=3, n_y=3)
     rng = np.random.default_rng(seed)
-    comp = engine._MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
+    comp = MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
                                    [0.0, 0.0, 0.0])
     for b in (0, 1, 2):  # optimality cuts theta_b >= alpha + beta' x (any: the LP is what it is)
         for _ in range(3):
@@ -340,48 +348,44 @@ def test_the_pace_rule_stops_bounds_that_have_stopped_moving() -> None:
 
 
 def test_the_pace_rule_judges_at_least_a_minute_of_iterations() -> None:
-    """Benders bounds move in bursts: cheap iterations are judged over a minute, not over 20 of them
-    (the 8x8 grid at eps 10/km stopped `no_progress` at a gap of 0.026 under a second where 7 s
-    more reached 2.5e-6, stop 42)."""
-    assert PACE_MIN_SECONDS == 60.0
+    """Benders bounds move in bursts: cheap iterations are judged over a minute, not over 20 of them."""
     fast = _history([1.0] * 200, [2.0] * 200, seconds=0.5)  # 100 s of flat bounds
     assert pace_window_for(fast, 20, 60.0) == 120  # the window grows back to span the minute
     assert pace_window_for(fast[:100], 20, 60.0) == 0  # 50 s of history: nothing judged yet
-    assert not too_slow(fast[:100], 20, 1e-4, 500, float("inf"))
-    assert too_slow(fast, 20, 1e-4, 500, float("inf"))
+    assert not too_slow(fast[:100], 20, 1e-4, 500, float("inf"), min_seconds=60.0)
+    assert too_slow(fast, 20, 1e-4, 500, float("inf"), min_seconds=60.0)
     assert pace_window_for(fast, 20, 0.0) == 20 and pace_window_for(fast[:20], 20, 0.0) == 0
     # a burst inside the minute keeps the run going, however flat its last 20 iterations
     burst = _history([1.0] * 100 + [1.5] * 100, [2.0] * 200, seconds=0.5)  # a burst 50 s ago
     assert too_slow(burst, 20, 1e-4, 500, float("inf"), min_seconds=0.0)
-    assert not too_slow(burst, 20, 1e-4, 500, float("inf"))
+    assert not too_slow(burst, 20, 1e-4, 500, float("inf"), min_seconds=60.0)
     # slow iterations: the 20 iterations already span more than a minute
     slow = _history([1.0] * 21, [2.0] * 21, seconds=30.0)
-    assert pace_window_for(slow, 20, 60.0) == 20 and too_slow(slow, 20, 1e-4, 500, float("inf"))
+    assert pace_window_for(slow, 20, 60.0) == 20 and too_slow(slow, 20, 1e-4, 500, float("inf"), min_seconds=60.0)
 
 
-def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the 5x5 grid at eps 10/km (the strict-xfail test's instance) solved at the master's points
-    # (no in-out separation): without the rule the record BD runs to its iteration cap; with it, it
-    # stops after 21 iterations with the bounds it would have had
-    from securelp.solvers.benders import engine
+def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bounds() -> None:
+    """The 5x5 grid at eps 10/km solved at the master's points (no in-out separation) and with the cuts
+    as they come (not scaled up to a violation HiGHS sees): its bounds stop moving. Without the pace
+    rule the record BD runs to its iteration cap; with it, it stops one window later with the bounds
+    it would have had. The default in-out separation closes the gap on the same instance."""
     from securelp.solvers.mdp.bd import solve_bd
     from securelp.solvers.mdp.datasets import load_dataset
     from securelp.solvers.mdp.pmo import build_pmo
+    from securelp.solvers.mdp.records.options import RecordOptions
 
-    monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)  # its iterations take milliseconds
-    # the cuts as added until stop 42 (not scaled up to a violation HiGHS sees): with the scaling
-    # the lower bound climbs on for more than 60 iterations here
-    monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)
+    # its iterations take milliseconds: judged over a window of 20 alone
+    benders = BendersOptions(pace_min_seconds=0.0, visible_violation=0.0)
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
-    paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500, in_out=0)
-    unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150, in_out=0, pace_window=0)
-    assert paced.status == "no_progress" and paced.iterations == PACE_WINDOW + 1
+    paced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500,
+                     options=RecordOptions(in_out=0.0, benders=benders))
+    unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150,
+                       options=RecordOptions(in_out=0.0, benders=dataclasses.replace(benders, pace_window=0)))
+    assert paced.status == "no_progress" and paced.iterations == benders.pace_window + 1
     assert unpaced.status == "iteration_limit" and unpaced.iterations == 150
-    # its 129 more iterations raise the lower bound by about 1.6e-6 of itself (the gap is 0.25) and
-    # leave the upper one where it was
+    # its many more iterations raise the lower bound by a hair (the gap is 0.25) and leave the upper one
     assert paced.lower_bound == pytest.approx(unpaced.lower_bound, rel=1e-5)
     assert paced.upper_bound == pytest.approx(unpaced.upper_bound, rel=1e-9)
-    # the default in-out separation closes the gap on the same instance (stop 41)
     r = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500)
     assert r.status == "optimal" and r.rel_gap <= 1e-4 and r.iterations < 60
 
@@ -409,16 +413,12 @@ def test_in_out_separation_from_a_feasible_core_matches_direct_lp(seed: int, lam
 
 
 def test_cuts_beyond_highs_limits_are_scaled_or_left_out_and_the_bound_still_adds_up() -> None:
-    """HiGHS refuses a row with a coefficient of 1e15 or more (Rome at eps 10/km with the in-out
-    separation gave cuts up to 3.4e18, stop 41). Such a cut is scaled down to 1e12, a positive
-    multiple being as valid, with the coefficients that fall below 1e-9 dropped safely; an
-    optimality cut whose theta would fall below 1e-9 is left out. Until stop 41 a refused cut was
-    recorded all the same, and the next certified bound failed on arrays longer than HiGHS's duals."""
-    from securelp.solvers.benders.engine import _MasterComponent
-
+    """HiGHS refuses a row with a coefficient of 1e15 or more. Such a cut is scaled down to 1e12, a
+    positive multiple being as valid, with the coefficients that fall below 1e-9 dropped safely; an
+    optimality cut whose theta would fall below 1e-9 is left out. A refused cut is not recorded: the
+    certified bound adds up the rows HiGHS holds."""
     master, _blocks, _ = _instance(3)
-    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2],
-                            [0.0, 0.0, 0.0])
+    comp = MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
     n0 = master.rows.n_rows
     comp.add_cut(0, 0.1, np.array([0, 1]), np.array([-0.5, 1e25]))  # theta's coefficient 1e-13: left out
     assert comp.n_cuts == 0 and comp.h.getNumRow() == n0
@@ -442,53 +442,59 @@ def test_cuts_beyond_highs_limits_are_scaled_or_left_out_and_the_bound_still_add
 
 def test_a_short_certificate_is_recomputed_from_a_rescaled_copy() -> None:
     """A master certificate that falls short of HiGHS's objective is recomputed from the duals of a
-    copy re-solved with the costs scaled (on the 20x25 grid at eps 10/km wrong-signed duals of 6e-10
-    times coefficients up to e^20 took it to -0.049, stop 42); the master's own HiGHS is untouched."""
-    from securelp.solvers.benders.engine import RECERTIFY_SCALES, _MasterComponent, _rescaled_duals
-
+    copy re-solved with the costs scaled (wrong-signed duals of 6e-10 times coefficients up to e^20
+    can take it far below); the master's own HiGHS is untouched."""
     master, _blocks, _ = _instance(5)
-    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
+    comp = MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
     comp.add_cut(0, 0.3, np.array([0, 1]), np.array([-0.5, 0.2]))
     bound, _x, _th = comp.solve()
     optimum = float(comp.h.getInfo().objective_function_value)
     assert bound == pytest.approx(optimum, rel=1e-9, abs=1e-12) and comp.recertify_solves == 0
-    pi = _rescaled_duals(comp.h, RECERTIFY_SCALES[0], float("inf"))
+    pi = rescaled_duals(comp.h, comp.options.recertify_scales[0], float("inf"))
     assert pi is not None and comp.certified_bound(pi) == pytest.approx(optimum, rel=1e-9, abs=1e-12)
     # a certificate far short (as from clipped duals) is replaced by the copy's
-    assert comp._recertified(optimum - 1.0, optimum) == pytest.approx(optimum, rel=1e-9, abs=1e-12)
+    assert comp.recertified(optimum - 1.0, optimum) == pytest.approx(optimum, rel=1e-9, abs=1e-12)
     assert comp.recertify_solves == 1
     assert comp.h.getOptionValue("user_objective_scale")[1] == 0  # the master's own HiGHS unchanged
     # past the deadline nothing is re-solved and the bound stays what it was
-    assert _rescaled_duals(comp.h, 12, 0.0) is None
+    assert rescaled_duals(comp.h, 12, 0.0) is None
 
 
 def test_a_cut_hair_short_of_highs_tolerance_is_scaled_up_until_violated_visibly() -> None:
     """A cut that cuts off the master's point by less than HiGHS's feasibility tolerance is added as a
-    positive multiple whose violation is VISIBLE_VIOLATION in the row's units (the 8x8 grid at eps
-    10/km repeated one master point from iteration 378 on with cuts violated by 1.8e-10, stop 42)."""
-    from securelp.solvers.benders.engine import (
-        CUT_MAX_COEFFICIENT,
-        CUT_MAX_UPSCALE,
-        VISIBLE_VIOLATION,
-        _MasterComponent,
-    )
-
+    positive multiple whose violation is ``visible_violation`` in the row's units (a master whose cuts are
+    violated by 1.8e-10 stays where it is). The cut rows are fitted by the options in force."""
+    options = BendersOptions()
     master, _blocks, _ = _instance(5)
-    comp = _MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
+    comp = MasterComponent(master, np.arange(master.n), np.arange(master.rows.n_rows), [0, 1, 2], [0.0, 0.0, 0.0])
     comp.add_cut(1, 2e-6, np.array([0, 2]), np.array([1e-6, -3e-6]), violation=1e-10)
     idx, vals = comp.cut_rows[-1]
     assert list(idx) == [0, 2, comp.theta_col[1]]
-    up = VISIBLE_VIOLATION / 1e-10
+    up = options.visible_violation / 1e-10
     assert vals[-1] == pytest.approx(up) and comp.cut_lower[-1] == pytest.approx(2e-6 * up)  # theta's coefficient last
     assert vals[:-1] == pytest.approx(-np.array([1e-6, -3e-6]) * up)
     # a visible violation, or none given: as it comes
     comp.add_cut(1, 2e-6, np.array([0, 2]), np.array([1e-6, -3e-6]), violation=1e-3)
     comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1.0, 1.0]))
     assert comp.cut_rows[-2][1][-1] == 1.0 and comp.cut_upper[-1] == 0.5
-    # the multiple stays within CUT_MAX_UPSCALE and CUT_MAX_COEFFICIENT
+    # the multiple stays within cut_max_upscale and cut_max_coefficient
     comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1.0, 1.0]), violation=1e-20)
-    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(CUT_MAX_UPSCALE)
+    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(options.cut_max_upscale)
     comp.add_cut(None, -0.5, np.array([0, 1]), np.array([1e9, 1.0]), violation=1e-12)
-    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(CUT_MAX_COEFFICIENT)
+    assert np.abs(comp.cut_rows[-1][1]).max() == pytest.approx(options.cut_max_coefficient)
     bound, x, th = comp.solve()
     assert bound <= float(master.cost @ x) + sum(th.values()) + 1e-9
+    # other options fit the rows otherwise: no scaling up at all, and a lower cap
+    row = fit_cut_row(np.array([0, 1]), np.array([1e9, 1.0]), 0.5, 1e-12, np.ones(2), False,
+                      BendersOptions(visible_violation=0.0, cut_max_coefficient=1e6))
+    assert row is not None and np.abs(row[1]).max() == pytest.approx(1e6) and row[3] == pytest.approx(1e-3)
+
+
+def test_options_are_validated_once_with_the_field_named() -> None:
+    """A value that breaks an option's rule is a ConfigError naming the field (never a silent default)."""
+    for bad in ({"pace_window": -1}, {"in_out_weak_share": 2.0}, {"wide_row_ratios": (1e8, -1.0)},
+                {"recertify_scales": (24.5,)}, {"cut_max_upscale": 0.0}):
+        with pytest.raises(ConfigError, match=f"BendersOptions.{next(iter(bad))} must be") as exc:
+            BendersOptions(**bad)
+        assert exc.value.parameter == next(iter(bad))
+    assert BendersOptions(pace_window=0).pace_window == 0

@@ -1,0 +1,108 @@
+"""Options objects: an engine's tunables as a frozen dataclass, validated once, documented from its fields.
+
+Each field is declared with :func:`option`: its default, one line on what it trades, and the rule
+its value must keep. :func:`validate` (called from the dataclass's ``__post_init__``) refuses a
+value that breaks its rule with a :class:`~securelp.solvers.errors.ConfigError` that names the
+field; :func:`options_table` renders the fields of several options classes as one markdown table
+(docs/reference/options.md is generated from it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from securelp.solvers.errors import ConfigError
+
+__all__ = ["at_least", "fraction", "non_negative", "option", "options_table", "positive", "positive_int", "tuple_of",
+           "validate"]
+
+Check = tuple[Callable[[Any], bool], str]
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def positive() -> Check:
+    """A number > 0 (infinity allowed)."""
+    return (lambda v: _real(v) and v > 0 and not math.isnan(v)), "a number > 0"
+
+
+def non_negative() -> Check:
+    """A number >= 0 (infinity allowed)."""
+    return (lambda v: _real(v) and v >= 0), "a number >= 0"
+
+
+def fraction(*, open_low: bool = False) -> Check:
+    """A number in ``[0, 1]`` (``(0, 1]`` with ``open_low``)."""
+    if open_low:
+        return (lambda v: _real(v) and 0 < v <= 1), "a number in (0, 1]"
+    return (lambda v: _real(v) and 0 <= v <= 1), "a number in [0, 1]"
+
+
+def at_least(low: int) -> Check:
+    """An integer >= ``low``."""
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low), f"an integer >= {low}"
+
+
+def positive_int() -> Check:
+    """An integer >= 1."""
+    return at_least(1)
+
+
+def tuple_of(check: Check) -> Check:
+    """A tuple (possibly empty) whose every entry passes ``check``."""
+    predicate, rule = check
+    return (lambda v: isinstance(v, tuple) and all(predicate(x) for x in v)), f"a tuple of {rule}s"
+
+
+def option(default: Any, trades: str, check: Check | None = None) -> Any:
+    """A dataclass field with ``default``, the one line ``trades`` (what the value trades, for the
+    options table) and ``check`` (a predicate and the rule it states, for :func:`validate`)."""
+    return dataclasses.field(default=default, metadata={"trades": trades, "check": check})
+
+
+def validate(options: Any) -> None:
+    """Check every field of the options object ``options`` against its rule.
+
+    Raises
+    ------
+    ConfigError
+        Naming the options class and the field, the rule and the value (``parameter``: the field).
+    """
+    for f in dataclasses.fields(options):
+        check = f.metadata.get("check")
+        if check is None:
+            continue
+        predicate, rule = check
+        value = getattr(options, f.name)
+        if not predicate(value):
+            raise ConfigError(f"{type(options).__name__}.{f.name} must be {rule}, got {value!r}", parameter=f.name)
+
+
+def _default_text(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf"
+        return f"{value:g}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return repr(value)
+
+
+def options_table(classes: Iterable[type]) -> str:
+    """One markdown section per options class: its docstring's first line, then a table of its fields
+    (name, default, what it trades)."""
+    out: list[str] = []
+    for cls in classes:
+        doc = (cls.__doc__ or "").strip().splitlines()
+        out += [f"## `{cls.__module__}.{cls.__name__}`", "", doc[0] if doc else "", "",
+                "| option | default | what it trades |", "|---|---|---|"]
+        for f in dataclasses.fields(cls):
+            trades = f.metadata.get("trades", "").replace("|", "\\|")
+            out.append(f"| `{f.name}` | `{_default_text(f.default)}` | {trades} |")
+        out.append("")
+    return "\n".join(out)
