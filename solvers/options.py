@@ -103,6 +103,8 @@ def options_table(classes: Iterable[type]) -> str:
                 "| option | default | what it trades |", "|---|---|---|"]
         for f in dataclasses.fields(cls):
             trades = f.metadata.get("trades", "").replace("|", "\\|")
-            out.append(f"| `{f.name}` | `{_default_text(f.default)}` | {trades} |")
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            shown = f"{type(default).__name__}()" if dataclasses.is_dataclass(default) else _default_text(default)
+            out.append(f"| `{f.name}` | `{shown}` | {trades} |")
         out.append("")
     return "\n".join(out)

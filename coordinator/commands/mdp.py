@@ -37,7 +37,7 @@ DEFAULT_SEED = "0"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``mdp`` subcommand."""
-    from securelp.solvers.mdp.partition import PARTITIONERS
+    from securelp.solvers.mdp.records import PARTITIONERS
 
     p = subparsers.add_parser(
         NAME,
@@ -292,7 +292,7 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
     """The solve ``args.method`` names, reporting to the terminal's progress line; ``time_limit``:
     the seconds left of ``--time-limit`` (``None``: none)."""
     if args.method == "direct":
-        from securelp.solvers.mdp.pmo import solve_direct
+        from securelp.solvers.mdp.direct import solve_direct
 
         return solve_direct(problem, gap=args.gap, exact_check=args.exact_check, time_limit=time_limit)
     elif args.method == "bd":
@@ -305,7 +305,7 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
                         exact_check=args.exact_check, dual_ascent=args.dual_ascent,
                         first_order=args.first_order, progress=progress, status=status)
     elif args.method == "colgen":
-        from securelp.solvers.mdp.colgen import solve_colgen
+        from securelp.solvers.mdp.columns import solve_colgen
 
         return solve_colgen(problem, gap=args.gap, max_iterations=args.max_iterations,
                             time_limit=time_limit if time_limit is not None else float("inf"),

@@ -14,9 +14,9 @@ import time
 import numpy as np
 
 from securelp.solvers.errors import VerificationError
-from securelp.solvers.mdp.le import MAX_EXPONENT
-from securelp.solvers.mdp.pmo import IterationRecord, MechanismResult, PMOProblem
-from securelp.solvers.mdp.verify import verify_mechanism
+from securelp.solvers.mdp.pmo import PMOProblem
+from securelp.solvers.mdp.report import IterationRecord, MechanismResult
+from securelp.solvers.mdp.verify import MAX_EXPONENT, verify_mechanism
 
 __all__ = ["exponent_spread", "exponential_mechanism", "private_exponential_mechanism", "solve_expmech"]
 
@@ -30,7 +30,7 @@ def exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.nda
 
 
 def exponent_spread(distance_to_outputs: np.ndarray, eps: float) -> float:
-    """The largest spread of ``eps d / 2`` within a row: above :data:`~securelp.solvers.mdp.le.MAX_EXPONENT`
+    """The largest spread of ``eps d / 2`` within a row: above :data:`~securelp.solvers.mdp.verify.MAX_EXPONENT`
     a row's far outputs would get ``exp(-eps d / 2) = 0`` beside positive entries of a neighbour's
     row, an unbounded ratio, so the mechanism is not private as computed."""
     D = np.asarray(distance_to_outputs, dtype=float)
@@ -39,7 +39,7 @@ def exponent_spread(distance_to_outputs: np.ndarray, eps: float) -> float:
 
 def private_exponential_mechanism(distance_to_outputs: np.ndarray, eps: float) -> np.ndarray | None:
     """:func:`exponential_mechanism`, or ``None`` where :func:`exponent_spread` exceeds
-    :data:`~securelp.solvers.mdp.le.MAX_EXPONENT` (its far entries would underflow beside a neighbour's
+    :data:`~securelp.solvers.mdp.verify.MAX_EXPONENT` (its far entries would underflow beside a neighbour's
     positive ones, so it would not be private as computed). Its rows are independent: the rows of
     some records only (a component's) are these rows of the whole."""
     if exponent_spread(distance_to_outputs, eps) > MAX_EXPONENT:
@@ -57,7 +57,7 @@ def solve_expmech(problem: PMOProblem) -> MechanismResult:
         raise VerificationError(
             f"expmech: exp(-eps d / 2) underflows on this dataset (eps * d / 2 spans {exponent_spread(D, problem.eps):.3g} "
             f"> {MAX_EXPONENT:.0f} within a row): far outputs would get probability 0 and break the ratio bound; "
-            f"lower eps")
+            f"lower eps", parameter="eps")
     report = verify_mechanism(X, problem.dataset.distance, problem.eps, eta=problem.eta)
     obj = problem.objective_of(X)
     elapsed = time.perf_counter() - t0

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import connected_components
 
+from securelp.solvers.errors import InputError
 from securelp.solvers.mdp.verify import neighbour_pairs
 
-__all__ = ["NeighbourGraph", "build_graph", "essential_edges", "pair_share"]
+__all__ = ["SEARCHES", "NeighbourGraph", "build_graph", "essential_edges", "pair_share", "weak_guarantees"]
 
 #: :func:`essential_edges` keeps the adjacency as a dense boolean matrix up to this many records
 #: (16 MB); above, it takes each source's block from the sparse one
@@ -33,7 +34,10 @@ DENSE_ADJACENCY_MAX = 4096
 DENSE_PAIR_SHARE = 0.125
 
 #: records per block of the min-plus product (a block's temporary is ``block^2 n`` floats)
-_MINPLUS_BLOCK = 16
+MINPLUS_BLOCK = 16
+
+#: :func:`essential_edges`'s searches: by the graph's density, one source at a time, or the min-plus product
+SEARCHES = ("auto", "per_source", "min_plus")
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,9 @@ def build_graph(distance: np.ndarray, eta: float) -> NeighbourGraph:
     return NeighbourGraph(n, float(eta), rows, cols, int(ncomp), labels.astype(np.int64))
 
 
-def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, rel_tol: float = 1e-12) -> np.ndarray:
+def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, rel_tol: float = 1e-12,
+                    search: str = "auto", dense_adjacency_max: int = DENSE_ADJACENCY_MAX,
+                    block: int = MINPLUS_BLOCK) -> np.ndarray:
     """Boolean mask over the ordered pairs ``(rows[e], cols[e])``: False where the pair is implied.
 
     A pair ``(i, j)`` is implied when some neighbour ``l`` of both has
@@ -120,19 +126,30 @@ def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *,
     (a relative ratio error of about ``eps * d * rel_tol``, far below the verifier's 1e-9,
     and removed by the exact repair anyway).
 
-    One source ``i`` at a time, all its pairs at once (``deg(i)^2`` sums over its neighbours ``l``
-    and targets ``j``); the text dataset's complete graph (249,500 pairs) took 7.1 s pair by pair.
-    A dense graph (squared degrees summing to :data:`DENSE_PAIR_SHARE` of ``n^3`` or more) takes
-    the blocked min-plus product instead (:func:`_essential_dense`; the same mask): 1,500 random
-    points with every pair a neighbour 39.2 s -> 4.7 s (stop 36).
+    ``search`` (:data:`SEARCHES`): ``per_source`` takes one source ``i`` at a time, all its pairs at
+    once (``deg(i)^2`` sums over its neighbours ``l`` and targets ``j``; the adjacency dense up to
+    ``dense_adjacency_max`` records); ``min_plus`` the blocked min-plus product (:func:`_essential_dense`,
+    ``block`` records a block), far faster on a dense graph; ``auto`` the product where the squared
+    degrees sum to :data:`DENSE_PAIR_SHARE` of ``n^3`` or more (and the adjacency fits densely). Every
+    search gives the same mask.
+
+    Raises
+    ------
+    InputError
+        An unknown ``search``.
     """
+    if search not in SEARCHES:
+        raise InputError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}", parameter="search")
     d = np.asarray(distance, dtype=float)
     n = d.shape[0]
     if rows.size == 0:
         return np.ones(0, dtype=bool)
-    if n <= DENSE_ADJACENCY_MAX and pair_share(rows, n) >= DENSE_PAIR_SHARE:
-        return _essential_dense(d, rows, cols, rel_tol)
-    return _essential_per_source(d, rows, cols, rel_tol)
+    if search == "auto":
+        dense = n <= DENSE_ADJACENCY_MAX and pair_share(rows, n) >= DENSE_PAIR_SHARE
+        search = "min_plus" if dense else "per_source"
+    if search == "min_plus":
+        return _essential_dense(d, rows, cols, rel_tol, block)
+    return _essential_per_source(d, rows, cols, rel_tol, dense_adjacency_max)
 
 
 def pair_share(rows: np.ndarray, n: int) -> float:
@@ -143,14 +160,15 @@ def pair_share(rows: np.ndarray, n: int) -> float:
     return float(deg @ deg) / float(n) ** 3
 
 
-def _essential_per_source(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float) -> np.ndarray:
-    """:func:`essential_edges` one source at a time (sparse graphs; the only search until stop 36)."""
+def _essential_per_source(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float,
+                          dense_adjacency_max: int) -> np.ndarray:
+    """:func:`essential_edges` one source at a time (sparse graphs)."""
     n = d.shape[0]
     keep = np.ones(rows.size, dtype=bool)
     order = np.lexsort((cols, rows))
     bounds = np.searchsorted(rows[order], np.arange(n + 1))
     adj = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(n, n))
-    dense = adj.toarray() if n <= DENSE_ADJACENCY_MAX else None
+    dense = adj.toarray() if n <= dense_adjacency_max else None
     for i in range(n):
         es = order[bounds[i] : bounds[i + 1]]
         if es.size < 2:
@@ -163,27 +181,16 @@ def _essential_per_source(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel
     return keep
 
 
-def graph_shortest_paths(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, nodes: np.ndarray | None = None,
-                         limit: float = np.inf) -> np.ndarray:
-    """Shortest-path distances in the neighbour graph (edge weight = distance), optionally from ``nodes`` only."""
-    n = np.asarray(distance).shape[0]
-    w = np.asarray(distance)[rows, cols]
-    adj = sp.csr_matrix((w, (rows, cols)), shape=(n, n))
-    return shortest_path(adj, method="D", directed=False, indices=nodes, limit=limit)
-
-
-def _essential_dense(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float) -> np.ndarray:
+def _essential_dense(d: np.ndarray, rows: np.ndarray, cols: np.ndarray, rel_tol: float, b: int) -> np.ndarray:
     """:func:`essential_edges` on a dense graph: ``m_ij = min_l (w_il + w_lj)`` over all records
     ``l``, with ``w`` the distance on the graph's pairs and ``inf`` off them (and on the diagonal), is
     the shortest two-pair path through a common neighbour; pair ``(i, j)`` is implied when
     ``m_ij <= d_ij (1 + rel_tol)``. The same sums and comparisons as the per-source search, so the
-    same mask, but in blocks of records without gathering each source's neighbourhood (the text
-    dataset's 1,000 records, a complete graph: 11.1 s per source, 1.3 s in blocks; stop 36)."""
+    same mask, but in blocks of records without gathering each source's neighbourhood."""
     n = d.shape[0]
     w = np.full((n, n), np.inf)
     w[rows, cols] = d[rows, cols]
     m = np.full((n, n), np.inf)
-    b = _MINPLUS_BLOCK
     for i0 in range(0, n, b):
         mi = m[i0 : i0 + b]
         wi = w[i0 : i0 + b]

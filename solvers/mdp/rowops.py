@@ -2,7 +2,8 @@
 by blocks of rows on a thread pool.
 
 Shared by the structured interior-point method (:mod:`securelp.solvers.mdp.ipm`), the smoothed dual
-ascent (:mod:`securelp.solvers.mdp.colgen`) and the transport certificates (:mod:`securelp.solvers.mdp.transport`):
+ascent (:mod:`securelp.solvers.mdp.columns.ascent`) and the transport certificates
+(:mod:`securelp.solvers.mdp.columns.optimal_transport`):
 scipy's sparse products and numpy's elementwise loops run without the GIL, so blocks of rows on
 threads use the cores.
 """

@@ -42,12 +42,17 @@ import numpy as np
 
 from securelp.solvers.errors import InputError, VerificationError
 
-__all__ = ["VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_mechanism"]
+__all__ = ["MAX_EXPONENT", "VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_mechanism"]
 
 logger = logging.getLogger(__name__)
 
 #: bytes of float64 scratch space one vectorised chunk of the ratio check may use
 _CHUNK_BYTES = 24 * 1024 * 1024
+
+#: the largest spread of exponents ``x`` within a row for which ``exp(-x)`` stays a normal double:
+#: mechanisms computed as ``exp(-eps d)`` (or ``/ 2``) beyond it would round far entries to 0 or to
+#: subnormals beside positive neighbours (an unbounded or imprecise ratio), so they are refused
+MAX_EXPONENT = 650.0
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from securelp.solvers.benders.options import BendersOptions
 from securelp.solvers.options import fraction, non_negative, option, positive, validate
@@ -26,7 +26,8 @@ class RecordOptions:
         0.8, "a warning when the master holds at least this share of the PMO's mDP rows (and "
         "master_warn_rows of them): its solves are then nearly the whole LP's", fraction())
     master_warn_rows: int = option(1_000_000, "... and at least this many", non_negative())
-    benders: BendersOptions = option(BendersOptions(), "the Benders engine's own tunables (BendersOptions)")
+    benders: BendersOptions = field(default_factory=BendersOptions,
+                                    metadata={"trades": "the Benders engine's own tunables (BendersOptions)"})
 
     def __post_init__(self) -> None:
         validate(self)

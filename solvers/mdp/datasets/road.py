@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.datasets.base import DATA_DIR, EARTH_RADIUS_KM, SecretDataset, finish_dataset
+from securelp.solvers.randomness import SecureRandom
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "mdp"
 PBF_FILE = DATA_DIR / "helsinki.osm.pbf"
-EARTH_RADIUS_KM = 6371.0088
 ROAD_CLASSES = frozenset((
     "motorway", "trunk", "primary", "secondary", "tertiary", "unclassified", "residential", "service",
     "living_street", "road", "motorway_link", "trunk_link", "primary_link", "secondary_link", "tertiary_link",
@@ -155,7 +155,9 @@ def read_osm_pbf(path: Path) -> tuple[dict[int, tuple[float, float]], list[tuple
     return nodes, ways
 
 
-def _haversine(lat1, lon1, lat2, lon2) -> np.ndarray:
+def great_circle_km(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray) -> np.ndarray:
+    """Great-circle (haversine) lengths in km of the segments ``(lat1, lon1) -> (lat2, lon2)``, elementwise
+    (degrees in; the road graph's edge lengths)."""
     p1, p2 = np.radians(lat1), np.radians(lat2)
     dl = np.radians(lon2 - lon1)
     a = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
@@ -186,7 +188,7 @@ def road_graph(path: str | None = None):
     v = np.array([index[x] for x in v_ids])
     keep = u != v
     u, v = u[keep], v[keep]
-    w = _haversine(lat[u], lon[u], lat[v], lon[v])
+    w = great_circle_km(lat[u], lon[u], lat[v], lon[v])
     n = used.size
     # undirected; of parallel edges keep the shortest (coo -> csr would sum duplicates)
     a, b = np.minimum(u, v), np.maximum(u, v)
@@ -203,8 +205,10 @@ def road_graph(path: str | None = None):
     return lat[sel], lon[sel], adj
 
 
-def load_road_dataset(n_records: int = 500, seed: int | str | None = None):
-    """``n_records`` nodes of the Helsinki road graph, shortest-path distances in km.
+def load_road_dataset(n_records: int = 500, seed: int | str | None = None,
+                      prior: str | Path | np.ndarray | None = None) -> SecretDataset:
+    """``n_records`` nodes of the Helsinki road graph, shortest-path distances in km (``prior``: a
+    prior over the records, path or array; default uniform).
 
     Raises
     ------
@@ -212,9 +216,6 @@ def load_road_dataset(n_records: int = 500, seed: int | str | None = None):
         ``n_records`` out of range or the shipped extract missing/corrupt.
     """
     from scipy.sparse.csgraph import dijkstra
-
-    from securelp.solvers.mdp.datasets import SecretDataset, validate_dataset
-    from securelp.solvers.randomness import SecureRandom
 
     lat, lon, adj = road_graph()
     # candidates: one node per distinct coordinate
@@ -232,8 +233,5 @@ def load_road_dataset(n_records: int = 500, seed: int | str | None = None):
     nn = np.where(np.eye(n, dtype=bool), np.inf, d).min(axis=1)
     eta = float(2.0 * np.median(nn))
     coords = np.column_stack([lat[idx], lon[idx]])
-    prior = np.full(n, 1.0 / n)
-    for arr in (d, coords, prior):
-        arr.setflags(write=False)
     labels = tuple(f"node{int(i)}" for i in idx)
-    return validate_dataset(SecretDataset("road", labels, d, coords, prior, 10.0, eta, "km"))
+    return finish_dataset("road", labels, d, coords, prior, 10.0, eta, "km")

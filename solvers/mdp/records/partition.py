@@ -1,4 +1,4 @@
-"""Secret-dataset partitioners for Benders decomposition (Qiu Sec. 5).
+"""Partitions of the secret dataset's records for Qiu's record decomposition (Qiu Sec. 5).
 
 The records are split into ``M`` subsets. A record is a *boundary* record when one of its
 mDP neighbours (``d <= eta``) lies in another subset, otherwise *internal*. Internal
@@ -131,10 +131,11 @@ def partition_records(method: str, distance: np.ndarray, rows: np.ndarray, cols:
         Unknown method or ``n_subsets < 1``.
     """
     if method not in PARTITIONERS:
-        raise InputError(f"unknown partitioner {method!r}; choose one of {', '.join(PARTITIONERS)}")
+        raise InputError(f"unknown partitioner {method!r}; choose one of {', '.join(PARTITIONERS)}",
+                         parameter="partitioner")
     M = int(n_subsets)
     if M < 1:
-        raise InputError(f"the number of subsets must be >= 1, got {n_subsets}")
+        raise InputError(f"the number of subsets must be >= 1, got {n_subsets}", parameter="n_subsets")
     d = np.asarray(distance, dtype=float)
     n = d.shape[0]
     M = min(M, n)

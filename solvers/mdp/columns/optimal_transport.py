@@ -1,4 +1,4 @@
-"""Certificates for the pricing LPs of :mod:`securelp.solvers.mdp.colgen` without an LP: a lossy transport.
+"""Certificates for the column decomposition's pricing LPs without an LP: a lossy (optimal) transport.
 
 Output ``k`` is not violated at the unit-row duals ``mu`` when some ``y >= 0`` has
 ``g_k + A'y >= mu`` (then every entry of ``q = g_k + A'y`` is at least ``mu``, and the output's
@@ -19,13 +19,9 @@ a complete plan would need every last bit of slack). A returned ``y`` is only a
 multiplier vector ``>= 0``: the caller computes ``q = g_k + A'y`` and the bound from it, as for a
 pricing LP's certificate, so nothing rests on this module's arithmetic.
 
-Gaussian 1,000's component (894 records) at its first IPM round's probe: of the 765 outputs its
-stored certificates left open, the greedy plans certified 636 in 3.6 s; the 765 pricing LPs took
-21.0 s, and none of the 636 was violated (they cannot be).
-
 The same plans prove outputs redundant (:func:`cone_dominated`): with ``b = g_j - g_k`` a plan shows
 that output ``j`` costs no more than ``k`` on every column a mechanism can have, so ``k`` can be
-dropped before anything is solved (gaussian 2,000: 1,213-1,215 of 1,971 outputs).
+dropped before anything is solved.
 """
 
 from __future__ import annotations
@@ -38,20 +34,13 @@ from scipy.sparse.csgraph import dijkstra
 
 from securelp.solvers.mdp.rowops import PairIndex, edge_structure
 
-__all__ = ["DOMINANCE_NEIGHBOURS", "DOMINANCE_TRIES", "TRANSPORT_MAX_RECORDS", "TransportCertifier", "cone_dominated"]
-
-#: the certifier keeps ``m x m`` distances, prices, orders and predecessors (about 24 bytes per
-#: pair): components above this many records are priced by LPs only
-TRANSPORT_MAX_RECORDS = 4000
-
-#: :func:`cone_dominated`: dominators tried per output, among this many nearest live outputs
-DOMINANCE_TRIES = 3
-DOMINANCE_NEIGHBOURS = 64
+__all__ = ["TransportCertifier", "cone_dominated"]
 
 
 class TransportCertifier:
     """Greedy lossy-transport certificates on one component (``A``: its mDP rows, one per ordered
-    neighbour pair, row ``r`` reading ``z_src - a z_tgt <= 0`` with ``a > 1``)."""
+    neighbour pair, row ``r`` reading ``z_src - a z_tgt <= 0`` with ``a > 1``). It keeps ``m x m``
+    distances, prices, orders and predecessors (about 24 bytes per pair)."""
 
     def __init__(self, A: sp.csr_matrix) -> None:
         E, m = A.shape
@@ -125,7 +114,7 @@ class TransportCertifier:
 
 
 def cone_dominated(G: np.ndarray, A: sp.csr_matrix, certifier: TransportCertifier, features: np.ndarray,
-                   deadline: float = float("inf")) -> tuple[np.ndarray, int]:
+                   deadline: float = float("inf"), *, tries: int = 3, neighbours: int = 64) -> tuple[np.ndarray, int]:
     """Outputs whose mass can move to another output without breaking a constraint or raising the loss.
 
     ``G``: records x outputs, the prior-weighted loss of one component; ``A``: its mDP rows. Output
@@ -136,11 +125,10 @@ def cone_dominated(G: np.ndarray, A: sp.csr_matrix, certifier: TransportCertifie
     the loss, so the optimum over the other outputs is the optimum. With ``b = g_j - g_k`` the
     multipliers are a lossy transport (:meth:`TransportCertifier.certify`): the records nearer ``k``
     than ``j`` are served by those nearer ``j``. Entrywise dominance (``g_j <= g_k``,
-    :func:`securelp.solvers.mdp.colgen.undominated_outputs`) is the case ``y = 0``.
+    :func:`securelp.solvers.mdp.columns.bounds.undominated_outputs`) is the case ``y = 0``.
 
     The outputs are visited from the largest total loss down (the outliers first). Each tries
-    :data:`DOMINANCE_TRIES` dominators among the :data:`DOMINANCE_NEIGHBOURS` live outputs nearest
-    in ``features`` (its cost column, projected), after two quick tests that rule a pair out: the
+    ``tries`` dominators among the ``neighbours`` live outputs nearest in ``features`` (its cost column, projected), after two quick tests that rule a pair out: the
     total deficit must not exceed the total slack (prices are at least 1), and ``g_k - g_j`` must be
     non-negative on every point ``exp(-eps D(., t))`` of ``C``. A dominator is live when it is tried,
     so removals never form a cycle and every removed output is dominated, through a chain, by a kept
@@ -167,14 +155,14 @@ def cone_dominated(G: np.ndarray, A: sp.csr_matrix, certifier: TransportCertifie
         cand = cand[cand != k]
         if cand.size == 0:
             break
-        near = cand[np.argsort(((features[cand] - features[k]) ** 2).sum(axis=1), kind="stable")[:DOMINANCE_NEIGHBOURS]]
+        near = cand[np.argsort(((features[cand] - features[k]) ** 2).sum(axis=1), kind="stable")[:neighbours]]
         B = G[:, near] - G[:, [k]]
         deficit = np.maximum(B, 0.0).sum(axis=0)
         slack = np.maximum(-B, 0.0).sum(axis=0)
         ok = (deficit <= slack) & ((GR[k] - GR[near]).min(axis=1) >= 0.0)
         near = near[ok]
         ratio = deficit[ok] / np.maximum(slack[ok], 1e-300)
-        for k2 in near[np.argsort(ratio, kind="stable")[:DOMINANCE_TRIES]].tolist():
+        for k2 in near[np.argsort(ratio, kind="stable")[:tries]].tolist():
             b = G[:, k2] - G[:, k]
             b = np.where(b > 0.0, b * (1.0 + 1e-9), b)
             y = certifier.certify(b)

@@ -1,32 +1,24 @@
-"""Pricing LPs of a dense component that carry only the mDP rows they need (stop 37).
+"""Pricing LPs of a dense component that carry only the mDP rows they need.
 
-Every output's pricing LP of a component (:mod:`securelp.solvers.mdp.colgen`) is
+Every output's pricing LP of a component (:mod:`securelp.solvers.mdp.columns.pricing`) is
 
     min (g_k - mu)' z   s.t.  z_i - exp(eps d_ij) z_j <= 0  (every essential pair i ~ j),  0 <= z <= 1,
 
-the same rows for every output; only the costs differ. On a dense mDP graph there are far more rows
-than records: the text dataset and points with every pair a neighbour keep every ordered pair
-(text 1,000: 999,000 rows for 1,000 records), and HiGHS then spends 0.27 s on a cold pricing LP of
-300 random 2-D points (89,700 rows; 0.14 s warm), and stop 36 measured 13.5 s for building the two
-workers' models of 1,500 such points. An optimal
-vertex needs few of them: it is fixed by ``m`` independent tight constraints, bounds ``z_i = 1`` and
-rows, the rows a forest of at most ``m - 1``. (It is not always ``z_i = exp(-eps delta(i, S))`` for
-the set ``S`` of records at 1, as stop 37 wrote here: three points (0, 0), (2, 0), (2, 1) at eps 1,
-every pair a neighbour, have the vertex ``(1, e^-2, e^-1)``, tight on ``z_1 <= 1``, ``z_1 <= e^2
-z_2`` and ``z_3 <= e z_2``.) But the tight rows differ from output to output, so all outputs
-together need most rows (one pool shared by the outputs grew to 79 % of them on 120 points, and was
-3.6x slower than all rows).
+the same rows for every output; only the costs differ. On a dense mDP graph (the text dataset, points
+with every pair a neighbour) there are far more rows than records, and an optimal vertex needs few of
+them: it is fixed by ``m`` independent tight constraints, bounds ``z_i = 1`` and rows, the rows a
+forest of at most ``m - 1``. But the tight rows differ from output to output, so all outputs together
+need most rows (one pool shared by the outputs grows to most of them and is slower than all rows).
 
-So each output's LP carries its own rows: those between each record and its
-:data:`START_NEIGHBOURS` nearest neighbours, the rows it carried at its last pricing, and, after each
-solve, up to :data:`ADD_PER_RECORD` of the rows its ``z`` violates by more than the LP's own
-feasibility tolerance per record (the most violated), after which it is solved again, warm, until
-``z`` violates none. That ``z`` is optimal for the whole LP: it is optimal for a relaxation and
-feasible for the whole. An output priced for the first time starts from the starting rows, the rows
-whose multipliers were basic at the last solution of the output its worker priced (a neighbour,
-:func:`securelp.solvers.mdp.colgen.pricing_chain`), and that basis. Certificates need no care: the LP's
-multipliers, zero on the rows it does not carry, are multipliers ``y >= 0`` of the whole LP's rows,
-and every bound is built from those (weak duality holds for any ``y >= 0``).
+So each output's LP carries its own rows: those between each record and its ``start_neighbours``
+nearest neighbours, the rows it carried at its last pricing, and, after each solve, up to
+``add_per_record`` of the rows its ``z`` violates by more than the LP's own feasibility tolerance per
+record (the most violated), after which it is solved again, warm, until ``z`` violates none. That
+``z`` is optimal for the whole LP: it is optimal for a relaxation and feasible for the whole. An
+output priced for the first time starts from the starting rows, the rows whose multipliers were basic
+at the last solution of the output its worker priced (a neighbour), and that basis. Certificates need
+no care: the LP's multipliers, zero on the rows it does not carry, are multipliers ``y >= 0`` of the
+whole LP's rows, and every bound is built from those (weak duality holds for any ``y >= 0``).
 """
 
 from __future__ import annotations
@@ -39,17 +31,6 @@ import scipy.sparse as sp
 
 from securelp.solvers.lp.highs import pass_arrays
 from securelp.solvers.mdp.rowops import PairIndex, edge_structure
-
-#: every lazy pricing LP carries the rows between each record and this many nearest neighbours. First
-#: pricings at the first master's duals (stop 39, `/tmp/s39/sn.py`, two workers): 600 random points,
-#: 60 outputs, 83 / 47 / 46 ms each with 4 / 8 / 16; 1,500 points, 40 outputs, 125 / 219 / 237 ms
-#: with 8 / 16 / 32
-START_NEIGHBOURS = 8
-
-#: rows added per record and separation round (its most violated ones). 300 random points with every
-#: pair a neighbour, the same 1,882 pricings: 52.3 s with 4 (5.7 rounds per LP), 41.4 s with 16,
-#: 39.7 s with 64; every row in the model: 169.9 s
-ADD_PER_RECORD = 64
 
 _STATUSES = [highspy.HighsBasisStatus(v) for v in range(5)]  # kLower, kBasic, kUpper, kZero, kNonbasic
 _LOWER = int(highspy.HighsBasisStatus.kLower)
@@ -75,9 +56,8 @@ def _basis_codes(h: Any, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarr
     nonbasic variable can only sit at its lower bound, and the basic variables (HiGHS's
     ``getBasicVariables``: a column's index, or ``-1 - row``) fix the whole basis. Reading
     ``getBasis()``'s status lists instead builds a Python object per entry: 4.2 ms per solve on 300
-    records with 5,500 carried rows (0.04 ms this way); with the int8 conversion that was 22 % of
-    the pricing workers' time (stop 39, py-spy). Falls back to those lists when HiGHS has no basis
-    factorisation to read."""
+    records with 5,500 carried rows (0.04 ms this way). Falls back to those lists when HiGHS has no
+    basis factorisation to read."""
     status, basic = h.getBasicVariables()
     if status != highspy.HighsStatus.kOk or basic.size != n_rows:  # pragma: no cover - solved by simplex
         b = h.getBasis()
@@ -101,14 +81,15 @@ class LazyRows:
     """The rows ``A z <= 0`` of one component (each row ``+1`` at its source record, ``-exp(eps d)``
     at its target) and, per output, the subset its pricing LP carries with its last basis.
 
-    The LPs are solved in their dual form, as :mod:`securelp.solvers.mdp.colgen` does on components with many
+    The LPs are solved in their dual form, as the pricing does on components with many
     rows per record: ``min 1't  s.t.  t + A_R'y >= -(g_k - mu),  t, y >= 0`` over the carried rows
     ``R``, whose basis has one row per record; ``z`` is its row duals, and a row of ``A`` that ``z``
     violates is a column ``y_e`` of negative reduced cost. ``workers`` HiGHS models are loaded through
-    :meth:`load`; each knows which rows it carries."""
+    :meth:`load`; each knows which rows it carries. ``start_neighbours`` and ``add_per_record``: see
+    the module docstring."""
 
     def __init__(self, A: sp.csr_matrix, n_outputs: int, workers: int, tolerance: float,
-                 start_neighbours: int | None = None) -> None:
+                 start_neighbours: int = 8, add_per_record: int = 64) -> None:
         A = sp.csr_matrix(A)
         E, m = A.shape
         self.src, self.dst, self.weight = edge_structure(A)  # weight exp(eps d) >= 1
@@ -121,9 +102,8 @@ class LazyRows:
         self.E, self.m = E, m
         self.tolerance = tolerance
         self._pairs = PairIndex(self.src, self.dst, m)
-        # the module's value at call time (a default argument would freeze it at import)
-        k = START_NEIGHBOURS if start_neighbours is None else start_neighbours
-        near = _first_per_record(np.lexsort((self.weight, self.src)), self.src, k)
+        self.add_per_record = add_per_record
+        near = _first_per_record(np.lexsort((self.weight, self.src)), self.src, start_neighbours)
         self.start = np.unique(np.concatenate([near, self.reverse(near)]))
         self._is_start = np.zeros(E, dtype=bool)
         self._is_start[self.start] = True
@@ -162,7 +142,7 @@ class LazyRows:
         rows, col_status, row_status = self.saved[j] if self.saved[j] is not None else self.last[w]
         m, n = self.m, self.m + rows.size
         # columns t (the identity) then y (row e of A as a column): built from A's arrays, not scipy
-        # (stop 39: scipy's indexing and stacking took 16 % of the pricing workers' time)
+        # (whose indexing and stacking cost more than the solves)
         starts, index, value = self._columns(rows)
         ok = pass_arrays(h, np.concatenate([np.ones(m), np.zeros(rows.size)]), np.zeros(n), np.full(n, np.inf),
                          np.zeros(m), np.full(m, np.inf), np.concatenate([np.arange(m), m + starts]),
@@ -187,12 +167,12 @@ class LazyRows:
 
     def violated(self, w: int, z: np.ndarray) -> np.ndarray:
         """Rows not in worker ``w``'s model that ``z`` violates by more than :attr:`tolerance`, up to
-        :data:`ADD_PER_RECORD` per record (the most violated), with their reverse rows."""
+        :attr:`add_per_record` per record (the most violated), with their reverse rows."""
         v = z[self.src] - self.weight * z[self.dst]
         cand = np.flatnonzero((v > self.tolerance) & ~self._held[w])
         if not cand.size:
             return cand
-        pick = _first_per_record(cand[np.lexsort((-v[cand], self.src[cand]))], self.src, ADD_PER_RECORD)
+        pick = _first_per_record(cand[np.lexsort((-v[cand], self.src[cand]))], self.src, self.add_per_record)
         both = np.unique(np.concatenate([pick, self.reverse(pick)]))
         return both[~self._held[w][both]]
 

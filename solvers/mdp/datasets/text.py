@@ -36,10 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from securelp.solvers.errors import InputError
+from securelp.solvers.mdp.datasets.base import DATA_DIR, SecretDataset, euclidean_distance, finish_dataset
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "mdp"
 WORDS_FILE = DATA_DIR / "statesandcities_words.txt"
 EMBEDDINGS_FILE = DATA_DIR / "text_embeddings_minilm.npy"
 N_HEADS = 12
@@ -167,7 +167,8 @@ def word_embeddings() -> np.ndarray:
     return MiniLMEncoder().encode(words)
 
 
-def load_text_dataset(n_records: int = 500, seed: int | str | None = None):
+def load_text_dataset(n_records: int = 500, seed: int | str | None = None,
+                      prior: str | Path | np.ndarray | None = None) -> SecretDataset:
     """The first ``n_records`` distinct words, Euclidean distance of their MiniLM embeddings.
 
     Parameters
@@ -176,15 +177,15 @@ def load_text_dataset(n_records: int = 500, seed: int | str | None = None):
         Number of records (1..number of distinct words: 1,037; 117 words of the list repeat).
     seed:
         Unused (the record set is deterministic); accepted for a uniform loader signature.
+    prior:
+        A prior over the records (path or array; default uniform).
 
     Returns
     -------
     SecretDataset
-        ``name="text"``, uniform prior, ``coords=None``, ``default_eps = 10``,
+        ``name="text"``, ``coords=None``, ``default_eps = 10``,
         ``default_eta`` = twice the median nearest-neighbour distance, unit ``""``.
     """
-    from securelp.solvers.mdp.datasets import SecretDataset, euclidean_distance, validate_dataset
-
     words = load_words()
     emb = word_embeddings()
     keep: list[int] = []
@@ -209,9 +210,4 @@ def load_text_dataset(n_records: int = 500, seed: int | str | None = None):
         eta = float(2.0 * np.median(nn))
     else:
         eta = 1.0
-    for arr in (d,):
-        arr.setflags(write=False)
-    prior = np.full(n, 1.0 / n)
-    prior.setflags(write=False)
-    ds = SecretDataset("text", tuple(words[i] for i in idx), d, None, prior, 10.0, eta, "")
-    return validate_dataset(ds)
+    return finish_dataset("text", tuple(words[i] for i in idx), d, None, prior, 10.0, eta, "")
