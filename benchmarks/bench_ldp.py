@@ -21,8 +21,7 @@ import numpy as np
 
 from securelp.coordinator.commands.common import positive_int
 from securelp.solvers.errors import SecureLPError
-from securelp.solvers.mdp.ldp import simulate
-from securelp.solvers.mdp.le import GridDomain
+from securelp.solvers.ldp import GridDomain, simulate
 
 GOWALLA = Path(__file__).resolve().parents[1] / "solvers" / "data" / "mdp" / "paris_gowalla_global_100x100.csv"
 

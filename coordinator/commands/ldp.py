@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _domain(args: argparse.Namespace):
-    from securelp.solvers.mdp.le import DenseDomain, GridDomain
+    from securelp.solvers.ldp import DenseDomain, GridDomain
 
     refuse_inapplicable(args, "--domain", args.domain, {
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     """Run one simulated LDP collection and report it."""
     import numpy as np
 
-    from securelp.solvers.mdp.ldp import simulate
+    from securelp.solvers.ldp import simulate
 
     check_writable(args.json_path, "--json")
     check_distinct([("--json", args.json_path)], [("--prior", args.prior)])

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from securelp.solvers.errors import InputError, ResourceError, VerificationError
-from securelp.solvers.mdp.le import MAX_EXPONENT  # exp(-eps d) beyond it heads for subnormals
+from securelp.solvers.mdp.verify import MAX_EXPONENT  # exp(-eps d) beyond it heads for subnormals
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def _polar_quadrant(eps: float, x0: np.ndarray, y0: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # theta < theta*: the ray enters through y = y0 (R = y0 / sin, steep near 0). The
         # integrand peaks at theta*, where R is smallest, with a width of about 1 / (eps R):
-        # grade towards both ends (towards 0 alone lost 0.3 % at eps R ~ 300, stop 35)
+        # grade towards both ends (towards 0 alone loses accuracy at large eps R)
         th, w = _graded_both(np.zeros(x0.shape), theta_star)
         R = y0[:, None] / np.sin(th)
         total = _masked_sum(w, (1 + eps * R) * np.exp(-eps * R))
@@ -209,28 +209,39 @@ def _intervals(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return inv.reshape(n, n), uniq[:, 0], uniq[:, 1]
 
 
-def planar_laplace_matrix(rows: int, cols: int, cell: float, eps: float, max_cells: int = 2500) -> tuple[np.ndarray, float]:
-    """The remapped planar Laplace matrix on a grid and its largest |row sum - 1| before normalising.
+def planar_laplace_matrix(rows: int, cols: int, cell: float, eps: float, max_cells: int = 2500,
+                          max_exponent: float = MAX_EXPONENT) -> tuple[np.ndarray, float]:
+    """The remapped planar Laplace matrix on a grid and its largest |row sum - 1| before normalising;
+    refused where ``eps`` times the grid's diameter exceeds ``max_exponent`` (far cells underflow).
 
     Returns
     -------
     (P, quadrature_error):
         ``P`` row-normalised (the matrix that is verified and sampled) and the
         quadrature's largest deviation of a row sum from 1 (an accuracy figure).
+
+    Raises
+    ------
+    ResourceError
+        More than ``max_cells`` cells.
+    InputError
+        ``eps`` not finite and > 0 (``parameter`` "eps").
+    VerificationError
+        The far cells would underflow (``parameter`` "eps").
     """
     m = rows * cols
     if m > max_cells:
         raise ResourceError(f"planar Laplace builds an explicit {m} x {m} matrix; at most {max_cells} cells are supported")
     if not (math.isfinite(eps) and eps > 0):
-        raise InputError(f"eps must be finite and > 0, got {eps}")
+        raise InputError(f"eps must be finite and > 0, got {eps}", parameter="eps")
     e = float(eps) * float(cell)  # per cell unit
-    if e * math.hypot(rows, cols) > MAX_EXPONENT:
+    if e * math.hypot(rows, cols) > max_exponent:
         # the far cells' masses, about exp(-e * distance), would round to 0 (or to subnormals)
         # while their neighbours' do not: an unbounded ratio, which the verifier would reject
         raise VerificationError(
             f"planar Laplace: exp(-eps * d) underflows on this grid (eps * diameter = {e * math.hypot(rows, cols):.0f} "
             f"> {MAX_EXPONENT:.0f}): the far cells' probabilities would round to 0 and break the ratio bound; lower "
-            f"eps or use a smaller grid")
+            f"eps or use a smaller grid", parameter="eps")
     xid, xlo, xhi = _intervals(cols)
     yid, ylo, yhi = _intervals(rows)
     XI, YI = np.meshgrid(np.arange(xlo.size), np.arange(ylo.size), indexing="ij")
