@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from securelp.solvers.mdp.datasets import load_dataset
-from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.direct import solve_direct
+from securelp.solvers.mdp.pmo import build_pmo
+from securelp.solvers.mdp.verify import verify_mechanism
 
 
 def gaussian70():
@@ -20,8 +22,14 @@ def gaussian70():
 
 def assert_certified_optimum(p, direct, r) -> None:
     """``r`` (a colgen result on ``p``) is verified, at ``direct``'s optimum and certified there."""
-    from securelp.solvers.mdp.verify import verify_mechanism
-
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert abs(r.objective - direct.objective) <= 1e-6 * abs(direct.objective)
     assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.status == "optimal"
+
+
+def component(p, idx, workers: int = 1, gap: float = 1e-4, options=None):
+    """The column generation of ``p``'s component ``idx`` over its entrywise-undominated outputs; close it after use."""
+    from securelp.solvers.mdp.columns.bounds import undominated_outputs
+    from securelp.solvers.mdp.columns.component import ComponentCG
+
+    return ComponentCG(p, idx, undominated_outputs(p.cost[idx]), workers, gap, options)

@@ -1,6 +1,6 @@
 """First-order dual ascent (`smoothed_dual_ascent`): a valid mDP-row bound, and a warm start that keeps colgen exact.
 
-The starts run with ``dominance=False``: dropping the outputs dominated in the cone's dual order
+The starts run without the dominance search (``ColumnGenerationOptions(dominance=False)``): dropping the outputs dominated in the cone's dual order
 would shrink these small instances below the sizes that get a start."""
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ import pytest
 
 from securelp.coordinator.cli import main
 from securelp.solvers.errors import InputError
-from securelp.solvers.mdp.colgen import (
-    _ComponentCG,
-    smoothed_dual_ascent,
-    solve_colgen,
-    undominated_outputs,
-)
+from securelp.solvers.mdp.columns import ColumnGenerationOptions, solve_colgen
+from securelp.solvers.mdp.columns.ascent import smoothed_dual_ascent
+from securelp.solvers.mdp.columns.component import ComponentCG
 from securelp.solvers.mdp.datasets import load_dataset
-from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.direct import solve_direct
+from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
+from tests.mdp_fixtures import component
+
+NO_DOMINANCE = ColumnGenerationOptions(dominance=False)
 
 
-def _giant(p) -> _ComponentCG:
+def _giant(p) -> ComponentCG:
     """The column generation of ``p``'s largest component (its ``G`` and mDP rows ``A``); close it after use."""
-    idx = max(p.graph.component_members(), key=lambda g: g.size)
-    return _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 2, 1e-4, 0.0)
+    return component(p, max(p.graph.component_members(), key=lambda g: g.size), workers=2)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -51,7 +51,7 @@ def test_bound_is_below_the_optimum_and_closes_most_of_the_gap(seed: int) -> Non
 def test_colgen_with_a_dual_ascent_start_equals_direct() -> None:
     p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
     direct = solve_direct(p)
-    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=1.0)
+    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, options=NO_DOMINANCE)
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     assert r.lower_bound <= direct.objective * (1 + 1e-9)
@@ -65,8 +65,9 @@ def test_colgen_with_a_dual_ascent_start_equals_direct() -> None:
 def test_bad_dual_ascent_budget_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     p = build_pmo(load_dataset("grid", rows=3, cols=3), 1.0, 1.5)
     for bad in (-1.0, float("nan"), float("inf")):
-        with pytest.raises(InputError, match="dual-ascent"):
+        with pytest.raises(InputError, match="dual-ascent") as exc:
             solve_colgen(p, dual_ascent=bad)
+        assert exc.value.parameter == "dual_ascent"
     rc = main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--method", "bd",
                "--decomposition", "columns", "--dual-ascent", "-2", "--json", "-"])
     assert rc == 3
@@ -109,10 +110,10 @@ def test_pricing_round_stops_at_the_deadline_and_keeps_the_certificates() -> Non
     try:
         js = np.arange(cg.Kc)
         mu = cg.G.min(axis=1) + 1e-3
-        before = cg.Q.copy()
-        assert cg.price(js, mu, 1e-12, deadline=time.perf_counter() - 1.0) == []
-        assert cg.lp_solves == 0 and np.array_equal(cg.Q, before)
-        done = cg.price(js, mu, 1e-12)
-        assert len(done) == cg.Kc and cg.lp_solves == cg.Kc
+        before = cg.certs.Q.copy()
+        assert cg.pricer.price(js, mu, 1e-12, deadline=time.perf_counter() - 1.0) == []
+        assert cg.pricer.lp_solves == 0 and np.array_equal(cg.certs.Q, before)
+        done = cg.pricer.price(js, mu, 1e-12)
+        assert len(done) == cg.Kc and cg.pricer.lp_solves == cg.Kc
     finally:
         cg.close()

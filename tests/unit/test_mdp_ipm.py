@@ -1,11 +1,12 @@
 """The structured interior-point method and the ``ipm`` start: exact against HiGHS, bounds valid
 whatever the iterate, and the column generation after it still certifies the optimum.
 
-The starts run with ``dominance=False``: dropping the outputs dominated in the cone's dual order
-would shrink these small instances below the sizes that get a start."""
+The starts run without the dominance search (``dominance=False``): dropping the outputs dominated in
+the cone's dual order would shrink these small instances below the sizes that get a start."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -14,16 +15,26 @@ import scipy.sparse as sp
 
 from securelp.coordinator.cli import main
 from securelp.solvers.errors import InputError
-from securelp.solvers.mdp import colgen, ipm
-from securelp.solvers.mdp.colgen import _ComponentCG, solve_colgen, undominated_outputs
-from securelp.solvers.mdp.ipm import memory_needed, structured_ipm
-from tests.mdp_fixtures import assert_certified_optimum, gaussian70
+from securelp.solvers.mdp.columns import ColumnGenerationOptions, IPMStartOptions, StartOptions, solve_colgen
+from securelp.solvers.mdp.columns import ipm_start as ipm_start_module
+from securelp.solvers.mdp.columns.ipm_start import ipm_outputs, prune_outputs
+from securelp.solvers.mdp.columns.master import RestrictedMaster
+from securelp.solvers.mdp.ipm import Dissection, IPMOptions, dissection, memory_needed, structured_ipm
+from securelp.solvers.mdp.ipm.inverses import Inverses
+from tests.mdp_fixtures import assert_certified_optimum, component, gaussian70
+
+
+def _options(starts: StartOptions | None = None, **ipm_start) -> ColumnGenerationOptions:
+    """Column generation without the dominance search (these instances would shrink below a start's size),
+    with the ipm start's options ``ipm_start``."""
+    return ColumnGenerationOptions(dominance=False, ipm_start=IPMStartOptions(**ipm_start),
+                                   starts=starts or StartOptions())
 
 
 @pytest.fixture(scope="module")
 def instance():
     p, direct, idx, opt_c = gaussian70()
-    cg = _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 1, 1e-4, 0.0)
+    cg = component(p, idx)
     G, A = cg.G.copy(), cg.A.copy()
     cg.close()
     return p, direct, idx, opt_c, G, A
@@ -156,9 +167,9 @@ def _grid_rows(n: int) -> sp.csr_matrix:
     return sp.csr_matrix((v, (r, c)), shape=(E, n * n))
 
 
-def _tree_inverse(H: np.ndarray, d: ipm.Dissection | None) -> np.ndarray | None:
+def _tree_inverse(H: np.ndarray, d: Dissection | None) -> np.ndarray | None:
     """``H^-1`` through the structured IPM's inverses (one output), or None when it fails."""
-    inv = ipm._Inverses(1, H.shape[0], d)
+    inv = Inverses(1, H.shape[0], d)
     n = H.shape[0]
     iu = np.flatnonzero(np.triu(np.ones((n, n), dtype=bool), 1).ravel() & (H.ravel() != 0))
     il = (iu % n) * n + iu // n
@@ -171,15 +182,14 @@ def _tree_inverse(H: np.ndarray, d: ipm.Dissection | None) -> np.ndarray | None:
     return dense
 
 
-def test_the_dissected_inverse_is_the_inverse(monkeypatch) -> None:
+def test_the_dissected_inverse_is_the_inverse() -> None:
     """A 20 x 20 grid's ``H = A' diag(theta) A + diag(d)``: the nested dissection separates the two
     parts (no row joins them), and its inverse equals LAPACK's dense one; with a separator that
     misses an edge of the graph the same formula is wrong (the check can fail)."""
-    monkeypatch.setattr(ipm, "DISSECT_MIN_RECORDS", 50)
     A = _grid_rows(20)
     rng = np.random.default_rng(3)
     H = (A.T @ sp.diags(rng.uniform(0.1, 10.0, A.shape[0])) @ A).toarray() + np.diag(rng.uniform(0.01, 1.0, 400))
-    d = ipm.dissection(A)
+    d = dissection(A, min_records=50)
     assert d is not None and d.sub1 is not None and d.flops() < 0.6 * 400**3
     assert sorted(d.perm.tolist()) == list(range(400)) and d.s < 60
     adj = (abs(A).T @ abs(A)).toarray()[np.ix_(d.perm, d.perm)]
@@ -194,20 +204,19 @@ def test_the_dissected_inverse_is_the_inverse(monkeypatch) -> None:
     # a matrix that is not positive definite is refused, not inverted
     assert _tree_inverse(Hp - 2 * np.abs(dense).max() ** -1 * np.eye(400) * 10, d) is None
     # a small or a complete graph gets none
-    assert ipm.dissection(_grid_rows(5)) is None
+    assert dissection(_grid_rows(5), min_records=50) is None
 
 
-def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance, monkeypatch) -> None:
+def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance) -> None:
     """The component's 51 records dissected (forced: below the size where it pays) and the outputs
     split over two threads: the same certified optimum as the dense, single-threaded run."""
     _, _, _, opt_c, G, A = instance
     dense = structured_ipm(G, A, float("inf"), tolerance=1e-6)
-    monkeypatch.setattr(ipm, "DISSECT_MIN_RECORDS", 8)
-    monkeypatch.setattr(ipm, "DISSECT_MAX_COST", 10.0)
-    d = ipm.dissection(A)
+    forced = IPMOptions(dissect_min_records=8, dissect_max_cost=10.0)
+    d = dissection(A, forced.dissect_min_records, forced.dissect_max_cost)
     assert d is not None and d.s > 0
     for threads in (1, 2):
-        res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=threads)
+        res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=threads, options=forced)
         assert res.status == "optimal"
         assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
         assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
@@ -222,8 +231,9 @@ def test_malformed_mdp_rows_are_refused(instance) -> None:
     bad = sp.csr_matrix(A.toarray() * -1.0)  # rows a z_j - z_i: the +1 entry is missing
     with pytest.raises(InputError, match="z_i - a z_j"):
         structured_ipm(G, bad, float("inf"))
-    with pytest.raises(InputError, match="columns"):
+    with pytest.raises(InputError, match="columns") as exc:
         structured_ipm(G[:-1], A, float("inf"))
+    assert exc.value.parameter == "A"
 
 
 def test_memory_needed_grows_with_outputs_and_records_squared() -> None:
@@ -231,16 +241,15 @@ def test_memory_needed_grows_with_outputs_and_records_squared() -> None:
     assert memory_needed(10, 4) < memory_needed(20, 4) < memory_needed(20, 8)
 
 
-def test_colgen_with_an_ipm_start_equals_direct(instance, monkeypatch) -> None:
+def test_colgen_with_an_ipm_start_equals_direct(instance) -> None:
     """The ascent screens 10 of the kept outputs, the IPM solves the LP over them, the pricing at
     its duals adds the violated outputs for a second round, and the column generation prices every
     output: the optimum, certified (a gap of 1e-6: the rounds' columns are the IPM's, accurate to
     its tolerance, and the master enters no column below its entering tolerance)."""
     p, direct, _, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)  # every component reports its start
     notes: list[str] = []
-    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm", status=notes.append)
+    options = dataclasses.replace(_options(max_outputs=10), status_min_records=1)  # every component reports
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", status=notes.append, options=options)
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
@@ -262,34 +271,33 @@ def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(i
     its ``start_gap`` in the report. With a gap the start does not reach, the master runs."""
     p, direct, idx, _, _, _ = instance
     solved: list[int] = []
-    real = colgen._ComponentCG.solve_master
+    real = RestrictedMaster.solve
 
     def counted(self, *args, **kwargs):
         solved.append(self.m)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(colgen._ComponentCG, "solve_master", counted)
-    r = solve_colgen(p, dominance=False, gap=1e-4, dual_ascent=2.0, first_order="ipm")
+    monkeypatch.setattr(RestrictedMaster, "solve", counted)  # a spy: which components solve a master
+    r = solve_colgen(p, gap=1e-4, dual_ascent=2.0, first_order="ipm", options=_options())
     assert r.status == "optimal" and r.objective <= direct.objective * (1 + 1e-4)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     assert -1e-12 <= entry["start_gap"] <= 1e-4
     assert idx.size not in solved
     # a gap below the IPM's own finish: the start's rows stay an upper bound, the master goes on
-    monkeypatch.setattr(colgen, "IPM_GAP_SHARE", 1e3)  # the rounds stop at a restricted gap of 1e-3
     solved.clear()
-    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm",
+                     options=_options(gap_share=1e3))  # the rounds stop at a restricted gap of 1e-3
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     assert entry["start_gap"] > 1e-6 and idx.size in solved
 
 
-def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monkeypatch) -> None:
+def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance) -> None:
     """Output generation: the first round's 10 outputs leave outputs violated at its duals and a
     Lagrangian bound far below the optimum; the next round holds them too, and its bound reaches the
     optimum. Every round's bound is a valid one (at most the component's optimum)."""
     p, direct, idx, opt_c, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(max_outputs=10))
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
@@ -302,22 +310,20 @@ def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance, monke
     assert entry["ipm"]["lower_bound"] == max(rd["lower_bound"] for rd in rounds)
 
     # one round only: the bound stays where the first round left it
-    monkeypatch.setattr(colgen, "IPM_MAX_ROUNDS", 1)
-    r1 = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r1 = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(max_outputs=10, max_rounds=1))
     (entry1,) = [s for s in r1.details["dual_ascent"] if s["records"] == idx.size]
     assert len(entry1["ipm"]["rounds"]) == 1 and entry1["ipm"]["lower_bound"] < opt_c * (1 - 1e-3)
 
 
-def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> None:
-    """The screening ascent stops at :data:`colgen.IPM_ASCENT_ITERATIONS`, not at a time: two runs
-    screen the same outputs and go through the same rounds (with the time cap alone, gaussian 1,000
-    needed two rounds in one run and three in the next)."""
+def test_the_ipm_start_is_the_same_from_run_to_run(instance) -> None:
+    """The screening ascent stops at its iterations (``ascent_iterations``), not at a time: two runs
+    screen the same outputs and go through the same rounds (with a time cap alone, the rounds differ
+    from run to run)."""
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
     runs = []
     for _ in range(2):
-        r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=30.0, first_order="ipm")
+        r = solve_colgen(p, gap=1e-6, dual_ascent=30.0, first_order="ipm",
+                         options=_options(max_outputs=10, ascent_iterations=40))
         assert_certified_optimum(p, direct, r)
         (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
         info = entry["ipm"]
@@ -327,52 +333,47 @@ def test_the_ipm_start_is_the_same_from_run_to_run(instance, monkeypatch) -> Non
     assert runs[0] == runs[1]
 
 
-def _ipm_info(p, direct, idx, **kwargs) -> dict:
+def _ipm_info(p, direct, idx, options: ColumnGenerationOptions, **kwargs) -> dict:
     """The ``ipm`` start's report on the giant component ``idx`` of a run on ``p`` that must end at
     ``direct``'s certified optimum (``kwargs`` go to :func:`solve_colgen`)."""
-    args = {"dominance": False, "gap": 1e-6, "dual_ascent": 2.0, "first_order": "ipm", **kwargs}
+    args = {"gap": 1e-6, "dual_ascent": 2.0, "first_order": "ipm", "options": options, **kwargs}
     r = solve_colgen(p, **args)
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     return entry["ipm"]
 
 
-def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance, monkeypatch) -> None:
+def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance) -> None:
     """With no time limit the screening ascent stops at its iterations only, whatever
-    :data:`colgen.IPM_ASCENT_SECONDS` says (on gaussian 2,000 that cap stopped a slower machine's
-    ascent short and its screen took another path); under a time limit the cap still binds."""
+    ``ascent_seconds`` says (a slower machine's ascent would stop short and its screen take another
+    path); under a time limit the cap still binds."""
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    monkeypatch.setattr(colgen, "IPM_ASCENT_ITERATIONS", 40)
-    monkeypatch.setattr(colgen, "IPM_ASCENT_SECONDS", 1e-9)
-    infos = [_ipm_info(p, direct, idx, time_limit=limit) for limit in (float("inf"), 600.0)]
+    options = _options(max_outputs=10, ascent_iterations=40, ascent_seconds=1e-9)
+    infos = [_ipm_info(p, direct, idx, options, time_limit=limit) for limit in (float("inf"), 600.0)]
     assert infos[0]["ascent_iterations"] == 40
     assert infos[1]["ascent_iterations"] < 40
 
 
 def test_only_the_first_rounds_stop_at_their_probe_and_later_ones_go_on_while_outputs_are_violated(
-        instance, monkeypatch) -> None:
-    """Rounds after :data:`colgen.IPM_PROBE_ROUNDS` run to the gap instead of stopping at their probe,
-    and one that leaves outputs violated is followed by another (up to :data:`colgen.IPM_MAX_ROUNDS`):
-    on 5 screened outputs, round 2 run to its end leaves one output violated and round 3 brings it
-    in. With the rounds cut at 2 the master closes what they leave: the optimum either way."""
+        instance) -> None:
+    """Rounds after ``probe_rounds`` run to the gap instead of stopping at their probe, and one that
+    leaves outputs violated is followed by another (up to ``max_rounds``): on 5 screened outputs,
+    round 2 run to its end leaves one output violated and round 3 brings it in. With the rounds cut
+    at 2 the master closes what they leave: the optimum either way."""
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 5)
 
-    def rounds() -> list[dict]:
-        return _ipm_info(p, direct, idx)["rounds"]
+    def rounds(**kw) -> list[dict]:
+        return _ipm_info(p, direct, idx, _options(max_outputs=5, **kw))["rounds"]
 
     assert [rd["status"] for rd in rounds()][:2] == ["probed", "probed"]  # by default both may stop
-    monkeypatch.setattr(colgen, "IPM_PROBE_ROUNDS", 1)
-    got = rounds()
+    got = rounds(probe_rounds=1)
     assert got[0]["status"] == "probed" and all(rd["status"] != "probed" for rd in got[1:])
     assert len(got) >= 3 and got[1]["violated"] > 0 and got[-1]["violated"] == 0
-    monkeypatch.setattr(colgen, "IPM_MAX_ROUNDS", 2)
-    got = rounds()
+    got = rounds(probe_rounds=1, max_rounds=2)
     assert len(got) == 2 and got[-1]["violated"] > 0
 
 
-def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, monkeypatch) -> None:
+def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance) -> None:
     """Between rounds an output leaves when its entries are all small, unless it is some record's
     largest. Pruned too eagerly (a threshold of 1 keeps only the records' favourites), an output the
     optimum needs is found violated by the next pricing and brought back: the result is still the
@@ -381,77 +382,79 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance, 
                   [0.30, 0.60, 0.095, 0.005],
                   [0.02, 0.03, 0.009, 0.941]])
     S = np.array([7, 3, 9, 12])
-    assert colgen.prune_outputs(Z, S, 0.01).tolist() == [3, 7, 9, 12]
-    assert colgen.prune_outputs(Z, S, 0.1).tolist() == [3, 7, 12]
-    assert colgen.prune_outputs(Z, S, 1.0).tolist() == [3, 7, 12]  # each row's largest stays
-    assert colgen.prune_outputs(Z[:, :1] * 0, S[:1], 0.5).tolist() == [7]  # never empty
+    assert prune_outputs(Z, S, 0.01).tolist() == [3, 7, 9, 12]
+    assert prune_outputs(Z, S, 0.1).tolist() == [3, 7, 12]
+    assert prune_outputs(Z, S, 1.0).tolist() == [3, 7, 12]  # each row's largest stays
+    assert prune_outputs(Z[:, :1] * 0, S[:1], 0.5).tolist() == [7]  # never empty
 
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 10)
-    monkeypatch.setattr(colgen, "IPM_PRUNE_BELOW", 1.0)
-    r = solve_colgen(p, dominance=False, gap=1e-6, dual_ascent=2.0, first_order="ipm")
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(max_outputs=10, prune_below=1.0))
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
-    # pruned within a round (once its gap is IPM_PRUNE_GAP) or after it, and some brought back
+    # pruned within a round (once its gap is prune_gap) or after it, and some brought back
     assert sum(rd["pruned"] + rd["pruned_in_round"] for rd in rounds) > 0 and len(rounds) >= 2
 
 
-def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(instance, monkeypatch) -> None:
+def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(instance) -> None:
     """A round that holds as many outputs as the rounds may grow to prunes its idle outputs once its
-    gap is IPM_PRUNE_GAP, which makes room for its probe; one below the cap keeps them to its end
+    gap is ``prune_gap``, which makes room for its probe; one below the cap keeps them to its end
     (there the probe fires anyway). Either way the result is the certified optimum."""
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_MAX_OUTPUTS", 20)
 
-    def rounds_of() -> list[dict]:
-        return _ipm_info(p, direct, idx)["rounds"]
+    def rounds_of(**kw) -> list[dict]:
+        return _ipm_info(p, direct, idx, _options(max_outputs=20, **kw))["rounds"]
 
-    below = rounds_of()  # the cap: IPM_MAX_GROWN_OUTPUTS (400), at most the 60 kept outputs
+    below = rounds_of()  # the cap: max_grown_outputs (400), at most the 60 kept outputs
     assert below[0]["outputs"] == 20 and all(rd["pruned_in_round"] == 0 for rd in below)
-    monkeypatch.setattr(colgen, "IPM_MAX_GROWN_OUTPUTS", 20)
-    at_cap = rounds_of()
+    at_cap = rounds_of(max_grown_outputs=20)
     assert at_cap[0]["outputs"] == 20 and at_cap[0]["pruned_in_round"] > 0
-    monkeypatch.setattr(colgen, "IPM_PRUNE_GAP", 0.0)  # switched off: nothing leaves within a round
-    assert all(rd["pruned_in_round"] == 0 for rd in rounds_of())
+    # switched off: nothing leaves within a round
+    assert all(rd["pruned_in_round"] == 0 for rd in rounds_of(max_grown_outputs=20, prune_gap=0.0))
+
+
+def _memory(monkeypatch, free: int | None, *modules) -> None:
+    """The memory probe of the given modules (default: every start's) reading ``free`` bytes."""
+    from securelp.solvers.mdp.columns import ascent, pdlp
+
+    for module in modules or (ascent, pdlp, ipm_start_module):
+        monkeypatch.setattr(module, "available_memory", lambda: free)
 
 
 def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
     p, direct, _, _, _, _ = instance
-    monkeypatch.setattr(colgen, "available_memory", lambda: 1000)
-    monkeypatch.setattr(colgen, "_ascent_too_large", lambda E, Kc: "")  # the ascent fits, the IPM does not
-    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=1.0, first_order="ipm")
+    _memory(monkeypatch, 1000, ipm_start_module)  # the ascent fits, the IPM does not
+    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm", options=_options())
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
     assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
 
 
 def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, caplog) -> None:
-    """Every start but pdlp begins with the ascent over all kept outputs (text 1,000: 999,000 mDP rows
-    x 1,000 outputs, 32 GB; killed for memory before stop 34). When it does not fit, the component
-    starts cold, with a warning when the start was asked for, and is still certified."""
+    """Every start but pdlp begins with the ascent over all kept outputs (a complete mDP graph's would
+    take tens of GB). When it does not fit, the component starts cold, with a warning when the start
+    was asked for, and is still certified."""
     import logging
 
     p, direct, _, _, _, _ = instance
-    monkeypatch.setattr(colgen, "available_memory", lambda: 100_000)  # the ascent needs about 0.5 MB
+    _memory(monkeypatch, 100_000)  # the ascent needs about 0.5 MB
     for method in ("ipm", "smoothed", "screened", "pdlp", "auto"):
-        if method == "auto":  # auto would give this component a start
-            monkeypatch.setattr(colgen, "DUAL_ASCENT_MIN_SIZE", 10)
-            monkeypatch.setattr(colgen, "PDLP_MIN_SIZE", 10)
+        # auto would give this component a start
+        starts = StartOptions(dual_ascent_min_size=10, pdlp_min_size=10) if method == "auto" else StartOptions()
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="securelp.solvers.mdp.colgen"):
-            r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=None if method == "auto" else 1.0,
-                             first_order=method)
+        with caplog.at_level(logging.INFO, logger="securelp.solvers.mdp.columns.starts"):
+            r = solve_colgen(p, gap=1e-7, dual_ascent=None if method == "auto" else 1.0, first_order=method,
+                             options=_options(starts))
         assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
         assert not any(s["records"] == 51 for s in r.details["dual_ascent"])  # no start on the large component
         said = [rec for rec in caplog.records if "its dual ascent's arrays over" in rec.getMessage()]
         assert said and said[0].levelno == (logging.INFO if method == "auto" else logging.WARNING)
         assert "262 mDP rows x 60 outputs need" in said[0].getMessage()
-    monkeypatch.setattr(colgen, "available_memory", lambda: None)  # memory unknown: the start runs
-    r = solve_colgen(p, dominance=False, gap=1e-7)
+    _memory(monkeypatch, None)  # memory unknown: the start runs
+    r = solve_colgen(p, gap=1e-7, options=_options(StartOptions(dual_ascent_min_size=10, pdlp_min_size=10)))
     assert r.status == "optimal" and any(s["records"] == 51 for s in r.details["dual_ascent"])
-    assert colgen._ipm_outputs(51, 262, 60) > 0
-    monkeypatch.setattr(colgen, "available_memory", lambda: 100_000)
-    assert colgen._ipm_outputs(51, 262, 60) == 0  # nor is the switch to the IPM taken
+    assert ipm_outputs(51, 262, 60, _options()) > 0
+    _memory(monkeypatch, 100_000)
+    assert ipm_outputs(51, 262, 60, _options()) == 0  # nor is the switch to the IPM taken
 
 
 def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -469,33 +472,32 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
     """When the start's budget is gone before the IPM's first step, its starting point (far from
     optimal) is not used as centre, columns or certificate; the column generation still certifies."""
     p, direct, _, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_ASCENT_SHARE", 1.0)  # the ascent takes the whole budget ...
-    ascent = colgen.smoothed_dual_ascent
+    ascent = ipm_start_module.smoothed_dual_ascent
 
     def ascent_to_the_end(G, A, deadline, **kw):  # ... and uses all of it, however fast the machine
         out = ascent(G, A, deadline, **kw)
         time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
         return out
 
-    monkeypatch.setattr(colgen, "smoothed_dual_ascent", ascent_to_the_end)
-    r = solve_colgen(p, dominance=False, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0)
+    monkeypatch.setattr(ipm_start_module, "smoothed_dual_ascent", ascent_to_the_end)  # fault injection
+    r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0,
+                     options=_options(ascent_share=1.0))  # the ascent takes the whole budget ...
     assert_certified_optimum(p, direct, r)
     assert r.details["dual_ascent"]
     for s in r.details["dual_ascent"]:
         assert s["ipm"]["iterations"] == 0 and "columns" not in s
 
 
-def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance, monkeypatch) -> None:
-    """``auto`` gives a component of at most ``DUAL_ASCENT_MIN_SIZE`` records x outputs no start; when
-    its column generation has not closed the gap after ``IPM_SWITCH_ITERATIONS`` iterations, the IPM
+def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance) -> None:
+    """``auto`` gives a component of at most ``dual_ascent_min_size`` records x outputs no start; when
+    its column generation has not closed the gap after ``ipm_switch_iterations`` iterations, the IPM
     start runs after all and the column generation finishes from it (its columns so far kept): the
     optimum, certified, and the iterations of both runs counted."""
     p, direct, idx, _, _, _ = instance
-    monkeypatch.setattr(colgen, "IPM_SWITCH_ITERATIONS", 2)
-    monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", idx.size)
     notes: list[str] = []
-    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)
-    r = solve_colgen(p, dominance=False, gap=1e-6, status=notes.append)
+    starts = StartOptions(ipm_switch_iterations=2, ipm_switch_min_records=idx.size)
+    options = dataclasses.replace(_options(starts), status_min_records=1)
+    r = solve_colgen(p, gap=1e-6, status=notes.append, options=options)
     assert_certified_optimum(p, direct, r)
     (entry,) = r.details["dual_ascent"]  # only the giant component is large enough
     assert entry["records"] == idx.size and entry["method"] == "ipm" and entry["after_iterations"] == 2
@@ -505,18 +507,18 @@ def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance
     # the switch is auto's: not with an explicit start or without starts (dual_ascent=0), and not
     # when the iteration cap would leave nothing after it
     for kwargs in ({"first_order": "pdlp"}, {"dual_ascent": 0.0}, {"max_iterations": 2}):
-        r = solve_colgen(p, dominance=False, gap=1e-6, **kwargs)
+        r = solve_colgen(p, gap=1e-6, options=options, **kwargs)
         assert not any(s.get("after_iterations") for s in r.details["dual_ascent"]), kwargs
 
 
-def test_auto_keeps_the_column_generation_that_closes_quickly(monkeypatch) -> None:
+def test_auto_keeps_the_column_generation_that_closes_quickly() -> None:
     """A component whose start columns are nearly optimal (a grid at eps 10/km) closes within
-    ``IPM_SWITCH_ITERATIONS``: no IPM start."""
+    ``ipm_switch_iterations``: no IPM start."""
     from securelp.solvers.mdp.datasets import load_dataset
-    from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+    from securelp.solvers.mdp.direct import solve_direct
+    from securelp.solvers.mdp.pmo import build_pmo
 
-    monkeypatch.setattr(colgen, "IPM_SWITCH_MIN_RECORDS", 2)
     p = build_pmo(load_dataset("grid", rows=5, cols=5), 10.0, 2.0)
-    r = solve_colgen(p, gap=1e-6)
+    r = solve_colgen(p, gap=1e-6, options=ColumnGenerationOptions(starts=StartOptions(ipm_switch_min_records=2)))
     assert r.status == "optimal" and not r.details["dual_ascent"]
     assert r.objective == pytest.approx(solve_direct(p).objective, rel=1e-6)
