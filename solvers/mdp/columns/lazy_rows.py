@@ -32,9 +32,11 @@ import scipy.sparse as sp
 from securelp.solvers.lp.highs import pass_arrays
 from securelp.solvers.mdp.rowops import PairIndex, edge_structure
 
-_STATUSES = [highspy.HighsBasisStatus(v) for v in range(5)]  # kLower, kBasic, kUpper, kZero, kNonbasic
-_LOWER = int(highspy.HighsBasisStatus.kLower)
-_BASIC = int(highspy.HighsBasisStatus.kBasic)
+__all__ = ["BASIC", "LOWER", "LazyRows", "basis_codes", "status_codes", "statuses"]
+
+STATUSES = [highspy.HighsBasisStatus(v) for v in range(5)]  # kLower, kBasic, kUpper, kZero, kNonbasic
+LOWER = int(highspy.HighsBasisStatus.kLower)
+BASIC = int(highspy.HighsBasisStatus.kBasic)
 
 
 def _first_per_record(order: np.ndarray, src: np.ndarray, k: int) -> np.ndarray:
@@ -44,12 +46,12 @@ def _first_per_record(order: np.ndarray, src: np.ndarray, k: int) -> np.ndarray:
     return order[(np.arange(order.size) - np.searchsorted(s, s, side="left")) < k]
 
 
-def _codes(statuses: list[Any]) -> np.ndarray:
+def status_codes(statuses: list[Any]) -> np.ndarray:
     """Basis statuses as int8 codes (highspy returns a 56-byte object per entry)."""
     return np.fromiter(map(int, statuses), dtype=np.int8, count=len(statuses))
 
 
-def _basis_codes(h: Any, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+def basis_codes(h: Any, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """The basis of ``h``'s last solve as int8 codes of its columns and rows.
 
     In a lazy pricing LP every column lies in ``[0, inf)`` and every row in ``[lower, inf)``, so a
@@ -61,19 +63,19 @@ def _basis_codes(h: Any, n_cols: int, n_rows: int) -> tuple[np.ndarray, np.ndarr
     status, basic = h.getBasicVariables()
     if status != highspy.HighsStatus.kOk or basic.size != n_rows:  # pragma: no cover - solved by simplex
         b = h.getBasis()
-        return _codes(b.col_status), _codes(b.row_status)
-    col = np.full(n_cols, _LOWER, dtype=np.int8)
-    row = np.full(n_rows, _LOWER, dtype=np.int8)
-    col[basic[basic >= 0]] = _BASIC
-    row[-1 - basic[basic < 0]] = _BASIC
+        return status_codes(b.col_status), status_codes(b.row_status)
+    col = np.full(n_cols, LOWER, dtype=np.int8)
+    row = np.full(n_rows, LOWER, dtype=np.int8)
+    col[basic[basic >= 0]] = BASIC
+    row[-1 - basic[basic < 0]] = BASIC
     return col, row
 
 
-def _statuses(codes: np.ndarray) -> list[Any]:
+def statuses(codes: np.ndarray) -> list[Any]:
     """int8 codes as the list of ``HighsBasisStatus`` a ``HighsBasis`` takes (few entries differ from kLower)."""
-    out = [_STATUSES[_LOWER]] * codes.size
-    for i in np.flatnonzero(codes != _LOWER).tolist():
-        out[i] = _STATUSES[codes[i]]
+    out = [STATUSES[LOWER]] * codes.size
+    for i in np.flatnonzero(codes != LOWER).tolist():
+        out[i] = STATUSES[codes[i]]
     return out
 
 
@@ -154,8 +156,8 @@ class LazyRows:
         self.rows[w] = rows
         if col_status is not None:
             basis = highspy.HighsBasis()
-            basis.col_status = _statuses(col_status)
-            basis.row_status = _statuses(row_status)
+            basis.col_status = statuses(col_status)
+            basis.row_status = statuses(row_status)
             basis.valid = True
             h.setBasis(basis)
 
@@ -191,9 +193,9 @@ class LazyRows:
         pricing, and, for the next first-timer on ``w``, the starting rows and those basic in the
         solution (the dropped columns are nonbasic at zero, so the rest is still a basis)."""
         rows, m = self.rows[w], self.m
-        col_status, row_status = _basis_codes(h, m + rows.size, m)
+        col_status, row_status = basis_codes(h, m + rows.size, m)
         self.saved[j] = (rows, col_status, row_status)
-        keep = (col_status[m:] == _BASIC) | self._is_start[rows]
+        keep = (col_status[m:] == BASIC) | self._is_start[rows]
         self.last[w] = (rows[keep], np.concatenate([col_status[:m], col_status[m:][keep]]), row_status)
         self._carried[w] += rows.size
         self._solves[w] += 1

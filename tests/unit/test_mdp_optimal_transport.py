@@ -1,4 +1,4 @@
-"""Greedy lossy-transport certificates for the pricing LPs (`securelp.solvers.mdp.transport`)."""
+"""Greedy lossy-transport certificates for the pricing LPs (`securelp.solvers.mdp.columns.optimal_transport`)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,24 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from securelp.solvers.mdp.colgen import _ComponentCG, smoothed_dual_ascent, undominated_outputs
+from securelp.solvers.mdp.columns import solve_colgen
+from securelp.solvers.mdp.columns.ascent import smoothed_dual_ascent
+from securelp.solvers.mdp.columns.bounds import component_rows, undominated_outputs
+from securelp.solvers.mdp.columns.component import ComponentCG
+from securelp.solvers.mdp.columns.optimal_transport import TransportCertifier, cone_dominated
+from securelp.solvers.mdp.columns.pricing import output_features
 from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.direct import highs_solve_lp, solve_direct
 from securelp.solvers.mdp.pmo import build_pmo
-from securelp.solvers.mdp.transport import TransportCertifier
+from tests.mdp_fixtures import component
 
 
-def _giant(p) -> _ComponentCG:
+def _giant(p) -> ComponentCG:
     idx = max(p.graph.component_members(), key=lambda g: g.size)
-    return _ComponentCG(p, idx, undominated_outputs(p.cost[idx]), 2, 1e-4, 0.0)
+    return component(p, idx, workers=2)
 
 
-def _duals(cg: _ComponentCG, lift: float) -> np.ndarray:
+def _duals(cg: ComponentCG, lift: float) -> np.ndarray:
     """Unit-row duals above a dual-feasible point (so some outputs are violated, most are not)."""
     Q, _ = smoothed_dual_ascent(cg.G, cg.A, time.perf_counter() + 600.0, max_iterations=300)
     return Q.min(axis=1) * lift
@@ -55,8 +61,6 @@ def test_partial_plans_certify_the_outputs_the_master_uses(monkeypatch) -> None:
     remainder is within the pricing's tolerance. On a grid at eps 10/km (the start columns are
     nearly optimal, every output is in use) partial plans certify most pricings; complete plans
     (the negative control) almost none. Either way the optimum is certified."""
-    from securelp.solvers.mdp.colgen import solve_colgen
-    from securelp.solvers.mdp.pmo import solve_direct
 
     p = build_pmo(load_dataset("grid", rows=6, cols=6), 10.0, 2.0)
     opt = solve_direct(p).objective
@@ -91,7 +95,7 @@ def test_certificates_are_valid_and_never_claim_a_violated_output() -> None:
             certified += 1
             assert np.all(y >= 0)
             assert np.minimum(0.0, cg.G[:, j] + cg.AT @ y - mu).sum() >= -1e-12  # g_j + A'y >= mu up to rounding
-        priced = cg.price(np.arange(cg.Kc), mu, tol)
+        priced = cg.pricer.price(np.arange(cg.Kc), mu, tol)
         violated = {j for j, z in priced if z is not None and float((cg.G[:, j] - mu) @ z) < -tau}
         assert len(violated) >= cg.Kc // 4 and certified >= cg.Kc // 4  # both kinds (52 and 57 of 115)
         for j in violated:
@@ -109,11 +113,11 @@ def test_pricing_with_transport_finds_the_same_violated_outputs_and_bound() -> N
             mu = _duals(cg, 1.1)
             tau, tol = cg.tolerances(float(cg.G.min(axis=1).sum()))
             js = np.arange(cg.Kc)
-            priced = cg.price(js, mu, tol, transport=transport)
+            priced = cg.pricer.price(js, mu, tol, transport=transport)
             assert sorted(j for j, _ in priced) == js.tolist()
             violated = sorted(j for j, z in priced if z is not None and float((cg.G[:, j] - mu) @ z) < -tau)
             bound = float(mu.sum() + cg.open_shares(mu).sum())
-            found.append((violated, bound, cg.lp_solves, cg.transport_certified))
+            found.append((violated, bound, cg.pricer.lp_solves, cg.pricer.transport_certified))
         finally:
             cg.close()
     (v0, b0, lp0, t0), (v1, b1, lp1, t1) = found
@@ -124,7 +128,6 @@ def test_pricing_with_transport_finds_the_same_violated_outputs_and_bound() -> N
 
 def _pricing_value(G_diff: np.ndarray, A: sp.csr_matrix) -> float:
     """``min {(g_k - g_j).z : A z <= 0, 0 <= z <= 1}`` by HiGHS: >= 0 iff ``k`` is dominated by ``j``."""
-    from securelp.solvers.mdp.pmo import highs_solve_lp
 
     E, m = A.shape
     A = sp.csr_matrix(A)
@@ -135,8 +138,6 @@ def _pricing_value(G_diff: np.ndarray, A: sp.csr_matrix) -> float:
 
 
 def _component(p):
-    from securelp.solvers.mdp.colgen import component_rows, output_features
-
     idx = max(p.graph.component_members(), key=lambda g: g.size)
     kept = undominated_outputs(p.cost[idx])
     G = p.cost[np.ix_(idx, kept)]
@@ -145,8 +146,6 @@ def _component(p):
 
 
 def test_every_output_removed_as_dominated_is_dominated_by_a_kept_one() -> None:
-    from securelp.solvers.mdp.transport import cone_dominated
-
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
     by, visited = cone_dominated(G, A, TransportCertifier(A), F)
@@ -166,8 +165,6 @@ def test_every_output_removed_as_dominated_is_dominated_by_a_kept_one() -> None:
 
 
 def test_a_plan_that_does_not_hold_removes_nothing(monkeypatch) -> None:
-    from securelp.solvers.mdp.transport import cone_dominated
-
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
     tc = TransportCertifier(A)
@@ -178,8 +175,6 @@ def test_a_plan_that_does_not_hold_removes_nothing(monkeypatch) -> None:
 
 
 def test_the_search_stops_at_its_deadline_and_keeps_the_rest() -> None:
-    from securelp.solvers.mdp.transport import cone_dominated
-
     p = build_pmo(load_dataset("gaussian", n_records=150, seed=3), None, None)
     G, A, F = _component(p)
     by, visited = cone_dominated(G, A, TransportCertifier(A), F, deadline=time.perf_counter() - 1.0)
@@ -187,9 +182,6 @@ def test_the_search_stops_at_its_deadline_and_keeps_the_rest() -> None:
 
 
 def test_colgen_without_the_dominated_outputs_equals_direct() -> None:
-    from securelp.solvers.mdp.colgen import solve_colgen
-    from securelp.solvers.mdp.pmo import solve_direct
-
     p = build_pmo(load_dataset("gaussian", n_records=120, seed=7), None, None)
     direct = solve_direct(p)
     r = solve_colgen(p, gap=1e-5)
