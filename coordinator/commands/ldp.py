@@ -16,6 +16,7 @@ import logging
 import sys
 
 from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
+from securelp.coordinator.commands.mdp import naming_flags
 from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from securelp.solvers.errors import InputError
 
@@ -25,6 +26,9 @@ NAME = "ldp"
 #: The first line of the human output: the figures are errors against the simulated truth.
 NOT_PRIVATE = ("NOT PRIVATE: simulation against the simulated users' true values (errors and MSE computed "
                "from them and the prior); not a release")
+#: the flags for the parameter an engine's error names (``SecureLPError.parameter``)
+LDP_FLAGS = {"eps": "--eps", "users": "--users", "domain": "--domain, --rows, --cols", "prior": "--prior",
+             "radius": "--range", "mechanism": "--mechanism", "name": "--domain"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,7 +84,13 @@ def _domain(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one simulated LDP collection and report it."""
+    """Run one simulated LDP collection and report it; an engine's error names the flag to change
+    (:data:`LDP_FLAGS`)."""
+    with naming_flags(LDP_FLAGS):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from securelp.solvers.ldp import simulate

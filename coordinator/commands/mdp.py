@@ -13,7 +13,8 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
 from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
-from securelp.solvers.errors import ExitCode, InputError
+from securelp.solvers.errors import ExitCode, InputError, SecureLPError
 from securelp.solvers.files import write_atomically, written_together
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,36 @@ DEFAULT_PARTITIONER = "kmdv"
 DEFAULT_SUBSETS = 25
 #: ``--seed`` when none is given (the gaussian points' and the partitions' default all along)
 DEFAULT_SEED = "0"
+#: the flags (or the way out) for the parameter an engine's error names (``SecureLPError.parameter``)
+MDP_FLAGS = {
+    "method": "use --method bd --decomposition columns",
+    "decomposition": "use --decomposition columns",
+    "eta": "--eta, --eps or --method expmech",
+    "eps": "--eps",
+    "n_outputs": "--outputs",
+    "loss": "--loss",
+    "name": "--dataset",
+    "gap": "--gap",
+    "time_limit": "--time-limit",
+    "max_iterations": "--max-iterations",
+    "dual_ascent": "--dual-ascent",
+    "first_order": "--first-order",
+    "partitioner": "--partitioner",
+    "n_subsets": "--subsets",
+}
+
+
+@contextmanager
+def naming_flags(flags: dict[str, str]) -> Iterator[None]:
+    """Re-raise an engine's error whose ``parameter`` is in ``flags`` as the same type, its message
+    ending with that parameter's flags (engines name their own parameters, never the CLI's flags)."""
+    try:
+        yield
+    except SecureLPError as exc:
+        hint = flags.get(exc.parameter or "")
+        if hint is None:
+            raise
+        raise type(exc)(f"{exc} ({hint})", parameter=exc.parameter) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -220,8 +251,8 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
 def partition_seed(seed: str | int | None) -> int:
     """The k-means seed of ``--seed``: the integer itself when it is one >= 0 (so existing seeds give
     the partitions they always gave), else 31 bits of its SHA-256, so a negative or non-numeric seed
-    is reproducible too (until stop 41 ``-1`` crashed numpy's generator with a traceback and a word
-    went through Python's per-process salted ``hash``, a different partition on every run)."""
+    is reproducible too (numpy's generator refuses ``-1``, and Python's ``hash`` of a word is salted
+    per process)."""
     if seed is None:
         return 0
     text = str(seed).strip()
@@ -242,9 +273,8 @@ def resolve_decomposition(args: argparse.Namespace) -> None:
     ``--method bd`` without ``--decomposition`` runs the column decomposition, which certifies the
     benchmark's instances in seconds to minutes, unless a partition is asked for (any of
     :data:`RECORD_OPTIONS`): then Qiu's record BD, as the issue's ``--partitioner kmdv --subsets
-    25`` command means (until stop 46 ``records`` was the default whatever was given, and
-    ``securelp mdp --dataset rome`` stalled for ten minutes at a gap of 0.01). An option the chosen
-    method or decomposition does not use is refused, not ignored.
+    25`` command means (the record BD by default would stall on Rome for ten minutes at a gap of
+    0.01). An option the chosen method or decomposition does not use is refused, not ignored.
 
     Raises
     ------
@@ -318,7 +348,12 @@ def _solve(args: argparse.Namespace, problem: Any, seed: Any, progress: Callable
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``securelp mdp``."""
+    """Run ``securelp mdp``; an engine's error names the flag to change (:data:`MDP_FLAGS`)."""
+    with naming_flags(MDP_FLAGS):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from securelp.coordinator.cli import exit_promptly_on_interrupt
     from securelp.solvers.mdp.graph import weak_guarantees
     from securelp.solvers.mdp.pmo import build_pmo
@@ -356,9 +391,9 @@ def run(args: argparse.Namespace) -> int:
 
         plot_format(args.plot)
     dataset = load_secret_dataset(args)
-    # the default seed 0 draws the same outputs and travel destinations every run (until stop 46 they
-    # came from the OS's entropy: the same command solved another LP, and a saved mechanism's
-    # columns could not be matched to their outputs again by `securelp perturb`)
+    # the default seed 0 draws the same outputs and travel destinations every run: the same command
+    # solves the same LP, and a saved mechanism's columns can be matched to their outputs again by
+    # `securelp perturb`
     seed = DEFAULT_SEED if args.seed is None else args.seed
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
     for note in weak_guarantees(problem.graph, dataset.distance, problem.eps):
@@ -383,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
         show(f"{method_label(args)}: {text}  {time.perf_counter() - t_start:7.1f}s")
 
     # what is left of --time-limit after loading and building the mDP graph (a complete graph's
-    # essential-pair search: 40 s for 1,500 points, which a 60 s limit used to add to; stop 35)
+    # essential-pair search can take a large share of a short limit)
     limit = None if args.time_limit is None else max(1e-3, args.time_limit - (time.perf_counter() - t_command))
     try:
         result = _solve(args, problem, seed, progress, status, limit)

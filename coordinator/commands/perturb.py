@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from securelp.coordinator.commands.mdp import DEFAULT_SEED, add_dataset_options, check_eps_eta, load_secret_dataset
+from securelp.coordinator.commands.mdp import (
+    DEFAULT_SEED,
+    add_dataset_options,
+    check_eps_eta,
+    load_secret_dataset,
+    naming_flags,
+)
 from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.solvers.errors import InputError
 from securelp.solvers.files import write_atomically, written_together
@@ -34,6 +40,9 @@ NAME = "perturb"
 #: the dataset options (flag, argparse key) whose presence means the dataset is named on the command line
 DATASET_FLAGS = (("--dataset", "dataset"), ("--rows", "rows"), ("--cols", "cols"), ("--cell-km", "cell_km"),
                  ("--records", "records"), ("--points", "points"), ("--metric", "metric"))
+#: the flags (or the way out) for the parameter an engine's error names (``SecureLPError.parameter``)
+PERTURB_FLAGS = {"by_index": "use --by-index for record numbers", "outputs": "the dataset options, --outputs, --seed",
+                 "name": "--dataset"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -153,7 +162,12 @@ def _parameter(given: float | None, description: dict[str, Any] | None, key: str
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``securelp perturb``."""
+    """Run ``securelp perturb``; an engine's error names the flag to change (:data:`PERTURB_FLAGS`)."""
+    with naming_flags(PERTURB_FLAGS):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from securelp.solvers.errors import VerificationError
     from securelp.solvers.mdp.graph import build_graph, weak_guarantees
     from securelp.solvers.mdp.perturb import load_mechanism, perturb_records, read_true_records

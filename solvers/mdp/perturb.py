@@ -338,10 +338,12 @@ def read_true_records(path: str | Path, labels: Sequence[str], *, by_index: bool
                 raise InputError(f"{path}, line {lineno}: the record index is outside 0..{n - 1}")
         else:
             if token not in index:
-                hint = " (use --by-index for record numbers)" if INDEX_TOKEN.fullmatch(token.lstrip("-")) else ""
-                raise InputError(f"{path}, line {lineno}: no record has that label{hint}")
+                number = INDEX_TOKEN.fullmatch(token.lstrip("-")) is not None  # perhaps meant as an index
+                raise InputError(f"{path}, line {lineno}: no record has that label",
+                                 parameter="by_index" if number else None)
             if token in repeated:
-                raise InputError(f"{path}, line {lineno}: that label names more than one record; use --by-index")
+                raise InputError(f"{path}, line {lineno}: that label names more than one record; read the records "
+                                 "by index", parameter="by_index")
             i = index[token]
         out.append(i)
     if not out:
@@ -380,7 +382,7 @@ def perturb_records(Z: np.ndarray, true_records: np.ndarray, distance: np.ndarra
     n, K = distance.shape[0], int(np.asarray(outputs).size)
     if Z.shape != (n, K):
         raise InputError(f"the mechanism is {Z.shape[0]} x {Z.shape[1]}, but the dataset has {n} records and "
-                         f"{K} outputs: give the dataset options (and --outputs, --seed) it was computed with")
+                         f"{K} outputs: give the dataset, outputs and seed it was computed with", parameter="outputs")
     report = verify_mechanism(Z, distance, eps, eta=eta)
     rng = SecureRandom(seed, label="mdp-perturb")
     columns = sample_from_rows(lambda j: Z[j], true_records, rng)
