@@ -16,14 +16,19 @@ from typing import Any
 
 from securelp.solvers.errors import ConfigError
 
-__all__ = ["at_least", "fraction", "non_negative", "option", "options_table", "positive", "positive_int", "tuple_of",
-           "validate"]
+__all__ = ["at_least", "boolean", "fraction", "nested", "non_negative", "option", "options_table", "positive", "positive_int",
+           "tuple_of", "validate"]
 
 Check = tuple[Callable[[Any], bool], str]
 
 
 def _real(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def boolean() -> Check:
+    """True or False."""
+    return (lambda v: isinstance(v, bool)), "True or False"
 
 
 def positive() -> Check:
@@ -56,13 +61,21 @@ def positive_int() -> Check:
 def tuple_of(check: Check) -> Check:
     """A tuple (possibly empty) whose every entry passes ``check``."""
     predicate, rule = check
-    return (lambda v: isinstance(v, tuple) and all(predicate(x) for x in v)), f"a tuple of {rule}s"
+    return (lambda v: isinstance(v, tuple) and all(predicate(x) for x in v)), f"a tuple, each entry {rule}"
 
 
 def option(default: Any, trades: str, check: Check | None = None) -> Any:
     """A dataclass field with ``default``, the one line ``trades`` (what the value trades, for the
     options table) and ``check`` (a predicate and the rule it states, for :func:`validate`)."""
     return dataclasses.field(default=default, metadata={"trades": trades, "check": check})
+
+
+def nested(cls: type, trades: str) -> dict[str, Any]:
+    """The metadata of a field holding another options object of class ``cls``
+    (``field(default_factory=cls, metadata=nested(cls, trades))``): the one line ``trades`` for the
+    options table, and the type check :func:`validate` applies."""
+    article = "an" if cls.__name__[0] in "AEIOU" else "a"
+    return {"trades": trades, "check": ((lambda v: isinstance(v, cls)), f"{article} {cls.__name__}")}
 
 
 def validate(options: Any) -> None:
@@ -84,10 +97,14 @@ def validate(options: Any) -> None:
 
 
 def _default_text(value: Any) -> str:
+    """A default as the table shows it: ``1e8`` (not ``1e+08``), ``1,000,000``, tuples entry by entry."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_default_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, float):
         if math.isinf(value):
-            return "inf"
-        return f"{value:g}"
+            return "inf" if value > 0 else "-inf"
+        mantissa, _, exponent = f"{value:g}".partition("e")
+        return mantissa + (f"e{int(exponent)}" if exponent else "")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000:
         return f"{value:,}"
     return repr(value)
@@ -95,16 +112,18 @@ def _default_text(value: Any) -> str:
 
 def options_table(classes: Iterable[type]) -> str:
     """One markdown section per options class: its docstring's first line, then a table of its fields
-    (name, default, what it trades)."""
+    (name, default, the rule :func:`validate` holds it to, what it trades)."""
     out: list[str] = []
     for cls in classes:
         doc = (cls.__doc__ or "").strip().splitlines()
         out += [f"## `{cls.__module__}.{cls.__name__}`", "", doc[0] if doc else "", "",
-                "| option | default | what it trades |", "|---|---|---|"]
+                "| option | default | must be | what it trades |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             trades = f.metadata.get("trades", "").replace("|", "\\|")
+            check = f.metadata.get("check")
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
             shown = f"{type(default).__name__}()" if dataclasses.is_dataclass(default) else _default_text(default)
-            out.append(f"| `{f.name}` | `{shown}` | {trades} |")
+            rule = check[1] if check else ""
+            out.append(f"| `{f.name}` | `{shown}` | {rule} | {trades} |")
         out.append("")
     return "\n".join(out)

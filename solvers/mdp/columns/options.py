@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from securelp.solvers.mdp.ipm.options import IPMOptions
-from securelp.solvers.options import at_least, fraction, non_negative, option, positive, validate
+from securelp.solvers.options import at_least, boolean, fraction, nested, non_negative, option, positive, validate
 
 __all__ = ["ColumnGenerationOptions", "IPMStartOptions", "StartOptions"]
 
@@ -128,7 +128,7 @@ class IPMStartOptions:
         2.9e-11, "auto's estimate of the IPM's seconds per output, per record cubed and per iteration (this "
         "machine's): larger makes auto prefer the other starts", positive())
     ipm: IPMOptions = field(default_factory=IPMOptions,
-                            metadata={"trades": "the structured IPM's own tunables (IPMOptions)"})
+                            metadata=nested(IPMOptions, "the structured IPM's own tunables"))
 
     def __post_init__(self) -> None:
         validate(self)
@@ -140,7 +140,7 @@ class ColumnGenerationOptions:
 
     dominance: bool = option(
         True, "drop the outputs a lossy transport proves dominated in the cone's dual order before the column "
-        "generation: fewer outputs to price for the search's time")
+        "generation: fewer outputs to price for the search's time", boolean())
     dominance_share: float = option(
         0.05, "under a time limit the dominance search gets at most this share of it per component; outputs "
         "not visited are kept", fraction())
@@ -188,9 +188,9 @@ class ColumnGenerationOptions:
         64, "rows added per record and separation round (its most violated ones): fewer rounds against larger "
         "LPs", at_least(1))
     starts: StartOptions = field(default_factory=StartOptions,
-                                 metadata={"trades": "the first-order starts' tunables (StartOptions)"})
+                                 metadata=nested(StartOptions, "the first-order starts' tunables"))
     ipm_start: IPMStartOptions = field(default_factory=IPMStartOptions,
-                                       metadata={"trades": "the ipm start's tunables (IPMStartOptions)"})
+                                       metadata=nested(IPMStartOptions, "the ipm start's tunables"))
 
     def __post_init__(self) -> None:
         validate(self)

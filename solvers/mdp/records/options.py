@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from securelp.solvers.benders.options import BendersOptions
-from securelp.solvers.options import fraction, non_negative, option, positive, validate
+from securelp.solvers.options import at_least, fraction, nested, option, positive, validate
 
 __all__ = ["RecordOptions"]
 
@@ -25,9 +25,9 @@ class RecordOptions:
     master_warn_share: float = option(
         0.8, "a warning when the master holds at least this share of the PMO's mDP rows (and "
         "master_warn_rows of them): its solves are then nearly the whole LP's", fraction())
-    master_warn_rows: int = option(1_000_000, "... and at least this many", non_negative())
+    master_warn_rows: int = option(1_000_000, "... and at least this many", at_least(0))
     benders: BendersOptions = field(default_factory=BendersOptions,
-                                    metadata={"trades": "the Benders engine's own tunables (BendersOptions)"})
+                                    metadata=nested(BendersOptions, "the Benders engine's own tunables"))
 
     def __post_init__(self) -> None:
         validate(self)
