@@ -145,7 +145,7 @@ def essential_edges(distance: np.ndarray, rows: np.ndarray, cols: np.ndarray, *,
     if rows.size == 0:
         return np.ones(0, dtype=bool)
     if search == "auto":
-        dense = n <= DENSE_ADJACENCY_MAX and pair_share(rows, n) >= DENSE_PAIR_SHARE
+        dense = n <= dense_adjacency_max and pair_share(rows, n) >= DENSE_PAIR_SHARE
         search = "min_plus" if dense else "per_source"
     if search == "min_plus":
         return _essential_dense(d, rows, cols, rel_tol, block)

@@ -42,7 +42,7 @@ import numpy as np
 
 from securelp.solvers.errors import InputError, VerificationError
 
-__all__ = ["MAX_EXPONENT", "VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_mechanism"]
+__all__ = ["MAX_EXPONENT", "VerificationReport", "exp_lower_bound", "neighbour_pairs", "verify_exact", "verify_mechanism"]
 
 logger = logging.getLogger(__name__)
 
@@ -225,33 +225,7 @@ def verify_mechanism(
         )
     rows, cols = neighbour_pairs(distance, None if eta is None else float(eta))
     n_pairs = int(rows.size)
-    max_viol = 0.0
-    worst: tuple[int, int, int] | None = None
-    if n_pairs:
-        chunk = max(1, _CHUNK_BYTES // (8 * K * 3))
-        for start in range(0, n_pairs, chunk):
-            r = rows[start : start + chunk]
-            c = cols[start : start + chunk]
-            with np.errstate(over="ignore"):
-                factor = np.exp(eps * distance[r, c])
-            bound = P[c]
-            if np.all(np.isfinite(factor)):
-                bound *= factor[:, None]
-            else:  # exp(eps d) overflowed: the bound is inf where P[j, k] > 0 and 0 where it is 0
-                with np.errstate(invalid="ignore"):
-                    bound = np.where(bound > 0, bound * factor[:, None], 0.0)
-            Pi = P[r]
-            excess = Pi - bound  # P[i, k] - exp(eps d_ij) P[j, k]: only a positive one is a violation
-            hit = np.flatnonzero(excess > 0)
-            if hit.size == 0:
-                continue
-            rel = excess.flat[hit] / Pi.flat[hit]  # P[i, k] > 0 wherever the excess is positive
-            at = int(np.argmax(rel))
-            value = float(rel[at])
-            if value > max_viol:
-                max_viol = value
-                e, k = divmod(int(hit[at]), K)
-                worst = (int(r[e]), int(c[e]), int(k))
+    max_viol, worst = _largest_ratio_excess(P, distance, eps, rows, cols)
     if max_viol > tol:
         assert worst is not None
         i, j, k = worst
@@ -261,7 +235,7 @@ def verify_mechanism(
             f"{_scaled(eps * distance[i, j], P[j, k]):.6e} (relative excess {max_viol:.3e} > tol {tol:g})"
         )
     if exact:
-        _verify_exact(P, distance, eps, rows, cols, tol)
+        verify_exact(P, distance, eps, rows, cols, tol)
     logger.debug("verified mechanism %dx%d on %d ordered pairs: row err %.2e, mdp viol %.2e", n, K, n_pairs, max_row, max_viol)
     return VerificationReport(
         n_records=n,
@@ -277,6 +251,41 @@ def verify_mechanism(
     )
 
 
+def _largest_ratio_excess(P: np.ndarray, distance: np.ndarray, eps: float, rows: np.ndarray,
+                          cols: np.ndarray) -> tuple[float, tuple[int, int, int] | None]:
+    """The largest relative excess ``(P[i, k] - exp(eps d_ij) P[j, k]) / P[i, k]`` over the ordered pairs
+    ``rows`` -> ``cols`` and every output (0 when none is positive), and where it is ``(i, j, k)``;
+    the pairs are taken a chunk at a time (:data:`_CHUNK_BYTES` of temporaries)."""
+    K = P.shape[1]
+    max_viol = 0.0
+    worst: tuple[int, int, int] | None = None
+    chunk = max(1, _CHUNK_BYTES // (8 * K * 3))
+    for start in range(0, int(rows.size), chunk):
+        r = rows[start : start + chunk]
+        c = cols[start : start + chunk]
+        with np.errstate(over="ignore"):
+            factor = np.exp(eps * distance[r, c])
+        bound = P[c]
+        if np.all(np.isfinite(factor)):
+            bound *= factor[:, None]
+        else:  # exp(eps d) overflowed: the bound is inf where P[j, k] > 0 and 0 where it is 0
+            with np.errstate(invalid="ignore"):
+                bound = np.where(bound > 0, bound * factor[:, None], 0.0)
+        Pi = P[r]
+        excess = Pi - bound  # P[i, k] - exp(eps d_ij) P[j, k]: only a positive one is a violation
+        hit = np.flatnonzero(excess > 0)
+        if hit.size == 0:
+            continue
+        rel = excess.flat[hit] / Pi.flat[hit]  # P[i, k] > 0 wherever the excess is positive
+        at = int(np.argmax(rel))
+        value = float(rel[at])
+        if value > max_viol:
+            max_viol = value
+            e, k = divmod(int(hit[at]), K)
+            worst = (int(r[e]), int(c[e]), int(k))
+    return max_viol, worst
+
+
 def _scaled(x: float, p: float) -> float:
     """``exp(x) * p`` for a message: ``inf`` where ``exp`` overflows and ``p > 0``, 0 where ``p`` is 0."""
     if p == 0:
@@ -287,8 +296,15 @@ def _scaled(x: float, p: float) -> float:
         return math.inf
 
 
-def _verify_exact(P: np.ndarray, distance: np.ndarray, eps: float, rows: np.ndarray, cols: np.ndarray, tol: float) -> None:
-    """Rational-arithmetic re-check of row sums and ratios (see module docstring)."""
+def verify_exact(P: np.ndarray, distance: np.ndarray, eps: float, rows: np.ndarray, cols: np.ndarray, tol: float) -> None:
+    """Rational-arithmetic re-check of ``P``'s row sums and of its ratios on the ordered pairs ``rows`` ->
+    ``cols`` (see the module docstring), within ``tol``.
+
+    Raises
+    ------
+    VerificationError
+        A row sum or a ratio is off by more than ``tol`` in exact arithmetic.
+    """
     n, K = P.shape
     tol_q = Fraction(float(tol))
     F = [[Fraction(float(v)) for v in P[i]] for i in range(n)]

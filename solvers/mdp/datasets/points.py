@@ -43,6 +43,31 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
     path = Path(path)
     if metric not in ("euclidean", "haversine"):
         raise InputError(f"unknown metric {metric!r}: use euclidean or haversine")
+    labels, coords, line_numbers = _parse_records(path, _read_lines(path))
+    if len(coords) > MAX_DENSE_RECORDS:
+        raise InputError(f"points file {path} has {len(coords):,} records, too many for the dense distance matrix "
+                         f"(max {MAX_DENSE_RECORDS:,})")
+    if metric == "haversine":
+        if coords.shape[1] != 2:
+            raise InputError(f"{path}: haversine needs exactly two coordinates (lat, lon) per record, got {coords.shape[1]}")
+        bad = np.argwhere((np.abs(coords[:, 0]) > 90) | (np.abs(coords[:, 1]) > 180))
+        if bad.size:
+            no = line_numbers[int(bad[0, 0])]
+            raise InputError(f"{path}, line {no}: latitude must be in [-90, 90] and longitude in [-180, 180]")
+        distance = haversine_km(coords[:, 0], coords[:, 1])
+        unit = "km"
+    else:
+        distance = euclidean_distance(coords)
+        unit = ""
+    if eta is None:
+        # default radius: twice the median nearest-neighbour distance
+        nn = np.where(np.eye(len(coords), dtype=bool), np.inf, distance).min(axis=1) if len(coords) > 1 else np.array([1.0])
+        eta = float(2.0 * np.median(nn)) if np.isfinite(np.median(nn)) and np.median(nn) > 0 else 1.0
+    return finish_dataset("points", labels, distance, coords if coords.shape[1] <= 3 else None, prior, eps, eta, unit)
+
+
+def _read_lines(path: Path) -> list[tuple[int, str]]:
+    """The points file's lines that are neither blank nor comments, with their line numbers."""
     if path.exists() and not path.is_file():  # a directory, a device such as /dev/zero, a pipe
         raise InputError(f"points file {path} is not a regular file")
     try:
@@ -56,25 +81,33 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
     lines = [(no, ln) for no, ln in lines if ln and not ln.startswith("#")]
     if not lines:
         raise InputError(f"points file {path} has no records")
+    return lines
 
-    def split(line: str) -> list[str]:
-        return [t.strip() for t in (line.split(",") if "," in line else line.split())]
 
-    def numeric(tok: str) -> bool:
-        try:
-            return math.isfinite(float(tok))
-        except ValueError:
-            return False
+def _split(line: str) -> list[str]:
+    return [t.strip() for t in (line.split(",") if "," in line else line.split())]
 
+
+def _numeric(tok: str) -> bool:
+    try:
+        return math.isfinite(float(tok))
+    except ValueError:
+        return False
+
+
+def _parse_records(path: Path, lines: list[tuple[int, str]]) -> tuple[list[str], np.ndarray, list[int]]:
+    """The records of the points file's ``lines``: their labels (``p0``, ``p1``, ... where the file has
+    none), coordinates and line numbers; a header line is skipped, one that names another number of
+    columns than the records have is refused."""
     header = None
-    if not any(numeric(t) for t in split(lines[0][1])):
+    if not any(_numeric(t) for t in _split(lines[0][1])):
         header, lines = lines[0], lines[1:]
     if not lines:
         raise InputError(f"points file {path} has a header but no records")
-    rows = [(no, split(ln)) for no, ln in lines]
-    has_label = all(rows[0][1]) and not numeric(rows[0][1][0])
+    rows = [(no, _split(ln)) for no, ln in lines]
+    has_label = all(rows[0][1]) and not _numeric(rows[0][1][0])
     width = len(rows[0][1])
-    named = None if header is None else len(split(header[1]))
+    named = None if header is None else len(_split(header[1]))
     if named is not None and named not in ((width, width - 1) if has_label else (width,)):
         # a header that names another number of columns than the records have is a file mixed up
         # (a coordinate missing from every record, or the header of another file)
@@ -95,30 +128,10 @@ def points_dataset(path: str | Path, metric: str = "euclidean", prior: str | Pat
         try:
             vals = [float(t) for t in toks]
         except ValueError:
-            bad = next(t for t in toks if not numeric(t))
+            bad = next(t for t in toks if not _numeric(t))
             raise InputError(f"{path}, line {no}: {bad[:40]!r} is not a number") from None
         if not toks or not all(math.isfinite(v) for v in vals):
             raise InputError(f"{path}, line {no}: coordinates must be finite numbers")
         labels.append(label)
         values.append(vals)
-    coords = np.asarray(values, dtype=float)
-    if len(coords) > MAX_DENSE_RECORDS:
-        raise InputError(f"points file {path} has {len(coords):,} records, too many for the dense distance matrix "
-                         f"(max {MAX_DENSE_RECORDS:,})")
-    if metric == "haversine":
-        if coords.shape[1] != 2:
-            raise InputError(f"{path}: haversine needs exactly two coordinates (lat, lon) per record, got {coords.shape[1]}")
-        bad = np.argwhere((np.abs(coords[:, 0]) > 90) | (np.abs(coords[:, 1]) > 180))
-        if bad.size:
-            no = rows[int(bad[0, 0])][0]
-            raise InputError(f"{path}, line {no}: latitude must be in [-90, 90] and longitude in [-180, 180]")
-        distance = haversine_km(coords[:, 0], coords[:, 1])
-        unit = "km"
-    else:
-        distance = euclidean_distance(coords)
-        unit = ""
-    if eta is None:
-        # default radius: twice the median nearest-neighbour distance
-        nn = np.where(np.eye(len(coords), dtype=bool), np.inf, distance).min(axis=1) if len(coords) > 1 else np.array([1.0])
-        eta = float(2.0 * np.median(nn)) if np.isfinite(np.median(nn)) and np.median(nn) > 0 else 1.0
-    return finish_dataset("points", labels, distance, coords if coords.shape[1] <= 3 else None, prior, eps, eta, unit)
+    return labels, np.asarray(values, dtype=float), [no for no, _ in rows]

@@ -122,7 +122,7 @@ class Inverses:
     inverse costs about :meth:`Dissection.flops`; ``sum_k H_k^-1`` gets the leaves' blocks and a
     ``syrk`` of every ``U``. Without a dissection the tree is one leaf (the dense inverse).
 
-    Every array is allocated once; the BLAS/LAPACK calls go through :mod:`securelp.solvers.mdp.lapack` and
+    Every array is allocated once; the BLAS/LAPACK calls go through :mod:`securelp.solvers.mdp.ipm.lapack` and
     the copies through numpy, all without the GIL, so ``threads`` threads of ``pool`` share the
     outputs."""
 
