@@ -21,14 +21,21 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from securelp.coordinator.commands.common import positive_float
 from securelp.solvers.errors import SecureLPError
-from securelp.solvers.mdp.datasets import load_dataset
-from securelp.solvers.mdp.graph import build_graph
-from securelp.solvers.mdp.partition import PARTITIONERS, partition_records
-from securelp.solvers.mdp.pmo import build_pmo, solve_direct
+from securelp.solvers.mdp.bd import solve_bd
+from securelp.solvers.mdp.columns import solve_colgen
+from securelp.solvers.mdp.columns.bounds import component_rows, undominated_outputs
+from securelp.solvers.mdp.datasets import euclidean_distance, load_dataset
+from securelp.solvers.mdp.direct import solve_direct
+from securelp.solvers.mdp.graph import build_graph, essential_edges, pair_share
+from securelp.solvers.mdp.ipm import structured_ipm
+from securelp.solvers.mdp.pmo import build_pmo
+from securelp.solvers.mdp.records import PARTITIONERS, partition_records
 from securelp.solvers.resources import peak_rss
 
 INSTANCES = {
@@ -76,12 +83,8 @@ def solve(name: str, method: str, cap: float, partitioner: str, subsets: int, de
         if method == "direct":
             r = solve_direct(p, time_limit=cap)
         elif method == "colgen":
-            from securelp.solvers.mdp.colgen import solve_colgen
-
             r = solve_colgen(p, gap=1e-4, time_limit=cap)
         else:
-            from securelp.solvers.mdp.bd import solve_bd
-
             r = solve_bd(p, partitioner=partitioner, n_subsets=subsets, gap=1e-4, time_limit=cap, max_iterations=100000,
                          decomposition=decomposition)
             row.update(decomposition=decomposition)
@@ -105,11 +108,6 @@ def ipm(n_records: int, n_outputs: int, tolerance: float, seed: int, threads: in
     from the pairwise-undominated ones of gaussian ``n_records``'s largest component (the dataset's
     own seed 0, eps 1, eta 0.5, as ``securelp mdp --dataset gaussian``): iterations, seconds, the
     relative gap and the seconds at every 10th iteration."""
-    import numpy as np
-
-    from securelp.solvers.mdp.colgen import component_rows, undominated_outputs
-    from securelp.solvers.mdp.ipm import structured_ipm
-
     p = build_pmo(load_dataset("gaussian", n_records=n_records, seed=0))
     idx = max(p.graph.component_members(), key=lambda g: g.size)
     kept = undominated_outputs(p.cost[idx])
@@ -143,14 +141,9 @@ GRAPHS = {
 
 def graph_bench() -> None:
     """:func:`securelp.solvers.mdp.graph.essential_edges` by both searches on each of :data:`GRAPHS`, one after
-    the other: the per-source search (the only one until stop 36) and the blocked min-plus product
-    (taken on dense graphs since), with whether their masks agree. ``points1500_complete``: 1,500
-    points uniform in [0, 10]^2 (``numpy.random.default_rng(0)``) with every pair a neighbour."""
-    import numpy as np
-
-    from securelp.solvers.mdp import graph
-    from securelp.solvers.mdp.datasets import euclidean_distance
-
+    the other: the per-source search and the blocked min-plus product (``auto`` takes it on dense
+    graphs), with whether their masks agree. ``points1500_complete``: 1,500 points uniform in
+    [0, 10]^2 (``numpy.random.default_rng(0)``) with every pair a neighbour."""
     for name, (ds_name, kw, eta) in GRAPHS.items():
         if ds_name == "points1500":
             d = euclidean_distance(np.random.default_rng(0).uniform(0, 10, size=(1500, 2)))
@@ -159,13 +152,13 @@ def graph_bench() -> None:
             d, eta = np.asarray(ds.distance), ds.default_eta if eta is None else eta
         g = build_graph(d, eta)
         t = time.perf_counter()
-        per_source = graph._essential_per_source(d, g.rows, g.cols, 1e-12)
+        per_source = essential_edges(d, g.rows, g.cols, search="per_source")
         t_src = time.perf_counter() - t
         t = time.perf_counter()
-        minplus = graph._essential_dense(d, g.rows, g.cols, 1e-12)
+        minplus = essential_edges(d, g.rows, g.cols, search="min_plus")
         t_mp = time.perf_counter() - t
         print(json.dumps({"bench": "essential_edges", "graph": name, "records": int(d.shape[0]), "pairs": int(g.rows.size),
-                          "kept": int(per_source.sum()), "dense_share": round(graph.pair_share(g.rows, d.shape[0]), 4),
+                          "kept": int(per_source.sum()), "dense_share": round(pair_share(g.rows, d.shape[0]), 4),
                           "per_source_s": round(t_src, 3), "min_plus_s": round(t_mp, 3),
                           "same_mask": bool(np.array_equal(per_source, minplus))}), flush=True)
 

@@ -3,8 +3,8 @@
 The restricted PMO keeps every record of the component but only a subset ``S`` of its outputs,
 and is solved whole by HiGHS (``--solver ipm``: interior point without crossover; ``choose``:
 simplex). At its unit-row duals ``mu`` every kept output is priced by the cone LP of
-:mod:`securelp.solvers.mdp.colgen` (``v_k(mu) = min {(g_k - mu)' z : z in C, 0 <= z <= 1}``); the
-``--add`` most negative outputs join ``S``. Both lower bounds of colgen's module docstring are
+:mod:`securelp.solvers.mdp.columns.pricing` (``v_k(mu) = min {(g_k - mu)' z : z in C, 0 <= z <= 1}``);
+the ``--add`` most negative outputs join ``S``. Both lower bounds of :mod:`securelp.solvers.mdp.columns.bounds` are
 evaluated from clipped duals only, so they are valid whatever the solvers' tolerances:
 ``sum(mu) + sum_k min(0, v_k(mu))`` and ``sum_i min_k (g_k + A'y_k)_i``. The upper bound
 printed is the restricted LP's objective (not a repaired, verified mechanism: this script
@@ -30,16 +30,18 @@ import scipy.sparse as sp
 from securelp.solvers.errors import InputError
 from securelp.solvers.lp.highs import new_highs, pass_lp
 from securelp.solvers.lp.model import LinearProgram
-from securelp.solvers.mdp.colgen import _ComponentCG, undominated_outputs
+from securelp.solvers.mdp.columns.bounds import undominated_outputs
+from securelp.solvers.mdp.columns.component import ComponentCG
 from securelp.solvers.mdp.datasets import gaussian_dataset
 from securelp.solvers.mdp.pmo import build_pmo
 
 
-def largest_component(records: int, seed: str) -> _ComponentCG:
-    """colgen's model of the largest component: ``G`` (records x kept outputs), ``A`` (mDP rows), pricers."""
+def largest_component(records: int, seed: str) -> ComponentCG:
+    """The column decomposition's model of the largest component: ``G`` (records x kept outputs), ``A``
+    (mDP rows), the stored certificates and the pricer."""
     prob = build_pmo(gaussian_dataset(records, seed=seed))
     idx = max(prob.graph.component_members(), key=lambda g: g.size)
-    return _ComponentCG(prob, idx, undominated_outputs(prob.cost[idx]), 1, 1e-6, 0.0)
+    return ComponentCG(prob, idx, undominated_outputs(prob.cost[idx]), 1, 1e-6)
 
 
 def solve_restricted(G: np.ndarray, A: sp.csr_matrix, S: list[int], solver: str):
@@ -80,10 +82,12 @@ def run(records: int, add: int, solver: str, seed: str = "0", gap: float = 1e-6,
             tp = time.perf_counter()
             in_s = np.zeros(K, dtype=bool)
             in_s[S] = True
-            cg.Q[S] = G[:, S].T + (cg.AT @ np.maximum(0.0, -Y).T).T  # q_k = g_k + A'y_k, y_k clipped
-            cg.price(np.flatnonzero(~in_s), mu, 1e-12)  # keeps the better certificate per output in cg.Q
-            v = np.minimum(0.0, cg.Q - mu).sum(axis=1)
-            lower = max(float(mu.sum() + v.sum()), float(cg.Q.min(axis=0).sum()))
+            Q = cg.certs.Q
+            Q[S] = G[:, S].T + (cg.AT @ np.maximum(0.0, -Y).T).T  # q_k = g_k + A'y_k, y_k clipped
+            cg.pricer.price(np.flatnonzero(~in_s), mu, 1e-12)  # keeps the better certificate per output
+            Q = cg.certs.Q
+            v = np.minimum(0.0, Q - mu).sum(axis=1)
+            lower = max(float(mu.sum() + v.sum()), float(Q.min(axis=0).sum()))
             best = max(best, lower)
             rel = (obj - best) / abs(obj)
             used = int((Z.max(axis=0) > 1e-9).sum())

@@ -1,10 +1,13 @@
-"""A small PMO instance with a solved optimum, shared by the column-decomposition tests."""
+"""Small PMO instances shared by the mDP engine tests: one with a solved optimum, a subset of a
+dataset, a component's column generation."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.columns.bounds import undominated_outputs
+from securelp.solvers.mdp.columns.component import ComponentCG
+from securelp.solvers.mdp.datasets import SecretDataset, load_dataset
 from securelp.solvers.mdp.direct import solve_direct
 from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
@@ -29,7 +32,11 @@ def assert_certified_optimum(p, direct, r) -> None:
 
 def component(p, idx, workers: int = 1, gap: float = 1e-4, options=None):
     """The column generation of ``p``'s component ``idx`` over its entrywise-undominated outputs; close it after use."""
-    from securelp.solvers.mdp.columns.bounds import undominated_outputs
-    from securelp.solvers.mdp.columns.component import ComponentCG
-
     return ComponentCG(p, idx, undominated_outputs(p.cost[idx]), workers, gap, options)
+
+
+def subset(ds: SecretDataset, idx: np.ndarray, name: str) -> SecretDataset:
+    """The records ``idx`` of ``ds`` as a dataset of their own, with a uniform prior."""
+    coords = None if ds.coords is None else ds.coords[idx]
+    return SecretDataset(name, tuple(ds.labels[i] for i in idx), ds.distance[np.ix_(idx, idx)], coords,
+                         np.full(idx.size, 1.0 / idx.size), ds.default_eps, ds.default_eta, ds.unit)

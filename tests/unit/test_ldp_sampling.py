@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from securelp.solvers.errors import InputError
-from securelp.solvers.mdp.le import GridDomain, linear_equations_mechanism
+from securelp.solvers.ldp import GridDomain
+from securelp.solvers.ldp.le import linear_equations_mechanism
 from securelp.solvers.mdp.sampling import (
     RowSampler,
     bernoulli_dyadic,

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from securelp.solvers.lp.highs import dual_bound
-from securelp.solvers.mdp.pmo import highs_solve_lp
+from securelp.solvers.mdp.direct import highs_solve_lp
 
 
 def _random_lp(seed: int):

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import securelp.coordinator.commands.mdp as mdp_cmd
 from securelp.coordinator.cli import main
-from securelp.solvers.errors import ExitCode
+from securelp.solvers.benders import BendersOptions
+from securelp.solvers.benders import driver as benders_driver
+from securelp.solvers.errors import ExitCode, SolverError
+from securelp.solvers.mdp import direct as direct_module
+from securelp.solvers.mdp.bd import solve_bd
+from securelp.solvers.mdp.columns import ColumnGenerationOptions, solve_colgen
 from securelp.solvers.mdp.datasets import load_dataset
+from securelp.solvers.mdp.expmech import solve_expmech
+from securelp.solvers.mdp.plotting import plot_result
+from securelp.solvers.mdp.pmo import build_pmo
+from securelp.solvers.mdp.records import RecordOptions
 from securelp.solvers.mdp.verify import verify_mechanism
 
 KEYS = {"status", "method", "objective", "lower_bound", "upper_bound", "rel_gap", "iterations", "time_s",
@@ -25,8 +39,8 @@ def _run(tmp_path: Path, *extra: str) -> tuple[int, dict]:
 
 def test_save_mechanism_writes_the_format_of_its_suffix_and_refuses_others_first(tmp_path: Path, capsys) -> None:
     """.npy, .npz, .csv and .mat (any case) hold the same doubles (a .csv's description line is a comment
-    to numpy); another suffix is refused before the solve (exit 3, nothing written), where a .txt name
-    used to get a numpy file."""
+    to numpy); another suffix is refused before the solve (exit 3, nothing written), not given a numpy
+    file under a .txt name."""
     from scipy.io import loadmat
 
     base = ["--dataset", "grid", "--rows", "3", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "direct"]
@@ -127,6 +141,8 @@ def test_points_file_via_cli(tmp_path: Path) -> None:
      (["--outputs", "0"], "K"),
      # eps d = 30 * 1.41 km on the grid's diagonals: a factor exp(eps d) of 2.6e18, no LP solver takes it
      (["--eps", "30", "--method", "direct"], "exp(eps d) exceeds 1e+15"),
+     # the engine names its parameter (eta), the command the flags to change
+     (["--eps", "30", "--method", "direct"], "which needs no LP (--eta, --eps or --method expmech)"),
      (["--eps", "30", "--method", "bd"], "exp(eps d) exceeds 1e+15"),
      (["--eps", "30", "--method", "bd", "--decomposition", "columns"], "exp(eps d) exceeds 1e+15")],
 )
@@ -204,16 +220,17 @@ def test_a_stop_before_the_gap_says_why_and_what_to_change(tmp_path: Path, capsy
 
 def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # before the pace rule Rome and the 20x25 grid at eps 10/km ran to the iteration cap of 500
-    # (hours) with both bounds fixed from iteration 2. The 5x5 grid at eps 7/km, with the in-out
-    # separation: upper 0.0030952 from iteration 10 on, lower 0.0028202 there, 0.0028222 at 20 and
-    # 0.0030577 after 2,000 iterations (the instance at eps 10/km this test used until stop 41 is
-    # now certified). Its iterations take milliseconds: the rule's minute is set to 0 here
-    from securelp.solvers.benders import engine
+    # without the pace rule a run whose bounds are fixed runs to the iteration cap (hours on Rome). The
+    # 5x5 grid at eps 7/km with the cuts as they come and no going back to the master's point on weak
+    # cuts: its bounds barely move after iteration 10. Its iterations take milliseconds: the rule's
+    # minute is 0 here
+    stalling = RecordOptions(benders=BendersOptions(pace_min_seconds=0.0, visible_violation=0.0, in_out_weak_share=0.0))
 
-    monkeypatch.setattr(engine, "PACE_MIN_SECONDS", 0.0)
-    monkeypatch.setattr(engine, "VISIBLE_VIOLATION", 0.0)  # the cuts as until stop 42 (the instance is certified now)
-    monkeypatch.setattr(engine, "IN_OUT_WEAK_SHARE", 0.0)  # the in-out rule as until stop 43 (certified with it)
+    def solve(args, problem, seed, progress, status, time_limit=None):  # the command's solve, with those options
+        return solve_bd(problem, partitioner=args.partitioner, n_subsets=args.subsets, gap=args.gap,
+                        max_iterations=args.max_iterations, progress=progress, status=status, options=stalling)
+
+    monkeypatch.setattr(mdp_cmd, "_solve", solve)
     out = tmp_path / "r.json"
     args = ["mdp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "7", "--method", "bd",
             "--partitioner", "kmrec", "--subsets", "2", "--json", str(out)]
@@ -228,10 +245,8 @@ def test_record_bd_whose_bounds_stop_moving_ends_early_and_says_so(tmp_path: Pat
 def test_record_bd_short_of_memory_returns_its_mechanism_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # an iteration that leaves less than twice what it took stops the run (memory read through a fake)
-    from securelp.solvers.benders import engine
-
     left = iter([8 << 30, 5 << 30])
-    monkeypatch.setattr(engine, "available_memory", lambda: next(left, 5 << 30))
+    monkeypatch.setattr(benders_driver, "available_memory", lambda: next(left, 5 << 30))  # environment probe
     out = tmp_path / "r.json"
     args = ["mdp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", "4", "--method", "bd",
             "--partitioner", "kmrec", "--subsets", "2", "--json", str(out)]
@@ -245,20 +260,18 @@ def test_record_bd_short_of_memory_returns_its_mechanism_and_says_so(tmp_path: P
 
 def test_direct_whose_duals_do_not_certify_it_exits_8_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from securelp.solvers.mdp import pmo
-
     out = tmp_path / "r.json"
     args = ["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--method", "direct",
             "--json", str(out)]
     assert main(args) == ExitCode.OK
     assert json.loads(out.read_text())["status"] == "optimal"
-    solve_lp = pmo.highs_solve_lp
+    solve_lp = direct_module.highs_solve_lp
 
     def off_duals(*a, **kw):  # HiGHS as on Rome at eps 10/km: "optimal", with duals that certify less
         status, x, duals, obj, h = solve_lp(*a, **kw)
         return status, x, 0.9 * duals, obj, h
 
-    monkeypatch.setattr(pmo, "highs_solve_lp", off_duals)
+    monkeypatch.setattr(direct_module, "highs_solve_lp", off_duals)  # fault injection
     capsys.readouterr()
     assert main(args) == ExitCode.SOLVER
     report = json.loads(out.read_text())
@@ -273,23 +286,24 @@ def test_the_terminal_progress_line_shows_the_start_and_ends_before_an_error(
     """On a terminal the column decomposition rewrites one progress line (``\\r``, cleared to its
     end) with its slow phases and iterations; when the solve fails the line is ended first, so the
     error message starts a line of its own. Without a terminal (the other tests) nothing is shown."""
-    import securelp.coordinator.commands.mdp as mdp_cmd
-    from securelp.solvers.errors import SolverError
-    from securelp.solvers.mdp import colgen
-
     monkeypatch.setattr(mdp_cmd, "quiet_output", lambda _path: False)  # as on a terminal
-    monkeypatch.setattr(colgen, "STATUS_MIN_RECORDS", 1)
+
+    def solve(args, problem, seed, progress, status, time_limit=None):  # the phases shown from 1 record on
+        return solve_colgen(problem, gap=args.gap, progress=progress, status=status,
+                            options=ColumnGenerationOptions(status_min_records=1))
+
+    monkeypatch.setattr(mdp_cmd, "_solve", solve)
     rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "colgen")
     err = capsys.readouterr().err
     assert rc == 0 and rep["status"] == "optimal"
     assert "\rcolgen: component of 16 records: looking for dominated outputs" in err
     assert "\rcolgen iter    1  lower " in err and "\033[K" in err and err.endswith("\n")
 
-    def fail(*_args, status, **_kw):  # a solver that reports, then fails
+    def fail(args, problem, seed, progress, status, time_limit=None):  # a solver that reports, then fails
         status("component of 16 records: ipm start")
         raise SolverError("HiGHS failed on the master")
 
-    monkeypatch.setattr(colgen, "solve_colgen", fail)
+    monkeypatch.setattr(mdp_cmd, "_solve", fail)
     (tmp_path / "failed").mkdir()
     rc, rep = _run(tmp_path / "failed", "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "colgen")
     err = capsys.readouterr().err
@@ -301,17 +315,13 @@ def test_the_terminal_progress_line_shows_the_start_and_ends_before_an_error(
 def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  method: str) -> None:
     """--time-limit is the command's: the solve gets what loading and building the mDP graph left of
-    it (before stop 35 the solve got all of it, and 1,500 points with --eta 1000 and a 60 s limit
-    took 112 s, 40 s of them before the solve). A negative limit is refused for every LP method."""
-    import time as _time
-
-    from securelp.coordinator.commands import mdp as mdp_cmd
-
+    it (1,500 points with --eta 1000 spend 40 s before the solve). A negative limit is refused for
+    every LP method."""
     real_load, real_solve = mdp_cmd.load_secret_dataset, mdp_cmd._solve
     seen: list[float | None] = []
 
     def slow_load(args):
-        _time.sleep(0.5)
+        time.sleep(0.5)
         return real_load(args)
 
     def spy(*args, **kwargs):
@@ -331,21 +341,15 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
 
 
 def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
-    """``--seed -1`` used to end in numpy's traceback (k-means got the negative integer), and a word went
-    through Python's salted ``hash``, so its partition changed from one process to the next; both now
-    give a fixed partition, and a non-negative integer keeps the one it always gave."""
-    import os
-    import subprocess
-    import sys
-
-    from securelp.coordinator.commands.mdp import partition_seed
-
-    assert partition_seed(None) == 0 and partition_seed("7") == 7 and partition_seed(12) == 12
+    """``--seed -1`` (which numpy's k-means generator refuses) and a word (which Python's salted ``hash``
+    would map differently in every process) both give a fixed partition, and a non-negative integer
+    the one it names."""
+    assert mdp_cmd.partition_seed(None) == 0 and mdp_cmd.partition_seed("7") == 7 and mdp_cmd.partition_seed(12) == 12
     for seed in ("-1", "abc", "1.5", "\u00b2"):
-        assert 0 <= partition_seed(seed) < 2**31 and partition_seed(seed) == partition_seed(seed)
-    assert len({partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
-    base = ["--dataset", "grid", "--rows", "6", "--cols", "6", "--eps", "1", "--eta", "1.5", "--method", "bd",
-            "--subsets", "4"]
+        assert 0 <= mdp_cmd.partition_seed(seed) < 2**31 and mdp_cmd.partition_seed(seed) == mdp_cmd.partition_seed(seed)
+    assert len({mdp_cmd.partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
+    base = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "bd",
+            "--subsets", "2"]
     rc, rep = _run(tmp_path, *base, "--seed", "-1")
     assert rc == 0 and rep["status"] == "optimal"
     seeds = []
@@ -354,15 +358,11 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": salt}, check=True,
                               capture_output=True, text=True, timeout=60)
         seeds.append(int(done.stdout))
-    assert seeds[0] == seeds[1] == partition_seed("abc")
+    assert seeds[0] == seeds[1] == mdp_cmd.partition_seed("abc")
 
 
 def test_the_map_of_lat_lon_records_is_labelled_and_to_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.pyplot as plt
-
-    from securelp.solvers.mdp.expmech import solve_expmech
-    from securelp.solvers.mdp.plotting import plot_result
-    from securelp.solvers.mdp.pmo import build_pmo
 
     figures = []
     close = plt.close

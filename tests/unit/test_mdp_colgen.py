@@ -22,6 +22,7 @@ from securelp.solvers.mdp.datasets import load_dataset
 from securelp.solvers.mdp.direct import solve_direct
 from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
+from tests.mdp_fixtures import subset
 
 
 def _gauss_components():
@@ -382,3 +383,26 @@ def test_a_component_stopped_above_the_exponential_mechanism_returns_its_rows(mo
     monkeypatch.undo()
     r = solve_colgen(problem, gap=1e-4)
     assert r.status == "optimal" and r.details["expmech_components"] == 0 and r.objective < em
+
+
+@pytest.mark.parametrize("instance", ["grid_eps1", "grid_eps10", "rome40", "gaussian_travel", "points_k"])
+def test_colgen_equals_direct(instance: str, tmp_path: Path) -> None:
+    if instance == "grid_eps1":
+        p = build_pmo(load_dataset("grid", rows=5, cols=6), 1.0, 2.0)
+    elif instance == "grid_eps10":
+        p = build_pmo(load_dataset("grid", rows=6, cols=6), 10.0, 2.0)
+    elif instance == "rome40":
+        p = build_pmo(subset(load_dataset("rome"), np.arange(40), "rome40"), 10.0, 2.0)
+    elif instance == "gaussian_travel":
+        p = build_pmo(load_dataset("gaussian", n_records=24, seed=3), 1.0, 0.9, loss="travel", seed=1)
+    else:
+        pts = np.random.default_rng().uniform(0, 4, size=(20, 2))
+        f = tmp_path / "pts.csv"
+        f.write_text("\n".join(f"{float(a)!r},{float(b)!r}" for a, b in pts))
+        p = build_pmo(load_dataset("points", path=str(f)), 1.0, 1.5, n_outputs=8, seed=5)
+    direct = solve_direct(p)
+    cg = solve_colgen(p, gap=1e-8)
+    verify_mechanism(cg.mechanism, p.dataset.distance, p.eps, eta=p.eta)
+    assert cg.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert cg.lower_bound <= direct.objective * (1 + 1e-9) + 1e-15
+    assert cg.rel_gap <= 1e-6

@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from securelp.solvers.errors import InputError
-from securelp.solvers.mdp import datasets as dsmod
-from securelp.solvers.mdp.datasets import GOWALLA_PRIOR, SecretDataset, haversine_km, load_dataset, load_prior
+from securelp.solvers.mdp.datasets import (
+    GOWALLA_PRIOR,
+    MAX_DENSE_RECORDS,
+    SecretDataset,
+    haversine_km,
+    load_dataset,
+    load_prior,
+)
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mdp"
 
@@ -86,7 +92,7 @@ def test_malformed_points_file_names_the_line(tmp_path: Path) -> None:
         load_dataset("points", path=str(g))
     with pytest.raises(InputError, match="cannot read"):
         load_dataset("points", path=str(tmp_path / "missing.csv"))
-    # a header naming another number of columns than the records have (stop 41: it was ignored);
+    # a header naming another number of columns than the records have is refused, not ignored;
     # a labelled file's header may or may not name the label column
     w = tmp_path / "wide.csv"
     w.write_text("x,y,z\n0,0\n1,1\n")
@@ -105,32 +111,24 @@ def test_duplicate_points_are_refused_naming_both(tmp_path: Path) -> None:
         load_dataset("points", path=str(f))
 
 
-def test_unknown_dataset_and_missing_lazy_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(InputError, match="unknown dataset"):
+def test_an_unknown_dataset_is_an_input_error_naming_the_parameter() -> None:
+    with pytest.raises(InputError, match="unknown dataset") as caught:
         load_dataset("nope")
-    import importlib
-
-    real = importlib.import_module
-
-    def fake(name: str, *a, **k):
-        if name == "securelp.solvers.mdp.road_dataset":
-            raise ImportError("no road support")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(dsmod.importlib, "import_module", fake)
-    with pytest.raises(InputError, match="not available"):
-        load_dataset("road", n_records=10)
+    assert caught.value.parameter == "name"
 
 
-def test_too_many_records_for_the_dense_distances_is_an_input_error(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A grid had a cap; a points file had none (100,000 points: 80 GB of distances)."""
-    monkeypatch.setattr(dsmod, "MAX_DENSE_RECORDS", 5)
-    f = tmp_path / "six.csv"
-    f.write_text("".join(f"{i},{i * i}\n" for i in range(6)))
-    with pytest.raises(InputError, match=r"six\.csv has 6 records, too many for the dense distance matrix \(max 5\)"):
+def test_too_many_records_for_the_dense_distances_is_an_input_error(tmp_path: Path) -> None:
+    """Every dataset has a cap on its records (100,000 points: 80 GB of distances), refused before the
+    distances are computed."""
+    cap = MAX_DENSE_RECORDS
+    f = tmp_path / "many.csv"
+    f.write_text("".join(f"{i},{i % 7}\n" for i in range(cap + 1)))
+    with pytest.raises(InputError, match=rf"many\.csv has {cap + 1:,} records, too many for the dense distance "
+                                         rf"matrix \(max {cap:,}\)"):
         load_dataset("points", path=str(f))
-    with pytest.raises(InputError, match=r"grid of 6 cells is too large"):
-        load_dataset("grid", rows=2, cols=3)
+    with pytest.raises(InputError, match=rf"grid of {2 * (cap // 2 + 1)} cells is too large"):
+        load_dataset("grid", rows=2, cols=cap // 2 + 1)
+    with pytest.raises(InputError, match=rf"gaussian needs 1 to {cap:,} records"):
+        load_dataset("gaussian", n_records=cap + 1)
     f.write_text("".join(f"{i},{i * i}\n" for i in range(5)))
     assert load_dataset("points", path=str(f)).n == 5

@@ -1,4 +1,4 @@
-"""The GIL-free BLAS/LAPACK calls of the structured IPM (securelp.solvers.mdp.lapack) against numpy, on
+"""The GIL-free BLAS/LAPACK calls of the structured IPM (securelp.solvers.mdp.ipm.lapack) against numpy, on
 blocks of larger column-major arrays (worked on in place, nothing around them touched), through
 scipy's exported routines and through the fallback to scipy's wrappers."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from securelp.solvers.mdp import lapack
+from securelp.solvers.mdp.ipm import lapack
 
 
 @pytest.fixture(params=["native", "fallback"])
@@ -15,7 +15,7 @@ def routines(request, monkeypatch):
     if request.param == "native":
         assert lapack.native()  # scipy's Cython exports have the expected signatures here
     else:
-        monkeypatch.setattr(lapack, "_routine", lambda lib, name: None)
+        monkeypatch.setattr(lapack, "_routine", lambda lib, name: None)  # environment probe: no native exports
         assert not lapack.native()
     return request.param
 

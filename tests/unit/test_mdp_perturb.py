@@ -140,8 +140,9 @@ def test_labels_given_twice_in_a_points_file_are_refused_only_where_asked_for(tm
     f.write_text("b\n")
     assert read_true_records(f, ("a", "b", "a")).tolist() == [1]
     f.write_text("a\n")
-    with pytest.raises(InputError, match="names more than one record; use --by-index"):
+    with pytest.raises(InputError, match="names more than one record; read the records by index") as caught:
         read_true_records(f, ("a", "b", "a"))
+    assert caught.value.parameter == "by_index" and "--" not in str(caught.value)  # the command names the flag
 
 
 def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> None:
@@ -159,7 +160,7 @@ def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> 
 @pytest.mark.parametrize("seed", [[], ["--seed", "11"]])
 def test_the_outputs_of_a_run_are_drawn_again(tmp_path: Path, seed: list[str]) -> None:
     """``--outputs K`` draws K records with ``--seed`` (default 0): the same command gives the same
-    outputs (until stop 46 an unseeded run drew them from the OS), which perturb draws again."""
+    outputs, which perturb draws again."""
     grid = [*GRID, "--outputs", "6", *seed]
     drawn = []
     for _ in range(2):
@@ -191,7 +192,7 @@ def test_true_records_from_standard_input(saved: Path, tmp_path: Path, monkeypat
     assert "released 2 records" in out.err
 
 
-# --- a mechanism file's description (stop 47): no dataset options needed, mismatched ones refused ---
+# --- a mechanism file's description: no dataset options needed, mismatched ones refused ---
 
 SIX = [*GRID, "--outputs", "6", "--seed", "3"]
 

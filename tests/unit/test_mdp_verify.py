@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from securelp.solvers.errors import InputError, VerificationError
 from securelp.solvers.mdp.datasets import euclidean_distance, grid_dataset
 from securelp.solvers.mdp.expmech import exponential_mechanism
-from securelp.solvers.mdp.verify import exp_lower_bound, neighbour_pairs, verify_mechanism
+from securelp.solvers.mdp.verify import exp_lower_bound, neighbour_pairs, verify_exact, verify_mechanism
 
 
 def _grid(rows: int = 4, cols: int = 4) -> np.ndarray:
@@ -36,12 +36,10 @@ def test_negative_control_eps_doubled_fails() -> None:
     em2 = exponential_mechanism(d, 2.0)  # an EM built for 2 eps is not eps-private
     with pytest.raises(VerificationError, match="mDP violated"):
         verify_mechanism(em2, d, 1.0, eta=2.0)
-    from securelp.solvers.mdp.verify import _verify_exact
-
     rows, cols = neighbour_pairs(d, 2.0)
     with pytest.raises(VerificationError, match="exact check"):
-        _verify_exact(em2, d, 1.0, rows, cols, 1e-9)  # the rational path catches it on its own too
-    _verify_exact(exponential_mechanism(d, 1.0), d, 1.0, rows, cols, 1e-9)
+        verify_exact(em2, d, 1.0, rows, cols, 1e-9)  # the rational path catches it on its own too
+    verify_exact(exponential_mechanism(d, 1.0), d, 1.0, rows, cols, 1e-9)
 
 
 def test_negative_control_nudged_entry_fails() -> None:
