@@ -19,6 +19,7 @@ output priced for the first time starts from the starting rows, the rows whose m
 at the last solution of the output its worker priced (a neighbour), and that basis. Certificates need
 no care: the LP's multipliers, zero on the rows it does not carry, are multipliers ``y >= 0`` of the
 whole LP's rows, and every bound is built from those (weak duality holds for any ``y >= 0``).
+The rows are those of Qiu Eq. 5 for one output column.
 """
 
 from __future__ import annotations

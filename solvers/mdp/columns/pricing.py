@@ -10,6 +10,9 @@ per record), dense ones with lazy rows (:mod:`~securelp.solvers.mdp.columns.lazy
 a basis first try a lossy transport plan (:mod:`~securelp.solvers.mdp.columns.optimal_transport`), which
 certifies many of them without an LP. Outputs are priced along a chain of nearest neighbours in their
 cost columns, so that an output priced for the first time starts from a neighbour's basis.
+
+References: the PMO's mDP and unit rows, Qiu Eq. 5-6; the decomposition by column, G. B. Dantzig and
+P. Wolfe, "Decomposition Principle for Linear Programs", Operations Research 8 (1960).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ the parts' inverses (dissected again in turn) and a Schur complement on the sepa
 (:mod:`~securelp.solvers.mdp.ipm.inverses`) instead of ``m^3`` flops. Splits come from a quantile of the
 Fiedler vector of the graph's Laplacian; the separator is a minimum vertex cover of the edges across
 the split (Koenig's theorem, from a maximum bipartite matching).
+
+References: A. George, "Nested Dissection of a Regular Finite Element Mesh", SIAM J. Numer. Anal. 10
+(1973); M. Fiedler, "Algebraic Connectivity of Graphs", Czech. Math. J. 23 (1973).
 """
 
 from __future__ import annotations
