@@ -470,10 +470,13 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
                      insecure: bool = False, host: str = "127.0.0.1") -> Iterator[list[PartyLink]]:
     """Real gRPC servers in this process (one per session, port 0) and links to them.
 
-    Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``.
-    Servers and channels are stopped on exit. For simulations and contract tests.
+    Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``; each session
+    that has no identity yet gets its certificate as the identity that binds its secure-aggregation
+    key (as ``securelp party --certs`` does). Servers and channels are stopped on exit. For
+    simulations and contract tests.
     """
-    from securelp.party.server import ServerTls, create_server  # lazy: the party side only here
+    from securelp.party.aggregation import SigningIdentity  # lazy: the party side only here
+    from securelp.party.server import ServerTls, create_server
 
     ids = [s.party_id for s in sessions]  # type: ignore[attr-defined]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -493,6 +496,9 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
             if not insecure:
                 ident = load_identity(tls_dir, pid)
                 server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+                if getattr(session, "identity", "absent") is None:
+                    session.bind_identity(  # type: ignore[attr-defined]
+                        SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate))
             server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure)
             servers.append(server)
             links.append(GrpcPartyLink(pid, f"{host}:{port}", tls=channel_tls, insecure=insecure,

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 
 from securelp.coordinator.certs import validate_party_ids, write_session_certs
+from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.solvers.errors import TransportError
 from securelp.solvers.lp.partition import ColumnBlock, save_block
 
@@ -84,11 +85,14 @@ class LocalParties:
     blas_threads : BLAS/OpenMP threads per party process; None: cores // parties (at least
         1), so parties masking at the same time do not oversubscribe the cores. Variables
         already set in the environment win.
+    policy : every party's policy, passed as ``--allow-bounds`` and ``--reveal/--no-reveal``
+        (default: the default of ``securelp party``).
     """
 
     def __init__(self, blocks: Sequence[ColumnBlock], workdir: Path, *, insecure: bool = False,
                  seed: str | None = None, startup_timeout: float = 30.0, idle_timeout: float = 600.0,
-                 grace_s: float = 5.0, blas_threads: int | None = None) -> None:
+                 grace_s: float = 5.0, blas_threads: int | None = None,
+                 policy: PartyPolicy = DEFAULT_POLICY) -> None:
         self.blocks = list(blocks)
         self.ids = validate_party_ids([b.party_id for b in self.blocks])
         self.workdir = Path(workdir)
@@ -97,6 +101,7 @@ class LocalParties:
         self.startup_timeout = startup_timeout
         self.idle_timeout = idle_timeout
         self.grace_s = grace_s
+        self.policy = policy
         self.blas_threads = blas_threads or max(1, (os.cpu_count() or 1) // max(1, len(self.blocks)))
         self.certs_dir = self.workdir / "certs"
         self.endpoints: dict[str, str] = {}
@@ -146,6 +151,8 @@ class LocalParties:
             cmd = [sys.executable, "-m", "securelp.coordinator.cli", "party", "--listen", "127.0.0.1:0", "--data", str(data),
                    "--id", pid, "--idle-timeout", str(self.idle_timeout)]
             cmd += ["--insecure"] if self.insecure else ["--certs", str(self.certs_dir)]
+            cmd += ["--allow-bounds", ",".join(sorted(self.policy.allow_bounds)),
+                    "--reveal" if self.policy.reveal else "--no-reveal"]
             if self.seed is not None:
                 cmd += ["--seed", f"{self.seed}/{pid}"]
             with open(self._log_path(pid), "wb") as err:

@@ -13,6 +13,18 @@ with u free; (4) it sends each party the status, the optimal value, u and only t
 party's own y_j; each party decodes x_j and reveals it only if the session agreed.
 Every party learns the status, also when the LP is infeasible or unbounded.
 
+Each party reports its policy with its hello (``securelp.party.policy``); a session whose
+request some party would refuse (a bounds mode it does not allow, x_j it keeps) stops there,
+before any masked data moves, with an error naming the party.
+
+Secure aggregation (``SessionConfig.secure_aggregation``; ``securelp.party.aggregation``): the
+parties with dense-masked columns agree pairwise keys through the coordinator (X25519 public keys
+in their hellos, all of them relayed in the MaskRequest) and send fixed-point shares in Z_2^64
+whose sum is the encoded sum of their products; the coordinator adds the shares and decodes AB'
+and Bc, and never holds one party's dense product. It needs every share: a party lost after the
+key agreement ends the session, naming that party, with nothing unmasked (there is no dropout
+recovery). Bounded columns in monomial mode stay per party (a positive monomial map of each).
+
 All of it runs over ``PartyLink`` objects, so the same code drives in-process
 simulations and gRPC deployments. The parsed blocks are kept per party in
 ``TranscriptEntry`` objects; the recorded transcript of every message, which the leakage
@@ -34,6 +46,8 @@ import scipy.sparse as sp
 
 from securelp.coordinator.sizing import check_coordinator_fits
 from securelp.coordinator.transport import PartyLink
+from securelp.party import aggregation as agg
+from securelp.party.policy import PartyPolicy
 from securelp.party.session import PROTOCOL_VERSION
 from securelp.protos import securelp_pb2 as pb
 from securelp.protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
@@ -84,18 +98,23 @@ class SessionConfig:
     k : dimension of the dense mask (at least the number n of dense-masked columns); None means
         n + :data:`K_MARGIN`.
     bounds_mode : "monomial" (default) or "rows".
-    reveal : whether parties reveal their decoded x_j to the coordinator.
+    reveal : whether the coordinator asks the parties for their decoded x_j (default False, as a
+        party's default policy keeps it; a party whose policy keeps x_j is named before any mask).
     session_id : an id for the session; empty means a fresh random one.
     deadline_s : per-call deadline (used by transports that honour it).
     time_limit_s : solver time limit, or None.
+    secure_aggregation : sum the dense products under secure aggregation (the coordinator
+        receives shares, never a party's own product); needs two or more parties with
+        dense-masked columns.
     """
 
     k: int | None = None
     bounds_mode: str = "monomial"
-    reveal: bool = True
+    reveal: bool = False
     session_id: str = ""
     deadline_s: float = 120.0
     time_limit_s: float | None = None
+    secure_aggregation: bool = False
 
     def __post_init__(self) -> None:
         if self.bounds_mode not in BOUNDS_MODES:
@@ -122,6 +141,42 @@ class TranscriptEntry:
     bound_lower: np.ndarray
     bound_upper: np.ndarray
     x: np.ndarray | None
+    #: secure aggregation: the party's shares of the summed dense products (uint64, Z_2^64), m x k
+    #: and k; ``masked_a`` and ``masked_c`` are then empty
+    share_a: np.ndarray | None = None
+    share_c: np.ndarray | None = None
+
+    @property
+    def has_dense(self) -> bool:
+        """Whether the party contributed a dense product (in the clear or as a share)."""
+        return bool(self.masked_a.shape[1]) or self.share_a is not None
+
+
+@dataclass(frozen=True, eq=False)
+class AggregationReport:
+    """How the dense products were summed under secure aggregation (no private data).
+
+    ``encoding_error_a``/``_c``: the largest difference, per entry, between the decoded sums and the
+    sums of the parties' float products (each party rounds to a multiple of 2^-f);
+    ``relative_error_a``/``_c``: the same relative to the magnitude bound 2^(61 - f) of the sum.
+    ``keys_bound``: every aggregation key carried a certificate binding (the parties checked them).
+    """
+
+    participants: tuple[str, ...]
+    fraction_bits_a: int
+    fraction_bits_c: int
+    encoding_error_a: float
+    encoding_error_c: float
+    relative_error_a: float
+    relative_error_c: float
+    keys_bound: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {"participants": list(self.participants), "ring": "Z_2^64",
+                "fraction_bits_a": self.fraction_bits_a, "fraction_bits_c": self.fraction_bits_c,
+                "encoding_error_a": self.encoding_error_a, "encoding_error_c": self.encoding_error_c,
+                "relative_error_a": self.relative_error_a, "relative_error_c": self.relative_error_c,
+                "keys_bound": self.keys_bound}
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +197,10 @@ class PartyReport:
     revealed: bool
     reproducible: bool
     x_summary: dict[str, float] | None
+    #: what the party agreed to (from its hello; None for a version-1 party)
+    policy: PartyPolicy | None = None
+    #: its dense product reached the coordinator only as a share of the sum (secure aggregation)
+    aggregated: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,6 +226,7 @@ class SessionOutcome:
     central_status: SolveStatus | None = None
     central_time_s: float | None = None
     feasibility_violation: float | None = None
+    aggregation: AggregationReport | None = None
 
     @property
     def objective_rel_diff(self) -> float | None:
@@ -257,13 +317,94 @@ def _check_blocks_against_roster(public: PublicRows, links: Sequence[PartyLink],
                         "cannot confirm that its block belongs to this split", pid)
 
 
+def _party_policies(links: Sequence[PartyLink], hellos: Sequence[pb.HelloReply], config: SessionConfig
+                    ) -> list[PartyPolicy]:
+    """Each party's reported policy; refuse (ConfigError, before any masked data moves) a session
+    that asks some party for what its policy does not allow, naming the party."""
+    policies = []
+    for link, h in zip(links, hellos):
+        pid = link.party_id
+        if not h.HasField("policy"):
+            raise ProtocolError(f"party {pid} reported no policy with its hello")
+        policy = PartyPolicy.from_pb(h.policy, who=f"party {pid}")
+        if config.bounds_mode not in policy.allow_bounds:
+            raise ConfigError(f"party {pid} does not allow bounds mode {config.bounds_mode} (it allows: "
+                              f"{', '.join(sorted(policy.allow_bounds))}); run with --bounds "
+                              f"{min(policy.allow_bounds)}, or start the party with --allow-bounds "
+                              f"{config.bounds_mode}")
+        if config.reveal and not policy.reveal:
+            raise ConfigError(f"party {pid} does not reveal x_j (run with --no-reveal, or start the party with "
+                              "--reveal)")
+        policies.append(policy)
+    return policies
+
+
+@dataclass(frozen=True)
+class _AggregationPlan:
+    """Who aggregates and the fixed-point precision (from the hellos)."""
+
+    participants: tuple[str, ...]
+    request: pb.Aggregation
+    keys_bound: bool
+
+    def report(self) -> AggregationReport:
+        f_a, f_c = int(self.request.fraction_bits_a), int(self.request.fraction_bits_c)
+        p = len(self.participants)
+        err_a, err_c = agg.encoding_error_bound(p, f_a), agg.encoding_error_bound(p, f_c)
+        return AggregationReport(self.participants, f_a, f_c, err_a, err_c,
+                                 err_a / 2.0 ** (agg.SUM_BITS - f_a), err_c / 2.0 ** (agg.SUM_BITS - f_c),
+                                 self.keys_bound)
+
+
+def _aggregation_plan(links: Sequence[PartyLink], hellos: Sequence[pb.HelloReply], dense_j: Sequence[int]
+                      ) -> _AggregationPlan:
+    """The secure-aggregation parameters: every party with dense-masked columns takes part (at least
+    two, or the sum would be one party's product), with the key it reported; the fixed-point
+    precision from their magnitude bounds (``securelp.party.aggregation.fraction_bits``)."""
+    peers = []
+    for link, h, nd in zip(links, hellos, dense_j):
+        if not nd:
+            continue
+        key = h.aggregation_key
+        if not h.HasField("aggregation_key") or len(key.public_key) != agg.PUBLIC_KEY_BYTES:
+            raise ProtocolError(f"party {link.party_id} sent no valid aggregation key with its hello")
+        peers.append(pb.AggregationPeer(party_id=link.party_id, key=key))
+    if len(peers) < 2:
+        who = f" (only {peers[0].party_id})" if peers else ""
+        raise ConfigError(f"secure aggregation needs two or more parties with dense-masked columns; this session has "
+                          f"{len(peers)}{who}, whose share would be its own product; run without "
+                          "--secure-aggregation")
+    request = pb.Aggregation(peers=peers, fraction_bits_a=agg.fraction_bits([p.key.magnitude_a for p in peers]),
+                             fraction_bits_c=agg.fraction_bits([p.key.magnitude_c for p in peers]))
+    bound = all(p.key.certificate and p.key.signature for p in peers)
+    return _AggregationPlan(tuple(p.party_id for p in peers), request, bound)
+
+
+def _aggregate(entries: Sequence[TranscriptEntry], plan: _AggregationPlan) -> tuple[np.ndarray, np.ndarray]:
+    """AB' and Bc from the parties' shares: their sum in Z_2^64, decoded."""
+    shares = [e for e in entries if e.share_a is not None]
+    assert len(shares) == len(plan.participants)
+    total_a = agg.sum_shares([e.share_a for e in shares])  # type: ignore[misc]
+    total_c = agg.sum_shares([e.share_c for e in shares])  # type: ignore[misc]
+    return agg.decode(total_a, plan.request.fraction_bits_a), agg.decode(total_c, plan.request.fraction_bits_c)
+
+
 def _finite(arr: np.ndarray | sp.spmatrix, party: str, what: str) -> None:
     data = arr.data if sp.issparse(arr) else arr
     if not np.all(np.isfinite(data)):
         raise ProtocolError(f"party {party} sent NaN or Inf in {what}")
 
 
-def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: int, k: int, mode: int) -> TranscriptEntry:
+def _ring_from_pb(msg: pb.RingMatrix, rows: int, cols: int, what: str) -> np.ndarray:
+    """A ``RingMatrix`` of the expected shape as a uint64 array (elements of Z_2^64)."""
+    if (int(msg.rows), int(msg.cols)) != (rows, cols) or len(msg.values) != 8 * rows * cols:
+        raise ProtocolError(f"{what}: expected {rows} x {cols} ring elements, got {int(msg.rows)} x {int(msg.cols)} "
+                            f"in {len(msg.values)} bytes")
+    return np.frombuffer(msg.values, dtype="<u8").astype(np.uint64).reshape(rows, cols)
+
+
+def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: int, k: int, mode: int,
+                 aggregated: bool = False) -> TranscriptEntry:
     pid = link.party_id
     if blk.party_id != pid:
         raise ProtocolError(f"party {pid} answered as {blk.party_id!r}")
@@ -271,10 +412,18 @@ def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: 
     n_dense = hello.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else hello.n_cols
     n_mono = hello.n_bounded if mode == pb.BOUNDS_MODE_MONOMIAL else 0
     n_rows_b = hello.n_bounded if mode == pb.BOUNDS_MODE_ROWS else 0
-    exp_cols = k if n_dense else 0
+    exp_cols = k if n_dense and not aggregated else 0
     if masked_a.shape != (m, exp_cols):
+        if aggregated:
+            raise ProtocolError(f"party {pid} sent its dense product in the clear in a secure-aggregation session")
         raise ProtocolError(f"party {pid}: masked block is {masked_a.shape[0]} x {masked_a.shape[1]}, expected {m} x {exp_cols}")
     masked_c = vector_from_pb(blk.masked_c, expected=exp_cols, what=f"party {pid} masked_c")
+    share_a = share_c = None
+    if aggregated:
+        share_a = _ring_from_pb(blk.share_a, m, k, f"party {pid} share_a")
+        share_c = _ring_from_pb(blk.share_c, 1, k, f"party {pid} share_c").ravel()
+    elif blk.HasField("share_a") or blk.HasField("share_c"):
+        raise ProtocolError(f"party {pid} sent aggregation shares it was not asked for")
     scaled_a = matrix_from_pb(blk.scaled_a, what=f"party {pid} scaled_a")
     scaled_a = sp.csc_matrix(scaled_a)
     if scaled_a.shape != (m, n_mono):
@@ -294,7 +443,7 @@ def _parse_block(link: PartyLink, blk: pb.MaskedBlock, hello: pb.HelloReply, m: 
         if np.isnan(lo).any() or np.isnan(hi).any() or np.any(lo > hi):
             raise ProtocolError(f"party {pid} sent invalid {what}")
     return TranscriptEntry(pid, hello, masked_a, masked_c, scaled_a, scaled_c, scaled_lower, scaled_upper,
-                           bound_rows, bound_lower, bound_upper, None)
+                           bound_rows, bound_lower, bound_upper, None, share_a, share_c)
 
 
 def _dense_to_csc(M: np.ndarray) -> sp.csc_matrix:
@@ -308,16 +457,24 @@ def _dense_to_csc(M: np.ndarray) -> sp.csc_matrix:
     return sp.csc_matrix((M.ravel(order="F"), indices, indptr), shape=(m, k))
 
 
-def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: int) -> tuple[LinearProgram, list[slice]]:
-    """The coordinator's LP over [u, y_1, ..., y_p]; returns it and each party's y slice."""
+def transformed_lp(public: PublicRows, entries: Sequence[TranscriptEntry], k: int,
+                   dense_sum: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[LinearProgram, list[slice]]:
+    """The coordinator's LP over [u, y_1, ..., y_p]; returns it and each party's y slice.
+
+    ``dense_sum``: (AB', Bc) when the dense products were summed under secure aggregation;
+    otherwise they are the sums of the entries' masked products.
+    """
     m = public.n_rows
     dense = [e for e in entries if e.masked_a.shape[1]]
-    k_used = k if dense else 0
-    AB = np.zeros((m, k_used))
-    cB = np.zeros(k_used)
-    for e in dense:
-        AB += e.masked_a
-        cB += e.masked_c
+    k_used = k if (dense or dense_sum is not None) else 0
+    if dense_sum is not None:
+        AB, cB = dense_sum
+    else:
+        AB = np.zeros((m, k_used))
+        cB = np.zeros(k_used)
+        for e in dense:
+            AB += e.masked_a
+            cB += e.masked_c
     blocks = [_dense_to_csc(AB)]
     costs = [cB]
     lower = [np.full(k_used, -np.inf)]
@@ -383,16 +540,21 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
     pool = ThreadPoolExecutor(max_workers=min(32, len(links)), thread_name_prefix="securelp-session")
     t0 = time.perf_counter()
     try:
-        hellos = _each(links, lambda l: l.hello(pb.HelloRequest(session_id=session_id, protocol_version=PROTOCOL_VERSION,
-                                                               n_rows=m)), "hello", pool)
+        hello = pb.HelloRequest(session_id=session_id, protocol_version=PROTOCOL_VERSION, n_rows=m, bounds_mode=mode,
+                                secure_aggregation=config.secure_aggregation)
+        hellos = _each(links, lambda l: l.hello(hello), "hello", pool)
         for link, h in zip(links, hellos):
             if h.party_id != link.party_id:
                 raise ProtocolError(f"party {link.party_id} introduced itself as {h.party_id!r}")
+            if h.protocol_version != PROTOCOL_VERSION:
+                raise ProtocolError(f"party {link.party_id} answered in protocol version {h.protocol_version}; this "
+                                    f"coordinator speaks {PROTOCOL_VERSION}: run both from compatible securelp releases")
             if h.n_rows != m:
                 raise ProtocolError(f"party {link.party_id}: block has {h.n_rows} rows, the public row data has {m}")
             if h.n_free + h.n_bounded != h.n_cols:
                 raise ProtocolError(f"party {link.party_id}: inconsistent column counts")
         _check_blocks_against_roster(public, links, hellos)
+        policies = _party_policies(links, hellos, config)
         n = int(sum(h.n_cols for h in hellos))
         dense_j = [int(h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols) for h in hellos]
         n_dense = sum(dense_j)
@@ -400,29 +562,38 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         if n_dense and k < n_dense:
             raise ConfigError(f"k = {k} is smaller than n = {n_dense} masked columns; the transformed LP would not be "
                               f"equivalent (choose k >= {n_dense})")
+        plan = _aggregation_plan(links, hellos, dense_j) if config.secure_aggregation else None
+        aggregated = {pid: plan is not None and pid in plan.participants for pid in ids}
         # before any mask is drawn: k within the protocol, each block within one message, and the
         # coordinator's own share of memory (a party checks its own when asked to mask)
         check_coordinator_fits(k_label, ids, m, dense_j,
                                [int(h.n_bounded) if mode == pb.BOUNDS_MODE_ROWS else 0 for h in hellos], k)
         t_hello = time.perf_counter()
-        blocks = _each(links, lambda l: l.mask(pb.MaskRequest(session_id=session_id, bounds_mode=mode, k=k,
-                                                              reveal=config.reveal)), "mask", pool)
+
+        def mask_request(link: PartyLink) -> pb.MaskRequest:
+            request = pb.MaskRequest(session_id=session_id, bounds_mode=mode, k=k, reveal=config.reveal)
+            if plan is not None and aggregated[link.party_id]:
+                request.aggregation.CopyFrom(plan.request)
+            return request
+
+        blocks = _each(links, lambda l: l.mask(mask_request(l)), "mask", pool)
         t_mask = time.perf_counter()
-        entries = [_parse_block(l, b, h, m, k, mode) for l, b, h in zip(links, blocks, hellos)]
-        lp, slices = transformed_lp(public, entries, k)
+        entries = [_parse_block(l, b, h, m, k, mode, aggregated[l.party_id]) for l, b, h in zip(links, blocks, hellos)]
+        dense_sum = _aggregate(entries, plan) if plan is not None else None
+        lp, slices = transformed_lp(public, entries, k, dense_sum)
         result = HighsBackend(time_limit=config.time_limit_s).solve(lp)
         t_solve = time.perf_counter()
         log.info("transformed LP %d x %d solved: %s in %.3f s", lp.n_rows, lp.n_cols, result.status.value,
                  result.solve_time_s)
         status_pb = _STATUS_TO_PB[result.status]
-        k_used = k if any(e.masked_a.shape[1] for e in entries) else 0
+        k_used = k if any(e.has_dense for e in entries) else 0
 
         def notify(link: PartyLink, entry: TranscriptEntry, sl: slice) -> pb.DecodeReply:
             notice = pb.SolutionNotice(session_id=session_id, status=status_pb, status_text=result.backend_status,
                                        objective=result.objective if result.is_optimal else float("nan"))
             if result.is_optimal:
                 assert result.x is not None
-                if entry.masked_a.shape[1]:
+                if entry.has_dense:
                     notice.u.CopyFrom(vector_to_pb(result.x[:k_used]))
                 notice.y.CopyFrom(vector_to_pb(result.x[sl]))
             return link.decode(notice)
@@ -466,7 +637,7 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         "total": t_end - t0,
     }
     reports = []
-    for link, h, b, r, e in zip(links, hellos, blocks, replies, final_entries):
+    for link, h, b, r, e, policy in zip(links, hellos, blocks, replies, final_entries, policies):
         reports.append(PartyReport(
             party_id=link.party_id, n_cols=int(h.n_cols), n_free=int(h.n_free), n_bounded=int(h.n_bounded),
             n_dense_masked=int(h.n_free if mode == pb.BOUNDS_MODE_MONOMIAL else h.n_cols),
@@ -474,7 +645,8 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
             bytes_sent=link.bytes_sent, bytes_received=link.bytes_received,
             mask_seconds=float(b.compute_seconds), decode_seconds=float(r.compute_seconds),
             revealed=bool(r.revealed), reproducible=bool(b.reproducible),
-            x_summary=_x_summary(e.x) if e.x is not None else None))
+            x_summary=_x_summary(e.x) if e.x is not None else None, policy=policy,
+            aggregated=aggregated[link.party_id]))
 
     central_obj = central_status = central_time = violation = None
     if central is not None:
@@ -490,4 +662,4 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         bounds_mode=config.bounds_mode, reproducible=any(b.reproducible for b in blocks), n_rows=m, n_cols=n,
         iterations=result.iterations, parties=tuple(reports), timings_s=timings, transcript=tuple(final_entries),
         central_objective=central_obj, central_status=central_status, central_time_s=central_time,
-        feasibility_violation=violation)
+        feasibility_violation=violation, aggregation=plan.report() if plan is not None else None)

@@ -51,6 +51,8 @@ def build_report(outcome: SessionOutcome, audit: SessionAudit | None = None,
             "mask_seconds": p.mask_seconds,
             "decode_seconds": p.decode_seconds,
             "revealed": p.revealed,
+            "policy": p.policy.as_dict() if p.policy is not None else None,
+            "aggregated": p.aggregated,
             "leakage": leak,
         })
     report: dict[str, Any] = {
@@ -73,6 +75,7 @@ def build_report(outcome: SessionOutcome, audit: SessionAudit | None = None,
         "timings_s": dict(outcome.timings_s),
         "central_time_s": outcome.central_time_s,
         "audit": audit_entry(audit) if audit is not None else None,
+        "secure_aggregation": outcome.aggregation.as_dict() if outcome.aggregation is not None else None,
     }
     if extra:
         report.update(extra)
@@ -90,6 +93,14 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session", aud
               f"transport {outcome.transport}, bounds mode {outcome.bounds_mode}, k = {outcome.k}")]
     if outcome.reproducible:
         lines.append("  WARNING: reproducible-simulation mode: masks were drawn from a seed, not fresh entropy")
+    agg = outcome.aggregation
+    if agg is not None:
+        keys = ("bound to the parties' certificates" if agg.keys_bound
+                else "NOT bound to certificates (a coordinator that swaps keys could unmask)")
+        lines.append(f"  secure aggregation over {len(agg.participants)} parties in Z_2^64: {agg.fraction_bits_a} and "
+                     f"{agg.fraction_bits_c} fraction bits for AB' and Bc, encoding error at most "
+                     f"{agg.encoding_error_a:.2e} and {agg.encoding_error_c:.2e} per entry ({agg.relative_error_a:.1e} "
+                     f"of the sums' bounds); keys {keys}")
     lines.append(f"  status             {outcome.status.value} ({outcome.backend_status})")
     lines.append(f"  objective (secure) {_fmt(outcome.objective, '.15g')}")
     if outcome.central_objective is not None or outcome.central_status is not None:
@@ -106,6 +117,8 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session", aud
                        f"{int(s['nonzeros'])} nonzero")
         lines.append(f"    {p.party_id:<12} n_j={p.n_cols:<6} sent {p.bytes_sent:>12,} B  received "
                      f"{p.bytes_received:>10,} B  decoded: {summary}")
+        if p.policy is not None:
+            lines.append(f"    {'':<12} policy: {p.policy.describe()}")
     t = outcome.timings_s
     lines.append("  times (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items())
                  + (f"; central solve {outcome.central_time_s:.4f}" if outcome.central_time_s is not None else ""))

@@ -7,6 +7,11 @@ temporary directory), runs the protocol with every message recorded (the transcr
 attacks of :mod:`securelp.coordinator.audit` on the transcript and, since it holds every block,
 evaluates them against the truth (rows holding one nonzero in the whole LP are assumed known for
 the known-row attacks, reported apart).
+
+The simulated parties enforce a ``securelp.party.policy.PartyPolicy`` like ``securelp party``
+does, with the same default (monomial bounds only, x_j kept). ``securelp solve`` and ``securelp
+demo`` play every data owner themselves, so they give their parties :func:`owners_consent`: the
+policy of owners who agree to exactly what the session asks.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_sec
 from securelp.coordinator.sizing import session_memory
 from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink, PartyLink
+from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.party.session import PartySession
 from securelp.solvers.errors import ConfigError, ResourceError
 from securelp.solvers.lp import LinearProgram
@@ -84,6 +90,12 @@ def check_session_fits(public: PublicRows, blocks: Sequence[ColumnBlock], config
     return k
 
 
+def owners_consent(config: SessionConfig) -> PartyPolicy:
+    """The policy of simulated owners who agree to what ``config`` asks: its bounds mode (monomial is
+    always allowed) and revealing x_j when it asks for it."""
+    return PartyPolicy(frozenset({"monomial", config.bounds_mode}), reveal=config.reveal)
+
+
 def party_seed(seed: int | str | None, party_id: str) -> str | None:
     """Each simulated party's own seed in reproducible mode (None: fresh entropy)."""
     return None if seed is None else f"{seed}/{party_id}"
@@ -91,9 +103,11 @@ def party_seed(seed: int | str | None, party_id: str) -> str | None:
 
 @contextlib.contextmanager
 def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int | str | None = None,
-                    deadline_s: float = 120.0, insecure: bool = False) -> Iterator[list[PartyLink]]:
-    """Links to one simulated party per block; servers and channels are closed on exit."""
-    sessions = [PartySession(b, seed=party_seed(seed, b.party_id)) for b in blocks]
+                    deadline_s: float = 120.0, insecure: bool = False,
+                    policy: PartyPolicy = DEFAULT_POLICY) -> Iterator[list[PartyLink]]:
+    """Links to one simulated party per block, each with ``policy``; servers and channels are closed
+    on exit."""
+    sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy) for b in blocks]
     if transport == "inprocess":
         yield [InProcessLink(s) for s in sessions]
         return
@@ -118,11 +132,14 @@ def audit_simulation(transcript: Transcript, blocks: Sequence[ColumnBlock], *,
 
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",
              seed: int | str | None = None, central: LinearProgram | None = None, insecure: bool = False,
-             transcript_path: str | None = None,
-             audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S) -> tuple[SessionOutcome, SessionAudit]:
-    """Run one session with simulated parties; returns the outcome and the audit of its transcript
-    (evaluated against the blocks). ``transcript_path``: also write the transcript file there."""
-    with simulated_links(blocks, transport, seed=seed, deadline_s=config.deadline_s, insecure=insecure) as links:
+             transcript_path: str | None = None, audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S,
+             policy: PartyPolicy = DEFAULT_POLICY) -> tuple[SessionOutcome, SessionAudit]:
+    """Run one session with simulated parties, each enforcing ``policy`` (default: the default of
+    ``securelp party``; :func:`owners_consent` for owners who agree to what ``config`` asks); returns
+    the outcome and the audit of its transcript (evaluated against the blocks). ``transcript_path``:
+    also write the transcript file there."""
+    with simulated_links(blocks, transport, seed=seed, deadline_s=config.deadline_s, insecure=insecure,
+                         policy=policy) as links:
         outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
                                            run=run_secure_lp)
     return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s)

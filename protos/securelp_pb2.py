@@ -24,39 +24,49 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esecurelp.proto\x12\x0bsecurelp.v1\"e\n\x06Matrix\x12\x0c\n\x04rows\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x04\x12\x0e\n\x06sparse\x18\x03 \x01(\x08\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12\x0f\n\x07indices\x18\x05 \x01(\x0c\x12\x0e\n\x06indptr\x18\x06 \x01(\x0c\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x01(\x0c\"L\n\x0cHelloRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\"{\n\nHelloReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\x12\x0e\n\x06n_cols\x18\x04 \x01(\x04\x12\x0e\n\x06n_free\x18\x05 \x01(\x04\x12\x11\n\tn_bounded\x18\x06 \x01(\x04\"j\n\x0bMaskRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12,\n\x0b\x62ounds_mode\x18\x02 \x01(\x0e\x32\x17.securelp.v1.BoundsMode\x12\t\n\x01k\x18\x03 \x01(\x04\x12\x0e\n\x06reveal\x18\x04 \x01(\x08\"\xbd\x03\n\x0bMaskedBlock\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12%\n\x08masked_a\x18\x02 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08masked_c\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12%\n\x08scaled_a\x18\x04 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08scaled_c\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_lower\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_upper\x18\x07 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\'\n\nbound_rows\x18\x08 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12(\n\x0b\x62ound_lower\x18\t \x01(\x0b\x32\x13.securelp.v1.Vector\x12(\n\x0b\x62ound_upper\x18\n \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x14\n\x0creproducible\x18\x0b \x01(\x08\x12\x17\n\x0f\x63ompute_seconds\x18\x0c \x01(\x01\"\xb6\x01\n\x0eSolutionNotice\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.securelp.v1.SolveStatus\x12\x13\n\x0bstatus_text\x18\x03 \x01(\t\x12\x11\n\tobjective\x18\x04 \x01(\x01\x12\x1e\n\x01u\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x1e\n\x01y\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\"}\n\x0b\x44\x65\x63odeReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08revealed\x18\x02 \x01(\x08\x12\x1e\n\x01x\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x11\n\tn_decoded\x18\x04 \x01(\x04\x12\x17\n\x0f\x63ompute_seconds\x18\x05 \x01(\x01\"2\n\x0c\x43loseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x1e\n\nCloseReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\"I\n\x05\x43hunk\x12\x12\n\ntotal_size\x18\x01 \x01(\x04\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*Y\n\nBoundsMode\x12\x1b\n\x17\x42OUNDS_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42OUNDS_MODE_MONOMIAL\x10\x01\x12\x14\n\x10\x42OUNDS_MODE_ROWS\x10\x02*\xf2\x01\n\x0bSolveStatus\x12\x1c\n\x18SOLVE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SOLVE_STATUS_OPTIMAL\x10\x01\x12\x1b\n\x17SOLVE_STATUS_INFEASIBLE\x10\x02\x12\x1a\n\x16SOLVE_STATUS_UNBOUNDED\x10\x03\x12(\n$SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED\x10\x04\x12\x16\n\x12SOLVE_STATUS_LIMIT\x10\x05\x12\x16\n\x12SOLVE_STATUS_ERROR\x10\x06\x12\x18\n\x14SOLVE_STATUS_ABORTED\x10\x07\x32\xf6\x01\n\x0cPartyService\x12;\n\x05Hello\x12\x19.securelp.v1.HelloRequest\x1a\x17.securelp.v1.HelloReply\x12\x36\n\x04Mask\x12\x18.securelp.v1.MaskRequest\x1a\x12.securelp.v1.Chunk0\x01\x12\x34\n\x06\x44\x65\x63ode\x12\x12.securelp.v1.Chunk\x1a\x12.securelp.v1.Chunk(\x01\x30\x01\x12;\n\x05\x43lose\x12\x19.securelp.v1.CloseRequest\x1a\x17.securelp.v1.CloseReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esecurelp.proto\x12\x0bsecurelp.v1\"e\n\x06Matrix\x12\x0c\n\x04rows\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x04\x12\x0e\n\x06sparse\x18\x03 \x01(\x08\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12\x0f\n\x07indices\x18\x05 \x01(\x0c\x12\x0e\n\x06indptr\x18\x06 \x01(\x0c\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x01(\x0c\"\x96\x01\n\x0cHelloRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\x12,\n\x0b\x62ounds_mode\x18\x04 \x01(\x0e\x32\x17.securelp.v1.BoundsMode\x12\x1a\n\x12secure_aggregation\x18\x05 \x01(\x08\"N\n\x0bPartyPolicy\x12/\n\x0e\x61llowed_bounds\x18\x01 \x03(\x0e\x32\x17.securelp.v1.BoundsMode\x12\x0e\n\x06reveal\x18\x02 \x01(\x08\"v\n\x0e\x41ggregationKey\x12\x12\n\npublic_key\x18\x01 \x01(\x0c\x12\x13\n\x0bmagnitude_a\x18\x02 \x01(\x11\x12\x13\n\x0bmagnitude_c\x18\x03 \x01(\x11\x12\x13\n\x0b\x63\x65rtificate\x18\x04 \x01(\x0c\x12\x11\n\tsignature\x18\x05 \x01(\x0c\"\xdb\x01\n\nHelloReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x0e\n\x06n_rows\x18\x03 \x01(\x04\x12\x0e\n\x06n_cols\x18\x04 \x01(\x04\x12\x0e\n\x06n_free\x18\x05 \x01(\x04\x12\x11\n\tn_bounded\x18\x06 \x01(\x04\x12(\n\x06policy\x18\x07 \x01(\x0b\x32\x18.securelp.v1.PartyPolicy\x12\x34\n\x0f\x61ggregation_key\x18\x08 \x01(\x0b\x32\x1b.securelp.v1.AggregationKey\"M\n\x0f\x41ggregationPeer\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12(\n\x03key\x18\x02 \x01(\x0b\x32\x1b.securelp.v1.AggregationKey\"l\n\x0b\x41ggregation\x12+\n\x05peers\x18\x01 \x03(\x0b\x32\x1c.securelp.v1.AggregationPeer\x12\x17\n\x0f\x66raction_bits_a\x18\x02 \x01(\x11\x12\x17\n\x0f\x66raction_bits_c\x18\x03 \x01(\x11\"\x99\x01\n\x0bMaskRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12,\n\x0b\x62ounds_mode\x18\x02 \x01(\x0e\x32\x17.securelp.v1.BoundsMode\x12\t\n\x01k\x18\x03 \x01(\x04\x12\x0e\n\x06reveal\x18\x04 \x01(\x08\x12-\n\x0b\x61ggregation\x18\x05 \x01(\x0b\x32\x18.securelp.v1.Aggregation\"8\n\nRingMatrix\x12\x0c\n\x04rows\x18\x01 \x01(\x04\x12\x0c\n\x04\x63ols\x18\x02 \x01(\x04\x12\x0e\n\x06values\x18\x03 \x01(\x0c\"\x91\x04\n\x0bMaskedBlock\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12%\n\x08masked_a\x18\x02 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08masked_c\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12%\n\x08scaled_a\x18\x04 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12%\n\x08scaled_c\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_lower\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\x12)\n\x0cscaled_upper\x18\x07 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\'\n\nbound_rows\x18\x08 \x01(\x0b\x32\x13.securelp.v1.Matrix\x12(\n\x0b\x62ound_lower\x18\t \x01(\x0b\x32\x13.securelp.v1.Vector\x12(\n\x0b\x62ound_upper\x18\n \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x14\n\x0creproducible\x18\x0b \x01(\x08\x12\x17\n\x0f\x63ompute_seconds\x18\x0c \x01(\x01\x12(\n\x07share_a\x18\r \x01(\x0b\x32\x17.securelp.v1.RingMatrix\x12(\n\x07share_c\x18\x0e \x01(\x0b\x32\x17.securelp.v1.RingMatrix\"\xb6\x01\n\x0eSolutionNotice\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12(\n\x06status\x18\x02 \x01(\x0e\x32\x18.securelp.v1.SolveStatus\x12\x13\n\x0bstatus_text\x18\x03 \x01(\t\x12\x11\n\tobjective\x18\x04 \x01(\x01\x12\x1e\n\x01u\x18\x05 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x1e\n\x01y\x18\x06 \x01(\x0b\x32\x13.securelp.v1.Vector\"}\n\x0b\x44\x65\x63odeReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08revealed\x18\x02 \x01(\x08\x12\x1e\n\x01x\x18\x03 \x01(\x0b\x32\x13.securelp.v1.Vector\x12\x11\n\tn_decoded\x18\x04 \x01(\x04\x12\x17\n\x0f\x63ompute_seconds\x18\x05 \x01(\x01\"2\n\x0c\x43loseRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x1e\n\nCloseReply\x12\x10\n\x08party_id\x18\x01 \x01(\t\"I\n\x05\x43hunk\x12\x12\n\ntotal_size\x18\x01 \x01(\x04\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*Y\n\nBoundsMode\x12\x1b\n\x17\x42OUNDS_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14\x42OUNDS_MODE_MONOMIAL\x10\x01\x12\x14\n\x10\x42OUNDS_MODE_ROWS\x10\x02*\xf2\x01\n\x0bSolveStatus\x12\x1c\n\x18SOLVE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SOLVE_STATUS_OPTIMAL\x10\x01\x12\x1b\n\x17SOLVE_STATUS_INFEASIBLE\x10\x02\x12\x1a\n\x16SOLVE_STATUS_UNBOUNDED\x10\x03\x12(\n$SOLVE_STATUS_INFEASIBLE_OR_UNBOUNDED\x10\x04\x12\x16\n\x12SOLVE_STATUS_LIMIT\x10\x05\x12\x16\n\x12SOLVE_STATUS_ERROR\x10\x06\x12\x18\n\x14SOLVE_STATUS_ABORTED\x10\x07\x32\xf6\x01\n\x0cPartyService\x12;\n\x05Hello\x12\x19.securelp.v1.HelloRequest\x1a\x17.securelp.v1.HelloReply\x12\x36\n\x04Mask\x12\x18.securelp.v1.MaskRequest\x1a\x12.securelp.v1.Chunk0\x01\x12\x34\n\x06\x44\x65\x63ode\x12\x12.securelp.v1.Chunk\x1a\x12.securelp.v1.Chunk(\x01\x30\x01\x12;\n\x05\x43lose\x12\x19.securelp.v1.CloseRequest\x1a\x17.securelp.v1.CloseReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'securelp_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BOUNDSMODE']._serialized_start=1390
-  _globals['_BOUNDSMODE']._serialized_end=1479
-  _globals['_SOLVESTATUS']._serialized_start=1482
-  _globals['_SOLVESTATUS']._serialized_end=1724
+  _globals['_BOUNDSMODE']._serialized_start=2141
+  _globals['_BOUNDSMODE']._serialized_end=2230
+  _globals['_SOLVESTATUS']._serialized_start=2233
+  _globals['_SOLVESTATUS']._serialized_end=2475
   _globals['_MATRIX']._serialized_start=31
   _globals['_MATRIX']._serialized_end=132
   _globals['_VECTOR']._serialized_start=134
   _globals['_VECTOR']._serialized_end=158
-  _globals['_HELLOREQUEST']._serialized_start=160
-  _globals['_HELLOREQUEST']._serialized_end=236
-  _globals['_HELLOREPLY']._serialized_start=238
-  _globals['_HELLOREPLY']._serialized_end=361
-  _globals['_MASKREQUEST']._serialized_start=363
-  _globals['_MASKREQUEST']._serialized_end=469
-  _globals['_MASKEDBLOCK']._serialized_start=472
-  _globals['_MASKEDBLOCK']._serialized_end=917
-  _globals['_SOLUTIONNOTICE']._serialized_start=920
-  _globals['_SOLUTIONNOTICE']._serialized_end=1102
-  _globals['_DECODEREPLY']._serialized_start=1104
-  _globals['_DECODEREPLY']._serialized_end=1229
-  _globals['_CLOSEREQUEST']._serialized_start=1231
-  _globals['_CLOSEREQUEST']._serialized_end=1281
-  _globals['_CLOSEREPLY']._serialized_start=1283
-  _globals['_CLOSEREPLY']._serialized_end=1313
-  _globals['_CHUNK']._serialized_start=1315
-  _globals['_CHUNK']._serialized_end=1388
-  _globals['_PARTYSERVICE']._serialized_start=1727
-  _globals['_PARTYSERVICE']._serialized_end=1973
+  _globals['_HELLOREQUEST']._serialized_start=161
+  _globals['_HELLOREQUEST']._serialized_end=311
+  _globals['_PARTYPOLICY']._serialized_start=313
+  _globals['_PARTYPOLICY']._serialized_end=391
+  _globals['_AGGREGATIONKEY']._serialized_start=393
+  _globals['_AGGREGATIONKEY']._serialized_end=511
+  _globals['_HELLOREPLY']._serialized_start=514
+  _globals['_HELLOREPLY']._serialized_end=733
+  _globals['_AGGREGATIONPEER']._serialized_start=735
+  _globals['_AGGREGATIONPEER']._serialized_end=812
+  _globals['_AGGREGATION']._serialized_start=814
+  _globals['_AGGREGATION']._serialized_end=922
+  _globals['_MASKREQUEST']._serialized_start=925
+  _globals['_MASKREQUEST']._serialized_end=1078
+  _globals['_RINGMATRIX']._serialized_start=1080
+  _globals['_RINGMATRIX']._serialized_end=1136
+  _globals['_MASKEDBLOCK']._serialized_start=1139
+  _globals['_MASKEDBLOCK']._serialized_end=1668
+  _globals['_SOLUTIONNOTICE']._serialized_start=1671
+  _globals['_SOLUTIONNOTICE']._serialized_end=1853
+  _globals['_DECODEREPLY']._serialized_start=1855
+  _globals['_DECODEREPLY']._serialized_end=1980
+  _globals['_CLOSEREQUEST']._serialized_start=1982
+  _globals['_CLOSEREQUEST']._serialized_end=2032
+  _globals['_CLOSEREPLY']._serialized_start=2034
+  _globals['_CLOSEREPLY']._serialized_end=2064
+  _globals['_CHUNK']._serialized_start=2066
+  _globals['_CHUNK']._serialized_end=2139
+  _globals['_PARTYSERVICE']._serialized_start=2478
+  _globals['_PARTYSERVICE']._serialized_end=2724
 # @@protoc_insertion_point(module_scope)

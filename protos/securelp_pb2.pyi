@@ -1,7 +1,8 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -57,45 +58,105 @@ class Vector(_message.Message):
     def __init__(self, values: _Optional[bytes] = ...) -> None: ...
 
 class HelloRequest(_message.Message):
-    __slots__ = ("session_id", "protocol_version", "n_rows")
+    __slots__ = ("session_id", "protocol_version", "n_rows", "bounds_mode", "secure_aggregation")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     N_ROWS_FIELD_NUMBER: _ClassVar[int]
+    BOUNDS_MODE_FIELD_NUMBER: _ClassVar[int]
+    SECURE_AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     protocol_version: int
     n_rows: int
-    def __init__(self, session_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., n_rows: _Optional[int] = ...) -> None: ...
+    bounds_mode: BoundsMode
+    secure_aggregation: bool
+    def __init__(self, session_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., n_rows: _Optional[int] = ..., bounds_mode: _Optional[_Union[BoundsMode, str]] = ..., secure_aggregation: _Optional[bool] = ...) -> None: ...
+
+class PartyPolicy(_message.Message):
+    __slots__ = ("allowed_bounds", "reveal")
+    ALLOWED_BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    REVEAL_FIELD_NUMBER: _ClassVar[int]
+    allowed_bounds: _containers.RepeatedScalarFieldContainer[BoundsMode]
+    reveal: bool
+    def __init__(self, allowed_bounds: _Optional[_Iterable[_Union[BoundsMode, str]]] = ..., reveal: _Optional[bool] = ...) -> None: ...
+
+class AggregationKey(_message.Message):
+    __slots__ = ("public_key", "magnitude_a", "magnitude_c", "certificate", "signature")
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAGNITUDE_A_FIELD_NUMBER: _ClassVar[int]
+    MAGNITUDE_C_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    public_key: bytes
+    magnitude_a: int
+    magnitude_c: int
+    certificate: bytes
+    signature: bytes
+    def __init__(self, public_key: _Optional[bytes] = ..., magnitude_a: _Optional[int] = ..., magnitude_c: _Optional[int] = ..., certificate: _Optional[bytes] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class HelloReply(_message.Message):
-    __slots__ = ("party_id", "protocol_version", "n_rows", "n_cols", "n_free", "n_bounded")
+    __slots__ = ("party_id", "protocol_version", "n_rows", "n_cols", "n_free", "n_bounded", "policy", "aggregation_key")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     N_ROWS_FIELD_NUMBER: _ClassVar[int]
     N_COLS_FIELD_NUMBER: _ClassVar[int]
     N_FREE_FIELD_NUMBER: _ClassVar[int]
     N_BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATION_KEY_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     protocol_version: int
     n_rows: int
     n_cols: int
     n_free: int
     n_bounded: int
-    def __init__(self, party_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., n_rows: _Optional[int] = ..., n_cols: _Optional[int] = ..., n_free: _Optional[int] = ..., n_bounded: _Optional[int] = ...) -> None: ...
+    policy: PartyPolicy
+    aggregation_key: AggregationKey
+    def __init__(self, party_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., n_rows: _Optional[int] = ..., n_cols: _Optional[int] = ..., n_free: _Optional[int] = ..., n_bounded: _Optional[int] = ..., policy: _Optional[_Union[PartyPolicy, _Mapping]] = ..., aggregation_key: _Optional[_Union[AggregationKey, _Mapping]] = ...) -> None: ...
+
+class AggregationPeer(_message.Message):
+    __slots__ = ("party_id", "key")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    key: AggregationKey
+    def __init__(self, party_id: _Optional[str] = ..., key: _Optional[_Union[AggregationKey, _Mapping]] = ...) -> None: ...
+
+class Aggregation(_message.Message):
+    __slots__ = ("peers", "fraction_bits_a", "fraction_bits_c")
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    FRACTION_BITS_A_FIELD_NUMBER: _ClassVar[int]
+    FRACTION_BITS_C_FIELD_NUMBER: _ClassVar[int]
+    peers: _containers.RepeatedCompositeFieldContainer[AggregationPeer]
+    fraction_bits_a: int
+    fraction_bits_c: int
+    def __init__(self, peers: _Optional[_Iterable[_Union[AggregationPeer, _Mapping]]] = ..., fraction_bits_a: _Optional[int] = ..., fraction_bits_c: _Optional[int] = ...) -> None: ...
 
 class MaskRequest(_message.Message):
-    __slots__ = ("session_id", "bounds_mode", "k", "reveal")
+    __slots__ = ("session_id", "bounds_mode", "k", "reveal", "aggregation")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     BOUNDS_MODE_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     REVEAL_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     bounds_mode: BoundsMode
     k: int
     reveal: bool
-    def __init__(self, session_id: _Optional[str] = ..., bounds_mode: _Optional[_Union[BoundsMode, str]] = ..., k: _Optional[int] = ..., reveal: _Optional[bool] = ...) -> None: ...
+    aggregation: Aggregation
+    def __init__(self, session_id: _Optional[str] = ..., bounds_mode: _Optional[_Union[BoundsMode, str]] = ..., k: _Optional[int] = ..., reveal: _Optional[bool] = ..., aggregation: _Optional[_Union[Aggregation, _Mapping]] = ...) -> None: ...
+
+class RingMatrix(_message.Message):
+    __slots__ = ("rows", "cols", "values")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    values: bytes
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...
 
 class MaskedBlock(_message.Message):
-    __slots__ = ("party_id", "masked_a", "masked_c", "scaled_a", "scaled_c", "scaled_lower", "scaled_upper", "bound_rows", "bound_lower", "bound_upper", "reproducible", "compute_seconds")
+    __slots__ = ("party_id", "masked_a", "masked_c", "scaled_a", "scaled_c", "scaled_lower", "scaled_upper", "bound_rows", "bound_lower", "bound_upper", "reproducible", "compute_seconds", "share_a", "share_c")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     MASKED_A_FIELD_NUMBER: _ClassVar[int]
     MASKED_C_FIELD_NUMBER: _ClassVar[int]
@@ -108,6 +169,8 @@ class MaskedBlock(_message.Message):
     BOUND_UPPER_FIELD_NUMBER: _ClassVar[int]
     REPRODUCIBLE_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SHARE_A_FIELD_NUMBER: _ClassVar[int]
+    SHARE_C_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     masked_a: Matrix
     masked_c: Vector
@@ -120,7 +183,9 @@ class MaskedBlock(_message.Message):
     bound_upper: Vector
     reproducible: bool
     compute_seconds: float
-    def __init__(self, party_id: _Optional[str] = ..., masked_a: _Optional[_Union[Matrix, _Mapping]] = ..., masked_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_a: _Optional[_Union[Matrix, _Mapping]] = ..., scaled_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_lower: _Optional[_Union[Vector, _Mapping]] = ..., scaled_upper: _Optional[_Union[Vector, _Mapping]] = ..., bound_rows: _Optional[_Union[Matrix, _Mapping]] = ..., bound_lower: _Optional[_Union[Vector, _Mapping]] = ..., bound_upper: _Optional[_Union[Vector, _Mapping]] = ..., reproducible: _Optional[bool] = ..., compute_seconds: _Optional[float] = ...) -> None: ...
+    share_a: RingMatrix
+    share_c: RingMatrix
+    def __init__(self, party_id: _Optional[str] = ..., masked_a: _Optional[_Union[Matrix, _Mapping]] = ..., masked_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_a: _Optional[_Union[Matrix, _Mapping]] = ..., scaled_c: _Optional[_Union[Vector, _Mapping]] = ..., scaled_lower: _Optional[_Union[Vector, _Mapping]] = ..., scaled_upper: _Optional[_Union[Vector, _Mapping]] = ..., bound_rows: _Optional[_Union[Matrix, _Mapping]] = ..., bound_lower: _Optional[_Union[Vector, _Mapping]] = ..., bound_upper: _Optional[_Union[Vector, _Mapping]] = ..., reproducible: _Optional[bool] = ..., compute_seconds: _Optional[float] = ..., share_a: _Optional[_Union[RingMatrix, _Mapping]] = ..., share_c: _Optional[_Union[RingMatrix, _Mapping]] = ...) -> None: ...
 
 class SolutionNotice(_message.Message):
     __slots__ = ("session_id", "status", "status_text", "objective", "u", "y")

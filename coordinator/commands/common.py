@@ -77,15 +77,26 @@ def positive_float(text: str) -> float:
     return value
 
 
-def add_session_arguments(p: argparse.ArgumentParser) -> None:
-    """--bounds, --k, --no-reveal, --deadline, --json."""
+def add_secure_aggregation_argument(p: argparse.ArgumentParser) -> None:
+    """--secure-aggregation (``SessionConfig.secure_aggregation``)."""
+    p.add_argument("--secure-aggregation", action="store_true",
+                   help="sum the parties' dense products under secure aggregation: the coordinator receives "
+                        "pairwise-masked shares in Z_2^64, never one party's product (needs two or more parties "
+                        "with free columns; docs/protocol.md)")
+
+
+def add_session_arguments(p: argparse.ArgumentParser, *, reveal_default: bool) -> None:
+    """--bounds, --k, --reveal/--no-reveal, --secure-aggregation, --deadline, --json."""
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial",
                    help="how column bounds are protected (default: monomial; rows reveals the masks)")
     p.add_argument("--k", type=positive_int, default=None,
                    help="dimension of the dense mask (default: the number of dense-masked columns n plus 10, "
                         "which keeps the stacked masks well conditioned; must be >= n)")
-    p.add_argument("--no-reveal", dest="reveal", action="store_false",
-                   help="parties keep their decoded x_j (no assembled solution, no feasibility check)")
+    p.add_argument("--reveal", dest="reveal", action=argparse.BooleanOptionalAction, default=reveal_default,
+                   help="ask the parties for their decoded x_j (assembled solution, feasibility check); "
+                        "--no-reveal: they keep it (default: "
+                        f"{'--reveal' if reveal_default else '--no-reveal, as a party keeps x_j unless started with --reveal'})")
+    add_secure_aggregation_argument(p)
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S",
                    help="deadline in seconds for every call to a party (default 120)")
     p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--insecure", action="store_true", help="plaintext gRPC (warned; for debugging only)")
     p.add_argument("--wait", type=positive_float, default=30.0, metavar="S",
                    help="seconds to wait for every party to report SERVING (default 30)")
-    add_session_arguments(p)
+    add_session_arguments(p, reveal_default=False)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
 
@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         log.warning("%s has no party roster (written by an older securelp split): the --party set and the "
                     "parties' blocks cannot be checked against the split; a missing party would go unnoticed. "
                     "Re-run securelp split to record one", args.public)
-    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
+    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline,
+                           secure_aggregation=args.secure_aggregation)
     tls = ChannelTls.from_dir(args.certs) if args.certs else None
     links: list[GrpcPartyLink] = []
     try:

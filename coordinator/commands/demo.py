@@ -12,12 +12,17 @@ import argparse
 import time
 
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
-from securelp.coordinator.commands.common import STATUS_EXIT, non_negative_int, positive_float
+from securelp.coordinator.commands.common import (
+    STATUS_EXIT,
+    add_secure_aggregation_argument,
+    non_negative_int,
+    positive_float,
+)
 from securelp.coordinator.examples import EXAMPLES, mangasarian_example
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.report import build_report, format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-from securelp.coordinator.simulation import audit_simulation, simulate
+from securelp.coordinator.simulation import audit_simulation, owners_consent, simulate
 from securelp.coordinator.transcript import run_recorded
 from securelp.solvers.lp.partition import split_columns
 
@@ -30,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--transport", choices=["grpc", "inprocess"], default="grpc",
                    help="grpc: real party processes with mTLS (default); inprocess: simulated parties")
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial")
+    p.add_argument("--reveal", action=argparse.BooleanOptionalAction, default=True,
+                   help="the owners reveal their decoded x_j (default; the report checks the assembled solution); "
+                        "--no-reveal: they keep it")
+    add_secure_aggregation_argument(p)
     p.add_argument("--data-seed", type=non_negative_int, default=0, help="seed of the (public, synthetic) example data")
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
     p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
@@ -43,18 +52,20 @@ def run(args: argparse.Namespace) -> int:
     check_distinct([("--json", args.json), ("--transcript", args.transcript)])
     lp, split, known_value = mangasarian_example(args.example, seed=args.data_seed)
     public, blocks = split_columns(lp, split, ids=[f"owner{i + 1}" for i in range(len(split))])
-    config = SessionConfig(bounds_mode=args.bounds, deadline_s=args.deadline)
+    config = SessionConfig(bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline,
+                           secure_aggregation=args.secure_aggregation)
+    policy = owners_consent(config)  # the demo plays every owner: they agree to what it asks
     start = time.perf_counter()
     if args.transport == "inprocess":
         outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp,
-                                  transcript_path=args.transcript, audit_budget_s=args.audit_budget)
+                                  transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy)
         startup = 0.0
     else:
         from securelp.coordinator.exit_cleanups import private_tempdir
         from securelp.coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
-        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp) as cluster:
+        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp, policy=policy) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,

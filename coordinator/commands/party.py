@@ -5,10 +5,15 @@ It reads only its own block file (whose stored party id must equal ``--id``), se
 once it is SERVING (so a launcher can ask for port 0), and exits when the coordinator
 closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds without a
 call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
-11 unbounded, ...), 5 when the coordinator aborted the session, 6 on idle timeout,
-130 on a signal. After a signal it is gone within ``--grace`` + 5 s, even if gRPC's
-shutdown or the interpreter's exit blocks (``securelp.party.server.ExitWatchdog``). It never
-logs or prints its block, its mask or its decoded x_j.
+11 unbounded, ...), 5 when the coordinator aborted the session or the party refused a request
+its policy does not allow, 6 on idle timeout, 130 on a signal. After a signal it is gone within
+``--grace`` + 5 s, even if gRPC's shutdown or the interpreter's exit blocks
+(``securelp.party.server.ExitWatchdog``). It never logs or prints its block, its mask or its
+decoded x_j.
+
+Its policy (``securelp.party.policy.PartyPolicy``): ``--allow-bounds`` (default monomial only)
+and ``--reveal/--no-reveal`` (default: keep x_j). Printed on stderr at start, reported to the
+coordinator with the hello, and enforced by the party itself.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: the bounds modes ``--allow-bounds`` takes (securelp.party.policy.BOUNDS_MODE_NAMES; not imported here, so
+#: that building the parser does not load protobuf)
+BOUNDS_MODES = ("monomial", "rows")
 #: seconds beyond ``--grace`` that a stopping party may take before its watchdog ends it
 SHUTDOWN_SLACK_S = 5.0
 
@@ -47,7 +55,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit after S seconds without a call from the coordinator (default 600)")
     p.add_argument("--grace", type=positive_float, default=5.0, metavar="S",
                    help="seconds in-flight calls get on shutdown (default 5)")
+    p.add_argument("--allow-bounds", action="append", default=None, metavar="MODE[,MODE]", type=_bounds_modes,
+                   help="bounds modes this party answers: monomial (bounded columns leak up to scaling and order) "
+                        "and/or rows (the coordinator recovers this party's A_j and c_j); repeatable or a comma "
+                        "list (default: monomial only)")
+    p.add_argument("--reveal", action=argparse.BooleanOptionalAction, default=False,
+                   help="send the decoded x_j to the coordinator when it asks (default: --no-reveal, the party "
+                        "keeps its x_j and refuses a session that asks for it)")
     p.set_defaults(func=run)
+
+
+def _bounds_modes(text: str) -> list[str]:
+    modes = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [m for m in modes if m not in BOUNDS_MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(f"expected monomial and/or rows, got {text!r}")
+    return modes
 
 
 def _status_exit(status: int) -> int:
@@ -69,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9
     from securelp.coordinator.certs import load_identity, validate_party_ids
     from securelp.coordinator.grpc_link import parse_address
+    from securelp.party.aggregation import SigningIdentity
+    from securelp.party.policy import PartyPolicy
     from securelp.party.server import ExitWatchdog, ServerTls, serve
     from securelp.party.session import PartySession
     from securelp.solvers.lp.partition import load_block
@@ -81,14 +106,18 @@ def run(args: argparse.Namespace) -> int:
         validate_party_ids([args.id])
     parse_address(args.listen)
     block = load_block(args.data, party_id=args.id)
-    tls = None
+    tls = identity = None
     if args.certs:
         ident = load_identity(args.certs, args.id)
         tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+        identity = SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate)
     if args.seed is not None:
         log.warning("party %s: reproducible-simulation mode: the mask derives from --seed (not for real data)",
                     args.id)
-    session = PartySession(block, seed=args.seed)
+    policy = PartyPolicy.from_names([m for group in (args.allow_bounds or [["monomial"]]) for m in group],
+                                    reveal=args.reveal)
+    print(f"securelp party: {args.id}: policy: {policy.describe()}", file=sys.stderr, flush=True)
+    session = PartySession(block, seed=args.seed, policy=policy, identity=identity)
 
     def listening(host: str, port: int) -> None:
         print(f"LISTENING {host}:{port}", flush=True)
@@ -109,6 +138,9 @@ def _finish(args: argparse.Namespace, result: ServeResult, session: PartySession
     if result.reason == "idle":
         raise TransportError(f"party {args.id}: {result.detail}; exiting (raise --idle-timeout for long solves)")
     outcome = session.outcome
+    if result.detail.startswith("refused"):
+        raise ProtocolError(f"party {args.id}: {result.detail.removeprefix('refused: ')} refused, as its policy "
+                            f"({session.policy.describe()}) or its checks require; the session is over")
     if result.detail.startswith("aborted"):
         raise ProtocolError(f"party {args.id}: the coordinator aborted the session ({result.detail}); "
                             "any decoded values are not a session result")

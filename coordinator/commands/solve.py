@@ -10,7 +10,7 @@ from securelp.coordinator.commands.common import STATUS_EXIT, add_session_argume
 from securelp.coordinator.protocol import SessionConfig
 from securelp.coordinator.report import build_report, format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, simulate
+from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, owners_consent, simulate
 from securelp.solvers.errors import ConfigError
 from securelp.solvers.lp import read_mps
 from securelp.solvers.lp.partition import parse_split, split_columns
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", default=None,
                    help="reproducible-simulation mode: derive every mask from this seed (flagged in the report)")
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
-    add_session_arguments(p)
+    add_session_arguments(p, reveal_default=True)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
 
@@ -44,11 +44,13 @@ def run(args: argparse.Namespace) -> int:
     lp = read_mps(args.file)
     sizes = parse_split(args.split, lp.n_cols, args.parties)
     public, blocks = split_columns(lp, sizes)
-    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline)
+    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline,
+                           secure_aggregation=args.secure_aggregation)
     check_session_fits(public, blocks, config)  # --k the protocol carries, the whole run in memory (exit 12)
+    # one process plays every data owner: the owners agree to what the session asks
     outcome, audit = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
                               insecure=args.insecure, transcript_path=args.transcript,
-                              audit_budget_s=args.audit_budget)
+                              audit_budget_s=args.audit_budget, policy=owners_consent(config))
     print(format_report(outcome, title=f"securelp solve {lp.name}", audit=audit), file=human_stream(args.json))
     if args.json:
         write_json_report(args.json, build_report(outcome, audit, extra={"problem": lp.name}))

@@ -15,6 +15,7 @@ import pytest
 
 from securelp.coordinator.grpc_link import GrpcPartyLink, local_grpc_links
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.simulation import owners_consent
 from securelp.coordinator.transport import InProcessLink
 from securelp.party.session import PartySession
 from securelp.protos import securelp_pb2 as pb
@@ -37,10 +38,13 @@ def links_for(transport, sessions, tmp_path, deadline_s=60.0):
 
 
 def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, **cfg):
+    """A session whose owners agree to what it asks (x_j revealed unless ``reveal=False``)."""
     public, blocks = split_columns(lp, parse_split(None, lp.n_cols, parties), ids=ids)
-    sessions = [PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}") for b in blocks]
+    config = SessionConfig(**{"reveal": True, **cfg})
+    sessions = [PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}", policy=owners_consent(config))
+                for b in blocks]
     with links_for(transport, sessions, tmp_path) as links:
-        outcome = run_secure_lp(public, links, SessionConfig(**cfg), central=lp)
+        outcome = run_secure_lp(public, links, config, central=lp)
     return outcome, sessions
 
 

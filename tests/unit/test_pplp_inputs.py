@@ -126,20 +126,20 @@ def test_the_coordinator_checks_its_own_memory_before_any_mask(monkeypatch):
     """``securelp coordinator`` has no blocks to size a session by; from the Hello replies it
     refuses a k it could not hold (exit 12) before a party draws a mask, and closes every party."""
     from securelp.coordinator.protocol import run_secure_lp
-    from securelp.coordinator.simulation import simulated_links
+    from securelp.coordinator.simulation import owners_consent, simulated_links
     from securelp.solvers.errors import ResourceError
 
     public, blocks, config = _afiro_session(2000)
     need = sizing.coordinator_memory(27, [11, 11, 10], [11, 11, 10], 2000)  # rows mode: every column bounded
     monkeypatch.setattr(sizing, "available_memory", lambda: int(need / sizing.MEMORY_SHARE) - 1)
-    with simulated_links(blocks, "inprocess") as links:
+    with simulated_links(blocks, "inprocess", policy=owners_consent(config)) as links:
         with pytest.raises(ResourceError, match=r"^--k 2000 with 27 rows, 32 masked columns, 32 bound rows and 3 "
                                                 r"parties: the coordinator would need about 281\.1 MiB"):
             run_secure_lp(public, links, config)
         sessions = [link._session for link in links]
         assert all(s._state == "closed" and s._mask is None for s in sessions)  # closed, no mask drawn
     monkeypatch.setattr(sizing, "available_memory", lambda: int(need / sizing.MEMORY_SHARE) + 1)  # just enough
-    with simulated_links(blocks, "inprocess") as links:
+    with simulated_links(blocks, "inprocess", policy=owners_consent(config)) as links:
         assert run_secure_lp(public, links, config).status.value == "optimal"
 
 
@@ -150,10 +150,10 @@ def test_the_coordinator_checks_its_own_memory_before_any_mask(monkeypatch):
 ])
 def test_the_coordinator_refuses_a_k_no_party_could_send(k, error, match):
     from securelp.coordinator.protocol import run_secure_lp
-    from securelp.coordinator.simulation import simulated_links
+    from securelp.coordinator.simulation import owners_consent, simulated_links
 
     public, blocks, config = _afiro_session(k)
-    with simulated_links(blocks, "inprocess") as links:
+    with simulated_links(blocks, "inprocess", policy=owners_consent(config)) as links:
         with pytest.raises(error, match=match):
             run_secure_lp(public, links, config)
         assert all(link._session._mask is None for link in links)
@@ -161,6 +161,7 @@ def test_the_coordinator_refuses_a_k_no_party_could_send(k, error, match):
 
 def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
     from securelp.party import session as party_session
+    from securelp.party.policy import PartyPolicy
     from securelp.protos import securelp_pb2 as pb
 
     _, blocks, _ = _afiro_session(5000)
@@ -168,7 +169,7 @@ def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
     for available, refused in ((int(need / party_session.MASK_MEMORY_SHARE) - 1, True),
                                (int(need / party_session.MASK_MEMORY_SHARE) + 1, False)):
         monkeypatch.setattr(party_session, "available_memory", lambda a=available: a)
-        sess = party_session.PartySession(blocks[0])
+        sess = party_session.PartySession(blocks[0], policy=PartyPolicy(frozenset({"rows"})))
         sess.hello(pb.HelloRequest(session_id="s", protocol_version=party_session.PROTOCOL_VERSION, n_rows=27))
         request = pb.MaskRequest(session_id="s", k=5000, bounds_mode=pb.BOUNDS_MODE_ROWS)
         if refused:
@@ -182,11 +183,11 @@ def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
 
 _MEASURE = """
 import sys
-from securelp.coordinator.simulation import simulate
+from securelp.coordinator.simulation import owners_consent, simulate
 from securelp.solvers.resources import peak_rss
 from tests.unit.test_pplp_inputs import measured_case
 public, blocks, config, lp = measured_case(sys.argv[1])
-outcome, _ = simulate(public, blocks, config, central=lp)
+outcome, _ = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
 print(outcome.status.value, peak_rss())
 """
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from securelp.coordinator.examples import mangasarian_example
 from securelp.coordinator.protocol import K_MARGIN, SessionConfig, run_secure_lp, transformed_lp
-from securelp.coordinator.simulation import simulate
+from securelp.coordinator.simulation import owners_consent, simulate
 from securelp.coordinator.transport import InProcessLink
 from securelp.party.session import PartySession
 from securelp.protos import securelp_pb2 as pb
@@ -21,9 +21,11 @@ from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
 
 
 def _run(lp, parties=3, **cfg):
+    """A session whose owners agree to what it asks (x_j revealed unless ``reveal=False``)."""
     public, blocks = split_columns(lp, parse_split(None, lp.n_cols, parties))
-    sessions = [PartySession(b) for b in blocks]
-    outcome = run_secure_lp(public, [InProcessLink(s) for s in sessions], SessionConfig(**cfg), central=lp)
+    config = SessionConfig(**{"reveal": True, **cfg})
+    sessions = [PartySession(b, policy=owners_consent(config)) for b in blocks]
+    outcome = run_secure_lp(public, [InProcessLink(s) for s in sessions], config, central=lp)
     return outcome, sessions
 
 
@@ -31,7 +33,8 @@ def _run(lp, parties=3, **cfg):
 def test_mangasarian_examples_are_exact(example):
     lp, split, known = mangasarian_example(example)
     public, blocks = split_columns(lp, split)
-    outcome, audit = simulate(public, blocks, SessionConfig(), central=lp)
+    config = SessionConfig(reveal=True)
+    outcome, audit = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
     assert outcome.status is SolveStatus.OPTIMAL
     assert outcome.objective_rel_diff <= 1e-9
     assert abs(outcome.objective - known) <= 1e-9 * abs(known)
@@ -202,8 +205,8 @@ def test_reproducible_mode_is_flagged_and_repeatable():
 def test_no_reveal_keeps_x_with_the_parties():
     lp, split, _ = mangasarian_example(2)
     public, blocks = split_columns(lp, split)
-    sessions = [PartySession(b) for b in blocks]
-    outcome = run_secure_lp(public, [InProcessLink(s) for s in sessions], SessionConfig(reveal=False), central=lp)
+    sessions = [PartySession(b) for b in blocks]  # the default policy keeps x_j
+    outcome = run_secure_lp(public, [InProcessLink(s) for s in sessions], SessionConfig(), central=lp)
     assert outcome.x is None and outcome.feasibility_violation is None
     assert all(e.x is None for e in outcome.transcript)
     x = np.concatenate([s.outcome.x for s in sessions])

@@ -135,6 +135,7 @@ def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> No
     """A party refusing a k whose masked block would pass its 8 GiB limit reports a resource limit
     (exit 12), not a protocol fault (exit 5 until stop 47)."""
     from securelp.party import session as party_session
+    from securelp.party.policy import PartyPolicy
     from securelp.protos import securelp_pb2 as pb
     from securelp.solvers.errors import ResourceError
 
@@ -143,7 +144,7 @@ def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> No
     mps.write_text(TINY_MPS)
     lp = read_mps(mps)
     _, blocks = split_columns(lp, [lp.n_cols])
-    sess = party_session.PartySession(blocks[0])
+    sess = party_session.PartySession(blocks[0], policy=PartyPolicy(frozenset({"rows"})))
     sess.hello(pb.HelloRequest(session_id="s", protocol_version=party_session.PROTOCOL_VERSION, n_rows=lp.n_rows))
     k = party_session.MAX_MASK_DOUBLES // max(lp.n_rows, lp.n_cols) + 1
     with pytest.raises(ResourceError, match="would need more than 8 GiB"):
