@@ -160,6 +160,9 @@ class AggregationReport:
     sums of the parties' float products (each party rounds to a multiple of 2^-f);
     ``relative_error_a``/``_c``: the same relative to the magnitude bound 2^(61 - f) of the sum.
     ``keys_bound``: every aggregation key carried a certificate binding (the parties checked them).
+    ``free_columns``: dense-masked columns of the participants whose mask rows the coordinator does
+    not receive (all of them in monomial mode; the free ones in rows mode). No participant (every
+    column bounded, monomial mode): nothing was aggregated.
     """
 
     participants: tuple[str, ...]
@@ -170,9 +173,10 @@ class AggregationReport:
     relative_error_a: float
     relative_error_c: float
     keys_bound: bool
+    free_columns: int
 
     def as_dict(self) -> dict[str, object]:
-        return {"participants": list(self.participants), "ring": "Z_2^64",
+        return {"participants": list(self.participants), "ring": "Z_2^64", "free_columns": self.free_columns,
                 "fraction_bits_a": self.fraction_bits_a, "fraction_bits_c": self.fraction_bits_c,
                 "encoding_error_a": self.encoding_error_a, "encoding_error_c": self.encoding_error_c,
                 "relative_error_a": self.relative_error_a, "relative_error_c": self.relative_error_c,
@@ -346,6 +350,7 @@ class _AggregationPlan:
     participants: tuple[str, ...]
     request: pb.Aggregation
     keys_bound: bool
+    free_columns: int
 
     def report(self) -> AggregationReport:
         f_a, f_c = int(self.request.fraction_bits_a), int(self.request.fraction_bits_c)
@@ -353,31 +358,33 @@ class _AggregationPlan:
         err_a, err_c = agg.encoding_error_bound(p, f_a), agg.encoding_error_bound(p, f_c)
         return AggregationReport(self.participants, f_a, f_c, err_a, err_c,
                                  err_a / 2.0 ** (agg.SUM_BITS - f_a), err_c / 2.0 ** (agg.SUM_BITS - f_c),
-                                 self.keys_bound)
+                                 self.keys_bound, self.free_columns)
 
 
 def _aggregation_plan(links: Sequence[PartyLink], hellos: Sequence[pb.HelloReply], dense_j: Sequence[int]
                       ) -> _AggregationPlan:
-    """The secure-aggregation parameters: every party with dense-masked columns takes part (at least
-    two, or the sum would be one party's product), with the key it reported; the fixed-point
-    precision from their magnitude bounds (``securelp.party.aggregation.fraction_bits``)."""
+    """The secure-aggregation parameters: every party with dense-masked columns takes part (none, when
+    every column is bounded in monomial mode: nothing to aggregate; one is refused, as its share would
+    be its own product), with the key it reported; the fixed-point precision from their magnitude
+    bounds (``securelp.party.aggregation.fraction_bits``)."""
     peers = []
+    free = 0
     for link, h, nd in zip(links, hellos, dense_j):
         if not nd:
             continue
+        free += int(h.n_free)
         key = h.aggregation_key
         if not h.HasField("aggregation_key") or len(key.public_key) != agg.PUBLIC_KEY_BYTES:
             raise ProtocolError(f"party {link.party_id} sent no valid aggregation key with its hello")
         peers.append(pb.AggregationPeer(party_id=link.party_id, key=key))
-    if len(peers) < 2:
-        who = f" (only {peers[0].party_id})" if peers else ""
+    if len(peers) == 1:
         raise ConfigError(f"secure aggregation needs two or more parties with dense-masked columns; this session has "
-                          f"{len(peers)}{who}, whose share would be its own product; run without "
+                          f"one, {peers[0].party_id}, whose share would be its own product; run without "
                           "--secure-aggregation")
     request = pb.Aggregation(peers=peers, fraction_bits_a=agg.fraction_bits([p.key.magnitude_a for p in peers]),
                              fraction_bits_c=agg.fraction_bits([p.key.magnitude_c for p in peers]))
-    bound = all(p.key.certificate and p.key.signature for p in peers)
-    return _AggregationPlan(tuple(p.party_id for p in peers), request, bound)
+    bound = bool(peers) and all(p.key.certificate and p.key.signature for p in peers)
+    return _AggregationPlan(tuple(p.party_id for p in peers), request, bound, free)
 
 
 def _aggregate(entries: Sequence[TranscriptEntry], plan: _AggregationPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -579,7 +586,7 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         blocks = _each(links, lambda l: l.mask(mask_request(l)), "mask", pool)
         t_mask = time.perf_counter()
         entries = [_parse_block(l, b, h, m, k, mode, aggregated[l.party_id]) for l, b, h in zip(links, blocks, hellos)]
-        dense_sum = _aggregate(entries, plan) if plan is not None else None
+        dense_sum = _aggregate(entries, plan) if plan is not None and plan.participants else None
         lp, slices = transformed_lp(public, entries, k, dense_sum)
         result = HighsBackend(time_limit=config.time_limit_s).solve(lp)
         t_solve = time.perf_counter()
