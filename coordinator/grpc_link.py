@@ -467,12 +467,13 @@ def parse_address(text: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: float = DEFAULT_DEADLINE_S,
-                     insecure: bool = False, host: str = "127.0.0.1") -> Iterator[list[PartyLink]]:
+                     insecure: bool = False, host: str = "127.0.0.1", bind_keys: bool = True
+                     ) -> Iterator[list[PartyLink]]:
     """Real gRPC servers in this process (one per session, port 0) and links to them.
 
-    Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``; each session
-    that has no identity yet gets its certificate as the identity that binds its secure-aggregation
-    key (as ``securelp party --certs`` does). Servers and channels are stopped on exit. For
+    Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``; with
+    ``bind_keys``, each session that has no identity yet gets its certificate as the identity that
+    binds its secure-aggregation key (as ``securelp party --certs`` does). Servers and channels are stopped on exit. For
     simulations and contract tests.
     """
     from securelp.party.aggregation import SigningIdentity  # lazy: the party side only here
@@ -496,7 +497,7 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
             if not insecure:
                 ident = load_identity(tls_dir, pid)
                 server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-                if getattr(session, "identity", "absent") is None:
+                if bind_keys and getattr(session, "identity", "absent") is None:
                     session.bind_identity(  # type: ignore[attr-defined]
                         SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate))
             server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure)

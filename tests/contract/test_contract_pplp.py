@@ -3,7 +3,8 @@ this process, port 0, mutual TLS with fresh session certificates).
 
 Contract: the transport changes nothing the protocol computes -- the secure optimum equals the
 central one, statuses reach every party, errors name the party, and (with the same seeds) both
-transports carry exactly the same payload bytes.
+transports carry exactly the same payload bytes; with plain and with secure aggregation of the
+dense products; a party refuses what its policy does not allow, whoever asks and however.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from securelp.coordinator.grpc_link import GrpcPartyLink, local_grpc_links
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.simulation import owners_consent
 from securelp.coordinator.transport import InProcessLink
-from securelp.party.session import PartySession
+from securelp.party.policy import PartyPolicy
+from securelp.party.session import PROTOCOL_VERSION, PartySession
 from securelp.protos import securelp_pb2 as pb
-from securelp.solvers.errors import ConfigError, ProtocolError, ResourceError
+from securelp.solvers.errors import ConfigError, ProtocolError, ResourceError, SecureLPError, TransportError
 from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_mps
 from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
@@ -28,22 +30,22 @@ TRANSPORTS = ["inprocess", "grpc"]
 
 
 @contextlib.contextmanager
-def links_for(transport, sessions, tmp_path, deadline_s=60.0):
+def links_for(transport, sessions, tmp_path, deadline_s=60.0, bind_keys=True):
     if transport == "inprocess":
         yield [InProcessLink(s) for s in sessions]
     else:
-        with local_grpc_links(sessions, tmp_path, deadline_s=deadline_s) as links:
+        with local_grpc_links(sessions, tmp_path, deadline_s=deadline_s, bind_keys=bind_keys) as links:
             assert all(isinstance(link, GrpcPartyLink) for link in links)
             yield links
 
 
-def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, **cfg):
+def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, bind_keys=True, **cfg):
     """A session whose owners agree to what it asks (x_j revealed unless ``reveal=False``)."""
     public, blocks = split_columns(lp, parse_split(None, lp.n_cols, parties), ids=ids)
     config = SessionConfig(**{"reveal": True, **cfg})
     sessions = [PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}", policy=owners_consent(config))
                 for b in blocks]
-    with links_for(transport, sessions, tmp_path) as links:
+    with links_for(transport, sessions, tmp_path, bind_keys=bind_keys) as links:
         outcome = run_secure_lp(public, links, config, central=lp)
     return outcome, sessions
 
@@ -51,10 +53,16 @@ def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, **cfg):
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("mode", ["monomial", "rows"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_random_feasible_lp_matches_central(transport, mode, seed, tmp_path):
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "secagg"])
+def test_random_feasible_lp_matches_central(transport, mode, seed, secure, tmp_path):
     lp = random_feasible_lp(np.random.default_rng(seed), 12, 20)
-    outcome, sessions = run(transport, lp, tmp_path, bounds_mode=mode)
+    outcome, sessions = run(transport, lp, tmp_path, bounds_mode=mode, secure_aggregation=secure)
     assert outcome.transport == transport
+    assert (outcome.aggregation is not None) == secure
+    if secure:  # every party has free columns here: all of them aggregate, and only shares arrive
+        assert outcome.aggregation.participants == ("party1", "party2", "party3")
+        assert outcome.aggregation.keys_bound == (transport == "grpc")  # the gRPC parties hold certificates
+        assert all(e.masked_a.shape[1] == 0 and e.share_a is not None for e in outcome.transcript)
     assert outcome.status is SolveStatus.OPTIMAL
     assert outcome.objective_rel_diff is not None and outcome.objective_rel_diff <= 1e-8
     assert outcome.feasibility_violation is not None and outcome.feasibility_violation <= 1e-6
@@ -81,14 +89,18 @@ def test_payload_over_one_chunk_is_exact(transport, tmp_path):
     assert outcome.objective_rel_diff <= 1e-9
 
 
-def test_both_transports_carry_the_same_bytes(tmp_path):
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "secagg"])
+def test_both_transports_carry_the_same_bytes(tmp_path, secure):
     lp = random_feasible_lp(np.random.default_rng(3), 10, 15)
-    a, _ = run("inprocess", lp, tmp_path / "a", seed="s")
+    # keys unbound on both sides: a certificate and an ECDSA signature (of varying length) would differ
+    a, _ = run("inprocess", lp, tmp_path / "a", seed="s", secure_aggregation=secure, bind_keys=False, session_id="s1")
     (tmp_path / "b").mkdir()
-    b, _ = run("grpc", lp, tmp_path / "b", seed="s")
+    b, _ = run("grpc", lp, tmp_path / "b", seed="s", secure_aggregation=secure, bind_keys=False, session_id="s1")
     assert [(p.bytes_sent, p.bytes_received) for p in a.parties] == [(p.bytes_sent, p.bytes_received) for p in b.parties]
     assert all(p.bytes_sent > 0 and p.bytes_received > 0 for p in b.parties)
     assert a.objective == pytest.approx(b.objective, rel=1e-12)
+    if secure:  # the same seeds draw the same keys and masks: the very same shares on both transports
+        assert all(np.array_equal(x.share_a, y.share_a) for x, y in zip(a.transcript, b.transcript))
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -203,3 +215,55 @@ def test_grpc_deadline_names_the_party(tmp_path):
 def test_central_solver_agrees_on_the_fixture():  # guards the fixture the contract rests on
     lp = random_feasible_lp(np.random.default_rng(0), 12, 20)
     assert HighsBackend().solve(lp).status is SolveStatus.OPTIMAL
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_default_party_refuses_rows_mode_asked_directly(transport, tmp_path):
+    """Asked for BOUNDS_MODE_ROWS by a caller that skips the coordinator's own checks (the generated stubs
+    over mutual TLS, or the in-process link), a party with the default policy refuses and ends its
+    session; no bound rows leave it."""
+    lp = random_feasible_lp(np.random.default_rng(10), 6, 6, free_fraction=0.0)
+    _, blocks = split_columns(lp, [6], ids=["owner"])
+    session = PartySession(blocks[0])
+    hello = pb.HelloRequest(session_id="s", protocol_version=PROTOCOL_VERSION, n_rows=6)
+    request = pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_ROWS, k=16)
+    if transport == "inprocess":
+        link = InProcessLink(session)
+        assert PartyPolicy.from_pb(link.hello(hello).policy) == PartyPolicy()
+        with pytest.raises(ProtocolError, match=r"party owner refused MaskRequest \(bounds mode rows\)"):
+            link.mask(request)
+    else:
+        import grpc
+
+        from securelp.coordinator.grpc_link import ChannelTls, create_channel
+        from securelp.protos import securelp_pb2_grpc as pb_grpc
+
+        with local_grpc_links([session], tmp_path) as (link,):
+            channel = create_channel(link.address, tls=ChannelTls.from_dir(tmp_path / "certs"), target_name="owner")
+            stub = pb_grpc.PartyServiceStub(channel)
+            assert PartyPolicy.from_pb(stub.Hello(hello, timeout=10).policy) == PartyPolicy()
+            with pytest.raises(grpc.RpcError) as info:
+                list(stub.Mask(request, timeout=10))
+            channel.close()
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "party owner refused MaskRequest (bounds mode rows)" in info.value.details()
+        assert ("securelp-error-class", "ProtocolError") in tuple(info.value.trailing_metadata())
+    assert session.closed.is_set() and session.close_reason == "refused: MaskRequest (bounds mode rows)"
+    assert session._mask is None
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_party_lost_after_the_key_agreement_is_named(transport, tmp_path):
+    """Secure aggregation needs every share: a party that fails its Mask call ends the session, the
+    error names it, every party is told the session was aborted."""
+    lp = random_feasible_lp(np.random.default_rng(11), 8, 12, free_fraction=1.0)
+    public, blocks = split_columns(lp, [4, 4, 4], ids=["a1", "a2", "a3"])
+    sessions = [PartySession(b) for b in blocks]
+
+    def lost(request):  # type: ignore[no-untyped-def]
+        raise TransportError("party a2: connection lost")
+
+    sessions[1].mask = lost  # type: ignore[method-assign]
+    with links_for(transport, sessions, tmp_path) as links, pytest.raises(SecureLPError, match=r"^mask: .*a2"):
+        run_secure_lp(public, links, SessionConfig(secure_aggregation=True))
+    assert all(s.closed.is_set() and s.close_reason.startswith("aborted") for s in sessions)

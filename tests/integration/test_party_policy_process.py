@@ -1,0 +1,116 @@
+"""Real ``securelp party`` processes: the party enforces its own policy (exit code 5, a log line naming
+the refused request), reports it to the coordinator, and secure aggregation runs end to end with keys
+bound to the parties' certificates; a party lost after the key agreement ends the session, named."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import grpc
+import numpy as np
+import pytest
+
+from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink, create_channel
+from securelp.coordinator.launcher import LocalParties
+from securelp.coordinator.protocol import SessionConfig, run_secure_lp
+from securelp.coordinator.transport import PartyLink
+from securelp.party.policy import PartyPolicy
+from securelp.party.session import PROTOCOL_VERSION
+from securelp.protos import securelp_pb2 as pb
+from securelp.protos import securelp_pb2_grpc as pb_grpc
+from securelp.solvers.errors import ConfigError, ExitCode, TransportError
+from securelp.solvers.lp import SolveStatus
+from securelp.solvers.lp.partition import split_columns
+from tests.lp_fixtures import random_feasible_lp
+
+pytestmark = pytest.mark.integration
+PY = [sys.executable, "-m", "securelp.coordinator.cli"]
+
+
+def test_party_help_states_the_defaults():
+    out = subprocess.run(PY + ["party", "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "default: monomial only" in out and "default: --no-reveal" in out
+
+
+def test_a_default_party_process_refuses_rows_from_the_raw_stubs_and_exits_5(tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(0), 6, 8, free_fraction=0.0)
+    _, blocks = split_columns(lp, [8], ids=["owner1"])
+    with LocalParties(blocks, tmp_path) as cluster:
+        channel = create_channel(cluster.endpoints["owner1"], tls=ChannelTls.from_dir(cluster.certs_dir),
+                                 target_name="owner1")
+        stub = pb_grpc.PartyServiceStub(channel)
+        hello = stub.Hello(pb.HelloRequest(session_id="s", protocol_version=PROTOCOL_VERSION, n_rows=6), timeout=10)
+        assert PartyPolicy.from_pb(hello.policy) == PartyPolicy()
+        with pytest.raises(grpc.RpcError) as info:
+            list(stub.Mask(pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_ROWS, k=20), timeout=10))
+        channel.close()
+        codes = cluster.wait(15)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "refused MaskRequest (bounds mode rows)" in info.value.details()
+    assert codes == {"owner1": int(ExitCode.PROTOCOL)}  # it ended its session at once
+    log = (tmp_path / "owner1.log").read_text()
+    assert "owner1: policy: bounds modes monomial; x_j kept (--no-reveal)" in log
+    assert "party owner1: refused MaskRequest (bounds mode rows)" in log
+
+
+def test_the_coordinator_names_a_party_whose_policy_refuses_the_session(tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(1), 6, 8)
+    public, blocks = split_columns(lp, [4, 4], ids=["p1", "p2"])
+    with LocalParties(blocks, tmp_path) as cluster:
+        with pytest.raises(ConfigError, match=r"party p1 does not reveal x_j \(run with --no-reveal"):
+            run_secure_lp(public, cluster.links(deadline_s=30), SessionConfig(reveal=True))
+        codes = cluster.wait(15)
+    assert codes == {"p1": int(ExitCode.PROTOCOL), "p2": int(ExitCode.PROTOCOL)}  # told: aborted
+
+
+def test_secure_aggregation_between_party_processes(tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(2), 20, 30, free_fraction=0.6)
+    public, blocks = split_columns(lp, [10, 10, 10], ids=["p1", "p2", "p3"])
+    with LocalParties(blocks, tmp_path, policy=PartyPolicy(reveal=True)) as cluster:
+        outcome = run_secure_lp(public, cluster.links(deadline_s=30),
+                                SessionConfig(secure_aggregation=True, reveal=True), central=lp)
+        codes = cluster.wait(15)
+    assert outcome.status is SolveStatus.OPTIMAL and outcome.objective_rel_diff <= 1e-9
+    assert outcome.feasibility_violation <= 1e-6
+    assert outcome.aggregation.participants == ("p1", "p2", "p3") and outcome.aggregation.keys_bound
+    assert codes == {"p1": 0, "p2": 0, "p3": 0}
+
+
+class _KilledBeforeMask(PartyLink):
+    """Forwards to a real link; the party's process is killed after its hello (the key agreement)."""
+
+    def __init__(self, inner: GrpcPartyLink, cluster: LocalParties) -> None:
+        super().__init__(inner.party_id)
+        self.inner, self.cluster = inner, cluster
+
+    @property
+    def transport(self) -> str:
+        return "grpc"
+
+    def hello(self, request):  # type: ignore[no-untyped-def]
+        reply = self.inner.hello(request)
+        self.cluster.kill(self.party_id)
+        return reply
+
+    def mask(self, request):  # type: ignore[no-untyped-def]
+        return self.inner.mask(request)
+
+    def decode(self, notice):  # type: ignore[no-untyped-def]
+        return self.inner.decode(notice)
+
+    def close(self, request):  # type: ignore[no-untyped-def]
+        self.inner.close(request)
+
+
+def test_a_party_lost_after_the_key_agreement_ends_the_session_named(tmp_path):
+    lp = random_feasible_lp(np.random.default_rng(3), 10, 15, free_fraction=1.0)
+    public, blocks = split_columns(lp, [5, 5, 5], ids=["p1", "p2", "p3"])
+    with LocalParties(blocks, tmp_path) as cluster:
+        links = cluster.links(deadline_s=10)
+        links[2] = _KilledBeforeMask(links[2], cluster)
+        with pytest.raises(TransportError, match=r"mask: party p3 at 127\.0\.0\.1:\d+ is unreachable"):
+            run_secure_lp(public, links, SessionConfig(secure_aggregation=True, deadline_s=10))
+        codes = cluster.wait(15)
+    assert codes["p1"] == codes["p2"] == int(ExitCode.PROTOCOL) and codes["p3"] == -signal.SIGKILL
