@@ -53,8 +53,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 << 20
 DEFAULT_DEADLINE_S = 120.0
 #: Close is best effort; never wait long for a party that is going away
 CLOSE_DEADLINE_S = 10.0
-#: ... and 1 s for a party whose last call outlived its deadline (a stopped party: the run ended
-#: --deadline + 10 s after its call, stop 47's review; now --deadline + 1 s) or whose run was interrupted
+#: ... and 1 s for a party whose last call outlived its deadline (a stopped party will not answer the
+#: Close either: the run ends --deadline + 1 s after its call) or whose run was interrupted
 CLOSE_AFTER_TIMEOUT_S = 1.0
 SERVICE_NAME = "securelp.v1.PartyService"
 #: client keepalive: ping every 30 s (the server accepts pings every >= 10 s), 20 s to answer

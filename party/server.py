@@ -147,8 +147,8 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def Mask(self, request: pb.MaskRequest, context: grpc.ServicerContext) -> Iterator[pb.Chunk]:
         # serialized under the guard: the masked block's bytes are its largest allocation, and a
-        # MemoryError there is a resource error like one in the products (until stop 49 it escaped:
-        # the coordinator saw "UNKNOWN: Exception iterating responses" and exited 1)
+        # MemoryError there is a resource error like one in the products (outside the guard the
+        # coordinator would see "UNKNOWN: Exception iterating responses" and exit 1)
         payload = self._guard(context, lambda: self.session.mask(request).SerializeToString())  # type: ignore[attr-defined]
         yield from split_payload(payload)
 

@@ -161,9 +161,9 @@ class _Unserializable:
 @pytest.mark.parametrize("where", ["products", "serialization"])
 def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch, where):
     """A MemoryError the party's estimate missed reaches the coordinator as RESOURCE_EXHAUSTED
-    (exit 12), not as an internal error (exit 1 until stop 48): in the products, and while the
-    masked block is serialized (until stop 49 that one escaped the party's guard and the
-    coordinator exited 1 with gRPC's "Exception iterating responses")."""
+    (exit 12), not as an internal error (exit 1): in the products, and while the masked block is
+    serialized (outside the party's guard that one would reach the coordinator as gRPC's
+    "Exception iterating responses", exit 1)."""
     def no_memory(self, request):  # type: ignore[no-untyped-def]
         if where == "products":
             raise MemoryError("Unable to allocate 3.0 GiB")

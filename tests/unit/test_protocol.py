@@ -256,7 +256,7 @@ def test_dense_to_csc_equals_scipy_with_and_without_zeros():
 
 def test_an_interrupt_does_not_wait_for_the_other_parties_calls():
     """Ctrl-C while the coordinator waits on one party's call goes up at once, so the session can
-    cancel the calls in flight. Until stop 48 it was collected like a party's error and the wait went
+    cancel the calls in flight, instead of being collected like a party's error while the wait goes
     on for every other call, each up to its deadline (10 s here)."""
     import signal
     import threading
