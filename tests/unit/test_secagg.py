@@ -388,3 +388,14 @@ def test_the_report_lists_policies_and_the_encoding(tmp_path):
                for p in report["parties"])
     assert "secure aggregation over 3 parties in Z_2^64" in res.stdout
     assert all(p["leakage"]["audit"]["statement_confirmed"] for p in report["parties"])
+
+
+@pytest.mark.slow
+def test_the_objective_matches_the_central_one_on_a_3000_by_300_lp():
+    from securelp.coordinator.examples import random_solvable_lp
+
+    lp, known = random_solvable_lp(3000, 300, np.random.default_rng(0))
+    public, blocks = split_columns(lp, [150, 90, 60])
+    outcome, _ = simulate(public, blocks, SessionConfig(secure_aggregation=True), central=lp)
+    assert outcome.status is SolveStatus.OPTIMAL and outcome.objective_rel_diff <= 1e-9
+    assert abs(outcome.objective - known) <= 1e-9 * abs(known)
