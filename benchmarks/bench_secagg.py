@@ -110,7 +110,7 @@ def _machine() -> dict[str, object]:
     except (OSError, IndexError, ValueError):
         pass
     return {"cpu": model, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
-            "platform": platform.platform()}
+            "platform": platform.platform(), "load_average_at_start": list(os.getloadavg())}
 
 
 def _commit() -> str:
@@ -163,14 +163,16 @@ def render_table(lines: list[dict]) -> str:  # type: ignore[type-arg]
     first = lines[0]
     m = first["machine"]
     mem = f", {m['memory_bytes'] / 2**30:.0f} GiB" if m.get("memory_bytes") else ""
+    if m.get("load_average_at_start"):
+        mem += f", load average {m['load_average_at_start'][0]:.1f} at the start"
     head = (f"Run of {first['date']} at commit `{first['commit']}` on {m['cpu']} ({m['cores']} cores{mem}, "
             f"Python {m['python']}): `{first['command']}`; medians of {first['repeat']} sessions of each kind, plain and "
             "secure one after the other in every repetition; bytes are the serialized payloads all parties sent "
-            "(they received much less); gRPC: mutual TLS, three `securelp party` processes, process start "
-            "excluded.")
-    rows = [("| instance | transport | plain s | secure s | ratio | plain bytes sent | secure bytes sent | ratio | "
-             "objective rel. diff (secure / plain) | encoding error of AB' (abs., rel.) |"),
-            "|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+            "(they received much less); masking: the slowest party's products, encoding and pairwise masks; "
+            "gRPC: mutual TLS, three `securelp party` processes, process start excluded.")
+    rows = [("| instance | transport | plain s | secure s | ratio | masking s (plain / secure) | plain bytes sent | "
+             "secure bytes sent | ratio | objective rel. diff (secure / plain) | encoding error of AB' (abs., rel.) |"),
+            "|---|---|---:|---:|---:|---|---:|---:|---:|---|---|"]
     for line in lines:
         f = line["figures"]
         p, s = f["plain"], f["secure"]
@@ -178,7 +180,7 @@ def render_table(lines: list[dict]) -> str:  # type: ignore[type-arg]
                else "nothing aggregated")
         rows.append(f"| {line['instance']} ({line['m']:,} x {line['n']:,}, {line['bounds_mode']}) | {line['transport']} "
                     f"| {p['total_s']:.3f} | {s['total_s']:.3f} | {s['total_s'] / p['total_s']:.2f}x "
-                    f"| {p['bytes_sent']:,} | {s['bytes_sent']:,} | {s['bytes_sent'] / p['bytes_sent']:.3f}x "
+                    f"| {p['mask_s']:.3f} / {s['mask_s']:.3f} | {p['bytes_sent']:,} | {s['bytes_sent']:,} | {s['bytes_sent'] / p['bytes_sent']:.3f}x "
                     f"| {s['max_objective_rel_diff']:.1e} / {p['max_objective_rel_diff']:.1e} | {enc} |")
     return head + "\n\n" + "\n".join(rows) + "\n"
 
