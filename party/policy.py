@@ -70,10 +70,11 @@ class PartyPolicy:
         return bounds_mode_name(mode) in self.allow_bounds
 
     def describe(self) -> str:
-        """One line for logs and reports: ``bounds modes monomial; x_j kept (--no-reveal)``."""
+        """One line for logs and reports: ``bounds modes monomial; decoded solution kept (--no-reveal)``
+        (the party's log never names x_j, so a search for it finds no value either)."""
         modes = ", ".join(m for m in BOUNDS_MODE_NAMES if m in self.allow_bounds)
         shown = "revealed when asked (--reveal)" if self.reveal else "kept (--no-reveal)"
-        return f"bounds modes {modes}; x_j {shown}"
+        return f"bounds modes {modes}; decoded solution {shown}"
 
     def to_pb(self) -> pb.PartyPolicy:
         """The policy as reported in ``HelloReply.policy``."""

@@ -254,7 +254,7 @@ class PartySession:
                                f"{', '.join(sorted(self.policy.allow_bounds))})",
                                f"run the coordinator with --bounds monomial, or the party with --allow-bounds {name}")
         if request.reveal and not self.policy.reveal:
-            raise self._refuse("MaskRequest (reveal x_j)", "its policy keeps x_j (--no-reveal)",
+            raise self._refuse("MaskRequest (reveal)", "its policy keeps its decoded solution (--no-reveal)",
                                "run the coordinator with --no-reveal, or the party with --reveal")
 
     def _aggregation_peers(self, request: pb.MaskRequest, n_dense: int) -> tuple[list[tuple[bytes, int]], int, int]:
@@ -425,9 +425,9 @@ class PartySession:
                 x[self._perm] = self._scale * y
             bad = bound_violations(x, self.block.col_lower, self.block.col_upper)
             if bad:
-                log.warning("party %s: the decoded x_j violates %d of its %d column bounds beyond the tolerance "
+                log.warning("party %s: the decoded solution violates %d of its %d column bounds beyond the tolerance "
                             "%.1e (relative to each bound)", self.party_id, bad, self.block.n_cols, DECODE_TOLERANCE)
-                raise self._refuse("SolutionNotice", "the solution it was sent decodes to an x_j outside its own "
+                raise self._refuse("SolutionNotice", "the solution it was sent decodes to a point outside its own "
                                    f"column bounds (tolerance {DECODE_TOLERANCE:.1e} relative to each bound)",
                                    "a u chosen by the coordinator, or a solver that returned an infeasible point")
             self.outcome = PartyOutcome(int(notice.status), float(notice.objective), x)

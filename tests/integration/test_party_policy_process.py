@@ -51,7 +51,7 @@ def test_a_default_party_process_refuses_rows_from_the_raw_stubs_and_exits_5(tmp
     assert "refused MaskRequest (bounds mode rows)" in info.value.details()
     assert codes == {"owner1": int(ExitCode.PROTOCOL)}  # it ended its session at once
     log = (tmp_path / "owner1.log").read_text()
-    assert "owner1: policy: bounds modes monomial; x_j kept (--no-reveal)" in log
+    assert "owner1: policy: bounds modes monomial; decoded solution kept (--no-reveal)" in log
     assert "party owner1: refused MaskRequest (bounds mode rows)" in log
 
 

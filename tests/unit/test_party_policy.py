@@ -38,7 +38,7 @@ def _hello(session: PartySession, n_rows: int, **kw) -> pb.HelloReply:
 def test_default_policy_allows_monomial_only_and_keeps_x():
     assert DEFAULT_POLICY == PartyPolicy() == PartyPolicy(frozenset({"monomial"}), reveal=False)
     assert DEFAULT_POLICY.allows_mode(pb.BOUNDS_MODE_MONOMIAL) and not DEFAULT_POLICY.allows_mode(pb.BOUNDS_MODE_ROWS)
-    assert DEFAULT_POLICY.describe() == "bounds modes monomial; x_j kept (--no-reveal)"
+    assert DEFAULT_POLICY.describe() == "bounds modes monomial; decoded solution kept (--no-reveal)"
 
 
 def test_policy_from_names_and_wire_round_trip():
@@ -88,7 +88,7 @@ def test_a_party_that_keeps_x_refuses_a_reveal_request():
     _, _, blocks = _blocks()
     session = PartySession(blocks[0])
     _hello(session, 8)
-    with pytest.raises(ProtocolError, match=r"refused MaskRequest \(reveal x_j\): its policy keeps x_j"):
+    with pytest.raises(ProtocolError, match=r"refused MaskRequest \(reveal\): its policy keeps its decoded solution"):
         session.mask(pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_MONOMIAL, k=20, reveal=True))
     revealing = PartySession(blocks[0], policy=PartyPolicy(reveal=True))
     _hello(revealing, 8)
@@ -161,12 +161,12 @@ def test_a_u_outside_the_partys_bounds_is_refused(mode, caplog):
     links = [InProcessLink(sessions[0]), _TamperingLink(InProcessLink(sessions[1]), push_out)]
     with caplog.at_level(logging.WARNING, logger="securelp.party.session"), \
             pytest.raises(ProtocolError, match=r"^decode: party party2 refused SolutionNotice: the solution it was "
-                                               r"sent decodes to an x_j outside its own column bounds"):
+                                               r"sent decodes to a point outside its own column bounds"):
         run_secure_lp(public, links, SessionConfig(bounds_mode=mode))
     assert sessions[1].outcome is None and sessions[1].close_reason == "refused: SolutionNotice"
     refusal = [r.getMessage() for r in caplog.records if "violates" in r.getMessage()]
     assert len(refusal) == 1  # counts and the tolerance only, no value of x_j or u
-    assert re.fullmatch(rf"party party2: the decoded x_j violates [1-5] of its 5 column bounds beyond the tolerance "
+    assert re.fullmatch(rf"party party2: the decoded solution violates [1-5] of its 5 column bounds beyond the tolerance "
                         rf"{DECODE_TOLERANCE:.1e} \(relative to each bound\)", refusal[0])
     # the control: the same session with the honest notice decodes
     outcome = run_secure_lp(public, [InProcessLink(PartySession(b, policy=policy)) for b in blocks],
