@@ -114,3 +114,63 @@ def test_a_party_lost_after_the_key_agreement_ends_the_session_named(tmp_path):
             run_secure_lp(public, links, SessionConfig(secure_aggregation=True, deadline_s=10))
         codes = cluster.wait(15)
     assert codes["p1"] == codes["p2"] == int(ExitCode.PROTOCOL) and codes["p3"] == -signal.SIGKILL
+
+
+FREE_MPS = """NAME          FREE4
+ROWS
+ N  COST
+ G  R1
+ L  R2
+ G  R3
+ L  R4
+COLUMNS
+    X1        COST      1.0        R1        1.0
+    X1        R2        1.0
+    X2        COST      1.0        R1        1.0
+    X2        R2        -1.0
+    X3        COST      1.0        R3        1.0
+    X3        R4        1.0
+    X4        COST      1.0        R3        1.0
+    X4        R4        -1.0
+RHS
+    RHS       R1        1.0        R2        3.0
+    RHS       R3        2.0        R4        1.0
+BOUNDS
+ FR BND       X1
+ FR BND       X2
+ FR BND       X3
+ FR BND       X4
+ENDATA
+"""
+
+
+def test_the_coordinator_command_runs_secure_aggregation_against_party_commands(tmp_path):
+    """split + certs + two default `securelp party` processes + `securelp coordinator --secure-aggregation`."""
+    import json
+
+    (tmp_path / "free.mps").write_text(FREE_MPS)
+    run = lambda *a: subprocess.run(PY + list(a), check=False, capture_output=True, text=True, timeout=120,
+                                    cwd=str(tmp_path))
+    assert run("split", "free.mps", "--parties", "2", "--ids", "a1,a2", "--out", "blocks").returncode == 0
+    assert run("certs", "--out", "certs", "--parties", "a1,a2").returncode == 0
+    parties = {pid: subprocess.Popen(PY + ["party", "--listen", "127.0.0.1:0", "--data", f"blocks/{pid}.npz", "--id",
+                                           pid, "--certs", "certs", "--idle-timeout", "60"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=str(tmp_path))
+               for pid in ("a1", "a2")}
+    try:
+        addrs = {pid: p.stdout.readline().split()[1] for pid, p in parties.items()}
+        res = run("coordinator", "--public", "blocks/public.npz", *[f"--party={k}={v}" for k, v in addrs.items()],
+                  "--certs", "certs", "--secure-aggregation", "--json", "r.json")
+        codes = {pid: p.wait(timeout=15) for pid, p in parties.items()}
+    finally:
+        for p in parties.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert res.returncode == 0, res.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["status"] == "optimal" and abs(report["objective"] - 3.0) <= 1e-9
+    sa = report["secure_aggregation"]
+    assert sa["participants"] == ["a1", "a2"] and sa["keys_bound"]
+    assert [p["policy"] for p in report["parties"]] == [{"allow_bounds": ["monomial"], "reveal": False}] * 2
+    assert codes == {"a1": 0, "a2": 0}
