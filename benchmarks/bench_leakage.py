@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from securelp.coordinator.examples import mangasarian_example
 from securelp.coordinator.protocol import SessionConfig
-from securelp.coordinator.simulation import simulate
+from securelp.coordinator.simulation import owners_consent, simulate
 from securelp.solvers.files import write_atomically
 from securelp.solvers.lp import LinearProgram, read_mps
 from securelp.solvers.lp.partition import parse_split, split_columns
@@ -154,8 +154,9 @@ def run_one(lp: LinearProgram, split: list[int], mode: str, budget: float, k: in
     target = _free(lp) if mode == "dense" else lp
     public, blocks = split_columns(target, split, ids=[f"party{i + 1}" for i in range(len(split))])
     t0 = time.perf_counter()
-    outcome, audit = simulate(public, blocks, SessionConfig(bounds_mode=bounds, k=k), central=target,
-                              audit_budget_s=budget)
+    config = SessionConfig(bounds_mode=bounds, k=k)
+    outcome, audit = simulate(public, blocks, config, central=target, audit_budget_s=budget,
+                              policy=owners_consent(config))  # owners who allow the mode measured
     wall = time.perf_counter() - t0
     truths = [pa.truth for pa in audit.parties.values() if pa.truth is not None]
     assumed = [pa.assumed_truth for pa in audit.parties.values() if pa.assumed_truth is not None]

@@ -29,6 +29,7 @@ from securelp.coordinator.audit import (
     audit_transcript,
     known_rows_from_truth,
 )
+from securelp.coordinator.audit.view import own_product
 from securelp.coordinator.exit_cleanups import private_tempdir
 from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
 from securelp.coordinator.sizing import session_memory
@@ -108,6 +109,14 @@ def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int 
     """Links to one simulated party per block, each with ``policy``; servers and channels are closed
     on exit."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy) for b in blocks]
+    with links_to(sessions, transport, deadline_s=deadline_s, insecure=insecure) as links:
+        yield links
+
+
+@contextlib.contextmanager
+def links_to(sessions: Sequence[PartySession], transport: str, *, deadline_s: float = 120.0,
+             insecure: bool = False) -> Iterator[list[PartyLink]]:
+    """Links to these party sessions, in-process or through gRPC servers on loopback (closed on exit)."""
     if transport == "inprocess":
         yield [InProcessLink(s) for s in sessions]
         return
@@ -122,12 +131,17 @@ def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int 
 
 
 def audit_simulation(transcript: Transcript, blocks: Sequence[ColumnBlock], *,
-                     budget_s: float | None = DEFAULT_SESSION_BUDGET_S, seed: int | None = None) -> SessionAudit:
+                     budget_s: float | None = DEFAULT_SESSION_BUDGET_S, seed: int | None = None,
+                     sessions: Sequence[PartySession] = ()) -> SessionAudit:
     """The transcript's attacks, evaluated against the blocks (a simulation holds them all); the
-    known-row attacks assume the rows with a single nonzero in the whole LP known."""
+    known-row attacks assume the rows with a single nonzero in the whole LP known. ``sessions``: the
+    simulated parties; those that recorded what they aggregated bring it to the collusion attacks
+    (a colluding party knows its own dense product)."""
     truth = Truth.of(blocks, "simulation")
     known = known_rows_from_truth(truth, [b.party_id for b in blocks], "singletons")
-    return audit_transcript(transcript, truth=truth, known_rows=known, budget_s=budget_s, seed=seed)
+    own = {s.party_id: own_product(s.party_id, *s.contribution) for s in sessions if s.contribution is not None}
+    return audit_transcript(transcript, truth=truth, known_rows=known, budget_s=budget_s, seed=seed,
+                            own_products=own or None)
 
 
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",
@@ -138,8 +152,9 @@ def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionC
     ``securelp party``; :func:`owners_consent` for owners who agree to what ``config`` asks); returns
     the outcome and the audit of its transcript (evaluated against the blocks). ``transcript_path``:
     also write the transcript file there."""
-    with simulated_links(blocks, transport, seed=seed, deadline_s=config.deadline_s, insecure=insecure,
-                         policy=policy) as links:
+    sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy,
+                             record_contribution=config.secure_aggregation) for b in blocks]
+    with links_to(sessions, transport, deadline_s=config.deadline_s, insecure=insecure) as links:
         outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
                                            run=run_secure_lp)
-    return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s)
+    return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s, sessions=sessions)

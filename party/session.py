@@ -124,10 +124,14 @@ class PartySession:
         default as ``securelp party``.
     identity : the party's TLS identity, which binds its secure-aggregation key to its
         certificate and lets it check its peers' keys (None: keys are not bound).
+    record_contribution : simulations only: keep the dense products it aggregated
+        (``contribution``, its own data, never sent) so that an audit can play this party
+        colluding with the coordinator.
     """
 
     def __init__(self, block: ColumnBlock, *, seed: int | str | None = None,
-                 policy: PartyPolicy = DEFAULT_POLICY, identity: agg.SigningIdentity | None = None) -> None:
+                 policy: PartyPolicy = DEFAULT_POLICY, identity: agg.SigningIdentity | None = None,
+                 record_contribution: bool = False) -> None:
         if not isinstance(policy, PartyPolicy):
             raise TypeError("policy must be a securelp.party.policy.PartyPolicy")
         self.block = block
@@ -152,6 +156,9 @@ class PartySession:
         self._aggregation: pb.AggregationKey | None = None  # what the hello reported
         self._agg_mode = pb.BOUNDS_MODE_UNSPECIFIED
         self._agg_keys: agg.AggregationKeyPair | None = None
+        self.record_contribution = record_contribution
+        #: (A_d B_d', B_d c_d, n_d) as aggregated, with ``record_contribution`` (simulations)
+        self.contribution: tuple[np.ndarray, np.ndarray, int] | None = None
         self.outcome: PartyOutcome | None = None
         self.closed = threading.Event()
         self.close_reason = ""
@@ -389,6 +396,8 @@ class PartySession:
         """Fill ``share_a``/``share_c``: the fixed-point products plus the pairwise masks (one keystream
         per pair covers both, A's m x k entries first)."""
         assert self._aggregation is not None
+        if self.record_contribution:
+            self.contribution = (masked_a, masked_c, int(self._mask.shape[1]) if self._mask is not None else 0)
         m, k = masked_a.shape
         who = f"party {self.party_id}"
         flat = np.empty(m * k + k, dtype=np.uint64)

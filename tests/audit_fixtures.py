@@ -15,8 +15,10 @@ import scipy.sparse as sp
 
 from securelp.coordinator.audit import SessionAudit, Truth, audit_transcript, known_rows_from_truth
 from securelp.coordinator.protocol import SessionConfig, SessionOutcome
+from securelp.coordinator.simulation import owners_consent
 from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink
+from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.party.session import PartySession
 from securelp.solvers.lp import LinearProgram, read_mps
 from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
@@ -82,8 +84,8 @@ class PlantedMaskSession(PartySession):
     """A party whose dense mask is planted: ``"identity"`` (it sends M = A_d, padded with zero
     columns) or ``"scaling"`` (M = A_d D). A weak party the audit must flag as fully recovered."""
 
-    def __init__(self, block: ColumnBlock, mask: str) -> None:
-        super().__init__(block)
+    def __init__(self, block: ColumnBlock, mask: str, policy: PartyPolicy = DEFAULT_POLICY) -> None:
+        super().__init__(block, policy=policy)
         self._rng = _FixedMaskRandom(self._rng, mask)
 
 
@@ -96,11 +98,13 @@ def run_session(lp: LinearProgram, *, parties: int = 3, split: Sequence[int] | N
     sizes = list(split) if split is not None else parse_split(None, lp.n_cols, parties)
     public, blocks = split_columns(lp, sizes)
     planted = planted or {}
-    sessions = [PlantedMaskSession(b, planted[b.party_id]) if b.party_id in planted
-                else PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}") for b in blocks]
+    config = SessionConfig(bounds_mode=mode, reveal=reveal, k=k)
+    policy = owners_consent(config)  # the owners agree to what the session asks
+    sessions = [PlantedMaskSession(b, planted[b.party_id], policy) if b.party_id in planted
+                else PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}", policy=policy)
+                for b in blocks]
     links = [InProcessLink(s) for s in sessions]
-    outcome, transcript = run_recorded(public, links, SessionConfig(bounds_mode=mode, reveal=reveal, k=k), central=lp,
-                                       path=path)
+    outcome, transcript = run_recorded(public, links, config, central=lp, path=path)
     return outcome, transcript, blocks
 
 

@@ -40,7 +40,13 @@ from securelp.coordinator.audit.monomial import attack_monomial
 from securelp.coordinator.audit.results import AttackOutcome, AttackStatus, RecoveredColumns, not_applicable
 from securelp.coordinator.audit.solution import attack_solution
 from securelp.coordinator.audit.truth import Truth, TruthColumns, score_columns
-from securelp.coordinator.audit.view import MaskedProduct, PartyView, party_views, plain_products
+from securelp.coordinator.audit.view import (
+    MaskedProduct,
+    PartyView,
+    aggregated_products,
+    party_views,
+    plain_products,
+)
 from securelp.coordinator.transcript import Transcript
 
 #: seconds the end-of-session audit of ``solve``, ``demo`` and ``coordinator`` may take by default
@@ -144,7 +150,7 @@ def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows
     budget = Budget(budget_s)
     rng = np.random.default_rng(seed)
     views = party_views(transcript)
-    products = plain_products(views)
+    products = plain_products(views) + aggregated_products(views)
     audits = {v.party_id: PartyAudit(v) for v in views}
     mode = next((v.mode for v in views if v.mode), "")
     # 1. monomial columns: cheap, linear in the nonzeros
@@ -161,13 +167,22 @@ def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows
         outs = [attack_known_mask_rows(pr, sub)]
         exact = outs[0].claimed == pr.n_cols and pr.n_cols > 0
         outs.extend(attack_dense(pr, sub, rng, search=not exact))
-        target = audits[pr.parties[0]].outcomes if len(pr.parties) == 1 else shared
-        target.extend(outs)
+        if len(pr.parties) == 1:
+            audits[pr.parties[0]].outcomes.extend(outs)
+        else:
+            shared.extend(outs)
+            for pid, o in _attributed(outs, pr, by_id):
+                audits[pid].outcomes.append(o)
         if known_rows is not None and len(pr.parties) == 1:
             audits[pr.parties[0]].assumed.append(attack_known_rows(pr, by_id.get(pr.parties[0]), known_rows, sub))
     for v in views:
         pa = audits[v.party_id]
-        if not v.masked_a.shape[1]:
+        if v.aggregated:
+            together = next(pr.label for pr in products if v.party_id in pr.parties)
+            pa.outcomes.append(not_applicable("dense_column_space", "dense", (v.party_id,),
+                                              f"its dense product reached the coordinator only inside the sum "
+                                              f"{together} (secure aggregation); the dense attacks ran on that sum"))
+        elif not v.masked_a.shape[1]:
             pa.outcomes.append(not_applicable("dense_column_space", "dense", (v.party_id,),
                                               "no column of this party is under a dense mask"))
         if v.mode != "rows":
@@ -197,6 +212,49 @@ def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows
     if truth is not None:
         evaluate(result, truth)
     return result
+
+
+def _attributed(outs: Sequence[AttackOutcome], product: MaskedProduct,
+                views: Mapping[str, PartyView]) -> list[tuple[str, AttackOutcome]]:
+    """The parts of a shared product's outcomes that belong to one party.
+
+    A recovered column of the sum is attributed to a party when the attack placed it: positions of
+    a product of several parties run over their columns party after party (the revealed x_j of each
+    party, or in rows mode the mask rows each party sent, say whose a column is), so a position in a
+    party's range is one of its columns, at the position minus the range's start. A party that sent
+    mask rows (rows mode) also learns that they are known when its columns are not placed."""
+    out: list[tuple[str, AttackOutcome]] = []
+    offsets, start = {}, 0
+    for pid in product.parties:
+        offsets[pid] = start
+        start += views[pid].n_cols
+    for o in outs:
+        if not o.ran:
+            continue
+        rec = o.recovered
+        for pid in product.parties:
+            v, off = views[pid], offsets[pid]
+            figures = {"from_sum": product.label}
+            if rec is not None:
+                sel = (rec.position >= off) & (rec.position < off + v.n_cols)
+                if sel.any():
+                    claimed = rec.direction_claimed[sel] if rec.direction_claimed is not None else None
+                    mine = RecoveredColumns(sp.csc_matrix(rec.A[:, np.flatnonzero(sel)]), rec.c[sel],
+                                            rec.scale_known[sel], rec.position[sel] - off, rec.signed_scale, claimed)
+                    out.append((pid, AttackOutcome(o.attack, o.family, (pid,), AttackStatus.RAN, columns=v.n_dense,
+                                                   claimed=int(mine.scale_known.sum()), up_to_scale=mine.count,
+                                                   positions=mine.count, figures=figures, recovered=mine,
+                                                   reason=f"found in the sum {product.label} and placed among this "
+                                                          "party's columns")))
+                    continue
+            if o.attack == "known_mask_rows" and v.mode == "rows" and v.bound_rows.shape[0]:
+                figures["mask_rows"] = int(v.bound_rows.shape[0])
+                out.append((pid, AttackOutcome("known_mask_rows", o.family, (pid,), AttackStatus.RAN, columns=v.n_dense,
+                                               figures=figures,
+                                               reason=f"its mask rows are known, but its columns reach the coordinator "
+                                                      f"only inside the sum {product.label}, with columns whose mask "
+                                                      "rows are not known")))
+    return out
 
 
 # -- what the attacks add up to ---------------------------------------------------------------------
@@ -341,6 +399,16 @@ def evaluate(audit: SessionAudit, truth: Truth) -> None:
         pa.truth = _party_truth(pa, mono, dense, with_assumed=False)
         if pa.assumed:
             pa.assumed_truth = _party_truth(pa, mono, dense, with_assumed=True)
+    for o in audit.shared:  # a product of several parties: against their dense columns, party after party
+        parts = [_targets(audit.parties[p], truth)[1] for p in o.parties if p in audit.parties]
+        if parts and all(part is not None for part in parts):
+            offsets = np.cumsum([0] + [audit.parties[p].view.n_cols for p in o.parties])[:-1]
+            joint = TruthColumns(sp.hstack([part.A for part in parts], format="csc"),  # type: ignore[union-attr]
+                                 np.concatenate([part.c for part in parts]),  # type: ignore[union-attr]
+                                 np.concatenate([off + (part.original if part.original is not None  # type: ignore[union-attr]
+                                                        else np.arange(part.count))  # type: ignore[union-attr]
+                                                 for off, part in zip(offsets, parts)]))
+            _evaluate_outcome(o, None, joint)
     for res in audit.collusion:
         honest = [audit.parties[h].truth for h in res.honest if audit.parties[h].truth is not None]
         res.truth = {"honest_recovered_exact": int(sum(t["recovered_exact"] for t in honest)),

@@ -94,7 +94,65 @@ def _monomial_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
                        "(no revealed solution to match)")
 
 
-def _dense_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
+def _aggregated_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: list[str]) -> None:
+    """A party whose dense product reached the coordinator only as a share of the sum (secure aggregation)."""
+    v = pa.view
+    nd = v.n_dense
+    joint = [o for o in audit.shared if pa.party_id in o.parties]
+    others = sorted({p for o in joint for p in o.parties} - {pa.party_id})
+    everyone = len(others) + 1
+    total = max((o.columns for o in joint), default=nd)
+    can.append(f"your {_plural(nd, 'column')} under the dense mask reached the coordinator only inside the sum of the "
+               f"masked products of {everyone} parties (secure aggregation, with {', '.join(others)}): what the "
+               f"attacks found in that sum ({total} columns) is about all of you together; only what a line below says "
+               "is yours is attributed to you")
+    ran = {o.attack: o for o in joint if o.ran}
+    if "dense_row_support" in ran:
+        sup = ran["dense_row_support"]
+        can.append(f"which of the {sup.figures['rows']} constraints the {everyone} parties' dense columns touch together "
+                   f"({sup.figures['support_rows']} rows)")
+    if "dense_column_space" in ran:
+        cs = ran["dense_column_space"]
+        can.append(f"the subspace spanned by all {total} of those columns together (dimension {cs.figures['rank']} of "
+                   f"{cs.figures['rows']}), not the one spanned by yours")
+    if "dense_row_gram" in ran:
+        can.append("an estimate of the sum over the aggregating parties of the inner products between their rows "
+                   "(sum_j A_j A_j'), not yours alone")
+    found = max((o.up_to_scale for o in joint if o.ran and o.attack in ("dense_mask_structure", "dense_sparse_recovery",
+                                                                        "dense_l1_recovery")), default=0)
+    if found:
+        can.append(f"{found} of the {total} columns of the sum up to a factor each (by themselves they do not say "
+                   "whose they are)")
+    mine = [o for o in pa.outcomes if o.ran and o.figures.get("from_sum") and o.recovered is not None]
+    placed = max((o.positions for o in mine), default=0)
+    exact = max((o.claimed for o in mine), default=0)
+    if placed:
+        how = ("your mask rows" if any(o.attack == "known_mask_rows" for o in mine)
+               else "matching them to your revealed solution x_j")
+        can.append(f"{placed} of your {nd} dense-masked columns told apart from the others' and placed at their "
+                   f"original position ({how})" + (f", {exact} of them with their exact values and costs" if exact else ""))
+    can.append("a power-of-two bound on the magnitude of your dense product and of your masked costs (reported for "
+               "the fixed-point encoding)")
+    full = next((c for c in audit.collusion if c.honest == (pa.party_id,)), None)
+    colluders = ("the other aggregating party" if len(others) == 1
+                 else f"all {len(others)} other aggregating parties")
+    if full is not None and not full.skipped:
+        gained = full.added
+        can.append(f"with {colluders} colluding: your own dense product exactly (the sum "
+                   "minus theirs), as without secure aggregation"
+                   + (f"; on it our attacks recovered {gained} of your columns exactly" if gained else ""))
+    else:
+        can.append(f"with {colluders} colluding: your own dense product exactly (the sum "
+                   "minus theirs), as without secure aggregation (not measured in this audit: the colluders' own "
+                   "products are not in the transcript)")
+    not_rec.append("your own dense product: the coordinator received only a share of the sum, uniformly distributed "
+                   "given the sum (the attacks above ran on the sum)")
+    if nd - placed > 0:
+        not_rec.append(f"our attacks did not tell {nd - placed} of your {nd} dense-masked columns apart from the other "
+                       "aggregating parties' columns")
+
+
+def _dense_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: list[str]) -> None:
     v = pa.view
     nd = v.n_dense
     if not nd:
@@ -108,6 +166,9 @@ def _dense_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
     if kmr is not None:
         can.append(f"the mask rows and the bounds of your {_plural(int(kmr.figures.get('mask_rows', 0)), 'bounded column')} "
                    "(sent as constraint rows in rows mode)")
+    if v.aggregated:
+        _aggregated_lines(pa, audit, can, not_rec)
+        return
     can.append(f"your {_plural(nd, 'column')} under the dense mask are mixed by a secret random matrix; still:")
     sup = _ran(pa, "dense_row_support")
     if sup is not None:
@@ -160,7 +221,7 @@ def describe(pa: PartyAudit, audit: SessionAudit) -> tuple[list[str], list[str]]
     can = [f"n_j = {v.n_cols} columns ({v.n_free} free, {v.n_bounded} bounded)"]
     not_rec: list[str] = []
     _monomial_lines(pa, can, not_rec)
-    _dense_lines(pa, can, not_rec)
+    _dense_lines(pa, audit, can, not_rec)
     if _ran(pa, "solution_row_activity") is not None:
         can.append("how much of each constraint your columns use at the optimum (A_j x_j), from u and y")
     if _ran(pa, "solution_revealed") is not None:
@@ -170,9 +231,11 @@ def describe(pa: PartyAudit, audit: SessionAudit) -> tuple[list[str], list[str]]
     if audit.collusion and len(audit.parties) > 1:
         added = max((c.added for c in audit.collusion if pa.party_id in c.honest), default=0)
         if added == 0:
-            not_rec.append(f"our attacks recovered nothing more of your columns when the coordinator colluded with "
-                           f"up to {len(audit.parties) - 1} other parties (their masks are independent of yours; "
-                           "measured for the worst coalition of each size)")
+            why = ("what colluders subtract from the sum leaves your dense product, above" if v.aggregated
+                   else "their masks are independent of yours")
+            not_rec.append(f"our attacks recovered nothing more of your columns exactly when the coordinator colluded "
+                           f"with up to {len(audit.parties) - 1} other parties ({why}; measured for the worst "
+                           "coalition of each size)")
         else:
             can.append(f"with colluding parties, {added} more columns (worst coalition)")
     not_rec.extend(_skipped_lines(pa))

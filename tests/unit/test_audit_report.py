@@ -16,7 +16,7 @@ from securelp.coordinator.audit import DEFAULT_SESSION_BUDGET_S
 from securelp.coordinator.examples import random_solvable_lp
 from securelp.coordinator.protocol import SessionConfig
 from securelp.coordinator.report import REPORT_VERSION, build_report, format_report
-from securelp.coordinator.simulation import simulate
+from securelp.coordinator.simulation import owners_consent, simulate
 from securelp.solvers.errors import ExitCode
 from securelp.solvers.lp import LinearProgram
 from securelp.solvers.lp.partition import parse_split, split_columns
@@ -40,7 +40,8 @@ def _statements(leak: dict) -> list[str]:
 def test_every_bounded_column_is_said_to_be_unprotected() -> None:
     lp = netlib("blend")
     public, blocks = split_columns(lp, parse_split(None, lp.n_cols, 3))
-    outcome, a = simulate(public, blocks, SessionConfig(), central=lp)
+    config = SessionConfig(reveal=True)  # owners who reveal x_j: the normalization claims are checked against it
+    outcome, a = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
     report = json.loads(json.dumps(build_report(outcome, a)))
     assert report["report_version"] == REPORT_VERSION == 2
     assert {"budget_s", "seconds", "skipped", "collusion", "claims_hold"} <= set(report["audit"])

@@ -201,18 +201,19 @@ def test_the_objective_matches_the_central_one_on_the_examples_and_afiro():
         lp, split, known = mangasarian_example(number)
         public, blocks = split_columns(lp, split)
         config = SessionConfig(secure_aggregation=True, reveal=True)
-        outcome, audits = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
+        outcome, audit = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
         assert outcome.objective_rel_diff <= 1e-9 and abs(outcome.objective - known) <= 1e-9 * abs(known)
         assert outcome.feasibility_violation < 1e-6
         assert outcome.aggregation.relative_error_a < 1e-15
-        assert all(a["statement_confirmed"] and not a["dense_unmasking_succeeded"] for a in audits.values())
+        assert audit.claims_hold
     afiro = read_mps(AFIRO)  # every column bounded: rows mode makes every column dense
-    outcome, audits = simulate(*split_columns(afiro, [14, 14, 4]), SessionConfig(secure_aggregation=True,
-                                                                                  bounds_mode="rows"),
-                               central=afiro, policy=owners_consent(SessionConfig(bounds_mode="rows")))
+    outcome, audit = simulate(*split_columns(afiro, [14, 14, 4]), SessionConfig(secure_aggregation=True,
+                                                                                bounds_mode="rows"),
+                              central=afiro, policy=owners_consent(SessionConfig(bounds_mode="rows")))
     assert outcome.objective_rel_diff <= 1e-9 and len(outcome.aggregation.participants) == 3
-    # the statement: with every mask row known the summed products give every block (the audit did it)
-    assert all(a["exact_recovery_succeeded"] and a["statement_confirmed"] for a in audits.values())
+    # every mask row is known, so the summed products give every block, attributed through the bound rows
+    assert all(pa.summary["recovered_exact"] == pa.view.n_cols and pa.truth["recovered_exact"] == pa.view.n_cols
+               for pa in audit.parties.values()) and audit.claims_hold
 
 
 def test_nothing_to_aggregate_and_a_single_aggregator():
@@ -387,7 +388,9 @@ def test_the_report_lists_policies_and_the_encoding(tmp_path):
     assert all(p["policy"] == {"allow_bounds": ["monomial"], "reveal": True} and p["aggregated"]
                for p in report["parties"])
     assert "secure aggregation over 3 parties in Z_2^64" in res.stdout
-    assert all(p["leakage"]["audit"]["statement_confirmed"] for p in report["parties"])
+    assert report["audit"]["claims_hold"]
+    assert all(any("only inside the sum of the masked products of 3 parties" in s
+                   for s in p["leakage"]["coordinator_can_reconstruct"]) for p in report["parties"])
 
 
 @pytest.mark.slow
