@@ -231,6 +231,10 @@ class SessionOutcome:
     central_time_s: float | None = None
     feasibility_violation: float | None = None
     aggregation: AggregationReport | None = None
+    #: the optimal row duals y of the original rows (the transformed LP's duals of its first m rows:
+    #: B A'y = B c with B of full column rank gives A'y = c, so they are duals of the original LP);
+    #: None unless optimal
+    row_duals: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def objective_rel_diff(self) -> float | None:
@@ -669,4 +673,5 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         bounds_mode=config.bounds_mode, reproducible=any(b.reproducible for b in blocks), n_rows=m, n_cols=n,
         iterations=result.iterations, parties=tuple(reports), timings_s=timings, transcript=tuple(final_entries),
         central_objective=central_obj, central_status=central_status, central_time_s=central_time,
-        feasibility_violation=violation, aggregation=plan.report() if plan is not None else None)
+        feasibility_violation=violation, aggregation=plan.report() if plan is not None else None,
+        row_duals=(np.array(result.row_duals[:m]) if result.is_optimal and result.row_duals is not None else None))

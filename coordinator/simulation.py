@@ -147,13 +147,17 @@ def audit_simulation(transcript: Transcript, blocks: Sequence[ColumnBlock], *,
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",
              seed: int | str | None = None, central: LinearProgram | None = None, insecure: bool = False,
              transcript_path: str | None = None, audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S,
-             policy: PartyPolicy = DEFAULT_POLICY) -> tuple[SessionOutcome, SessionAudit]:
+             policy: PartyPolicy = DEFAULT_POLICY,
+             sessions_out: list[PartySession] | None = None) -> tuple[SessionOutcome, SessionAudit]:
     """Run one session with simulated parties, each enforcing ``policy`` (default: the default of
     ``securelp party``; :func:`owners_consent` for owners who agree to what ``config`` asks); returns
     the outcome and the audit of its transcript (evaluated against the blocks). ``transcript_path``:
-    also write the transcript file there."""
+    also write the transcript file there. ``sessions_out``: a list that receives the simulated parties
+    (each holds what it decoded, ``PartySession.outcome``)."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy,
                              record_contribution=config.secure_aggregation) for b in blocks]
+    if sessions_out is not None:
+        sessions_out.extend(sessions)
     with links_to(sessions, transport, deadline_s=config.deadline_s, insecure=insecure) as links:
         outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
                                            run=run_secure_lp)

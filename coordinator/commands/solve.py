@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+from pathlib import Path
 
+from securelp.coordinator.api.lp import solve, write_results
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
-from securelp.coordinator.protocol import SessionConfig
-from securelp.coordinator.report import build_report, format_report
+from securelp.coordinator.report import format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
-from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, owners_consent, simulate
-from securelp.solvers.errors import ConfigError
+from securelp.coordinator.simulation import TRANSPORTS
+from securelp.solvers.errors import ConfigError, InputError
 from securelp.solvers.lp import read_mps
-from securelp.solvers.lp.partition import parse_split, split_columns
+from securelp.solvers.lp.partition import parse_split
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
     add_session_arguments(p, reveal_default=True)
     add_transcript_arguments(p)
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write each party's x_j (with its column names) to DIR/<party>.csv and the public part "
+                        "(status, objective, row duals y) to DIR/public.json")
     p.set_defaults(func=run)
 
 
@@ -40,18 +45,34 @@ def run(args: argparse.Namespace) -> int:
                           "to turn off")
     check_writable(args.json, "--json")
     check_transcript_path(args.transcript)
+    check_output_dir(args.out)
     check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("FILE", args.file)])
     lp = read_mps(args.file)
-    sizes = parse_split(args.split, lp.n_cols, args.parties)
-    public, blocks = split_columns(lp, sizes)
-    config = SessionConfig(k=args.k, bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline,
-                           secure_aggregation=args.secure_aggregation)
-    check_session_fits(public, blocks, config)  # --k the protocol carries, the whole run in memory (exit 12)
-    # one process plays every data owner: the owners agree to what the session asks
-    outcome, audit = simulate(public, blocks, config, transport=args.transport, seed=args.seed, central=lp,
-                              insecure=args.insecure, transcript_path=args.transcript,
-                              audit_budget_s=args.audit_budget, policy=owners_consent(config))
-    print(format_report(outcome, title=f"securelp solve {lp.name}", audit=audit), file=human_stream(args.json))
+    parties = args.parties if args.split is None else parse_split(args.split, lp.n_cols, args.parties)
+    result = solve(lp, parties, transport=args.transport, bounds=args.bounds, seed=args.seed, k=args.k,
+                   reveal=args.reveal, secure_aggregation=args.secure_aggregation, deadline_s=args.deadline,
+                   audit_budget_s=args.audit_budget, transcript=args.transcript, insecure=args.insecure)
+    report = dict(result.report)
+    out = human_stream(args.json)
+    print(format_report(result.session, title=f"securelp solve {lp.name}", audit=result.audit), file=out)
+    if args.out:
+        report["results"] = write_results(args.out, result)
+        print(f"  results: each party's x_j in {args.out}/<party>.csv, the public part in "
+              f"{report['results']['public']}", file=out)
     if args.json:
-        write_json_report(args.json, build_report(outcome, audit, extra={"problem": lp.name}))
-    return int(STATUS_EXIT[outcome.status])
+        write_json_report(args.json, report)
+    return int(STATUS_EXIT[result.status])
+
+
+def check_output_dir(path: str | None) -> None:
+    """Refuse, before the session, an ``--out`` that is not a directory or cannot be made."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"--out {target}: exists and is not a directory")
+    parent = target.parent if not target.exists() else target
+    if not parent.is_dir():
+        raise InputError(f"--out {target}: its parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"--out {target}: {parent} is not writable")

@@ -47,8 +47,9 @@ def consume_highs_banner() -> None:
 
     highspy >= 1.16 prints its copyright banner to file descriptor 1 when the first
     ``Highs`` object of a process is constructed, before any option can be set; on a
-    command whose report goes to stdout (``--json -``) that banner would corrupt it. The
-    CLI calls this once at start-up, before any other thread runs. Idempotent.
+    command whose report goes to stdout (``--json -``) that banner would corrupt it, and a
+    library prints nothing unasked. The CLI calls this once at start-up, before any other thread
+    runs; :func:`new_highs` calls it too, for library use. Idempotent.
     """
     global _banner_consumed
     with _BANNER_LOCK:
@@ -92,6 +93,7 @@ def new_highs(options: dict[str, object] | None = None, *, tight: bool = False) 
     """
     import highspy
 
+    consume_highs_banner()  # the first Highs of a process prints a banner on stdout; a library stays quiet
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     opts: dict[str, object] = {}
