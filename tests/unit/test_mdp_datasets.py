@@ -132,3 +132,19 @@ def test_too_many_records_for_the_dense_distances_is_an_input_error(tmp_path: Pa
         load_dataset("gaussian", n_records=cap + 1)
     f.write_text("".join(f"{i},{i * i}\n" for i in range(5)))
     assert load_dataset("points", path=str(f)).n == 5
+
+
+def test_a_points_file_with_too_many_lines_is_refused_before_any_line_is_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of millions of short lines (small enough in bytes) is refused by its line count, so the
+    refusal does not wait for millions of lines to be split and converted."""
+    from securelp.solvers.mdp.datasets import points
+
+    def parse_not_reached(*args: object) -> None:
+        raise AssertionError("the records were parsed before the line count was checked")
+
+    monkeypatch.setattr(points, "_parse_records", parse_not_reached)
+    f = tmp_path / "long.csv"
+    f.write_text("x,y\n" + "0,1\n" * (MAX_DENSE_RECORDS + 1))
+    with pytest.raises(InputError, match=rf"long\.csv has {MAX_DENSE_RECORDS + 2:,} record lines, too many"):
+        load_dataset("points", path=str(f))

@@ -81,6 +81,10 @@ def _read_lines(path: Path) -> list[tuple[int, str]]:
     lines = [(no, ln) for no, ln in lines if ln and not ln.startswith("#")]
     if not lines:
         raise InputError(f"points file {path} has no records")
+    if len(lines) > MAX_DENSE_RECORDS + 1:  # one line may be a header
+        # counted before any line is parsed, so a long file is refused in the time it takes to read it
+        raise InputError(f"points file {path} has {len(lines):,} record lines, too many for the dense distance "
+                         f"matrix (max {MAX_DENSE_RECORDS:,} records)")
     return lines
 
 
