@@ -9,6 +9,8 @@ what the coordinator could reconstruct, from attacks run on what it actually saw
 >>> import securelp
 >>> res = securelp.solve("afiro.mps", parties=3)     # doctest: +SKIP
 >>> res.status, res.objective, res.parties["party1"].x, res.leakage["party1"]["summary"]  # doctest: +SKIP
+>>> mech = securelp.optimal_mechanism("grid", eps=0.5, dataset_params={"rows": 4, "cols": 4})  # doctest: +SKIP
+>>> release = securelp.census_release("counts.csv", eps="0.5", max_size=20)  # doctest: +SKIP
 
 The solver layer also bundles a metric-differential-privacy engine and a hierarchical-DP
 engine. Subpackages (imports point down this list only):
@@ -37,6 +39,16 @@ _EXPORTS = {
     "write_results": "securelp.coordinator.api.lp",
     "SecureLPResult": "securelp.coordinator.api.lp",
     "PartyResult": "securelp.coordinator.api.lp",
+    "optimal_mechanism": "securelp.coordinator.api.mdp",
+    "OptimalMechanism": "securelp.coordinator.api.mdp",
+    "load_dataset": "securelp.solvers.mdp.datasets",
+    "ldp_mechanism": "securelp.coordinator.api.ldp",
+    "ldp_perturb": "securelp.coordinator.api.ldp",
+    "ldp_estimate": "securelp.coordinator.api.ldp",
+    "GridDomain": "securelp.solvers.ldp",
+    "DenseDomain": "securelp.solvers.ldp",
+    "census_release": "securelp.coordinator.api.census",
+    "CensusRelease": "securelp.coordinator.api.census",
     "LinearProgram": "securelp.solvers.lp",
     "SolveStatus": "securelp.solvers.lp",
     "read_mps": "securelp.solvers.lp",
@@ -50,10 +62,14 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "CensusRelease",
     "ConfigError",
+    "DenseDomain",
     "ExitCode",
+    "GridDomain",
     "InputError",
     "LinearProgram",
+    "OptimalMechanism",
     "PartyResult",
     "ProtocolError",
     "ResourceError",
@@ -62,6 +78,12 @@ __all__ = [
     "SolveStatus",
     "TransportError",
     "__version__",
+    "census_release",
+    "ldp_estimate",
+    "ldp_mechanism",
+    "ldp_perturb",
+    "load_dataset",
+    "optimal_mechanism",
     "read_mps",
     "solve",
     "write_results",

@@ -8,7 +8,6 @@ iteration goes to stderr on a terminal (quiet with ``--json -`` or without a TTY
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import math
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from securelp.coordinator.api.mdp import partition_seed
 from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
 from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from securelp.solvers.errors import ExitCode, InputError, SecureLPError
@@ -246,19 +246,6 @@ def report_dict(result: Any, problem: Any) -> dict[str, Any]:
         "lazy_rows": list((result.details or {}).get("lazy_rows", [])),
         "expmech_components": (result.details or {}).get("expmech_components"),
     }
-
-
-def partition_seed(seed: str | int | None) -> int:
-    """The k-means seed of ``--seed``: the integer itself when it is one >= 0 (so existing seeds give
-    the partitions they always gave), else 31 bits of its SHA-256, so a negative or non-numeric seed
-    is reproducible too (numpy's generator refuses ``-1``, and Python's ``hash`` of a word is salted
-    per process)."""
-    if seed is None:
-        return 0
-    text = str(seed).strip()
-    if text.isascii() and text.isdigit():  # (str.isdigit also takes '²', which int() refuses)
-        return int(text)
-    return int.from_bytes(hashlib.sha256(f"securelp/partition-seed/{text}".encode()).digest()[:4], "big") >> 1
 
 
 #: the options of Qiu's record BD and of the column decomposition, by ``dest``
