@@ -90,7 +90,22 @@ __all__ = [
 ]
 
 
+#: the engines' namespaces: ``securelp.mdp.optimal_mechanism``, ``securelp.ldp.mechanism``,
+#: ``securelp.census.release`` (attributes of ``securelp``, loaded on first use)
+_NAMESPACES = {
+    "mdp": "securelp.coordinator.api.mdp",
+    "ldp": "securelp.coordinator.api.ldp",
+    "census": "securelp.coordinator.api.census",
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _NAMESPACES:
+        import importlib
+
+        module = importlib.import_module(_NAMESPACES[name])
+        globals()[name] = module
+        return module
     if name in _EXPORTS:
         import importlib
 
@@ -101,4 +116,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted([*__all__, *_NAMESPACES])

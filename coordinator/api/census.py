@@ -26,7 +26,7 @@ from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
 from securelp.solvers.hierarchy.noise import parse_epsilon
 from securelp.solvers.randomness import SecureRandom
 
-__all__ = ["CensusRelease", "census_release"]
+__all__ = ["CensusRelease", "census_release", "release"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,7 @@ def census_release(data: GroupSizeData | str | os.PathLike[str], eps: float | st
               "noise_scale": float(mech.noise_scale(mechanism, hier.depth, exact_eps)),
               "objective": pp.objective, **mech.release_metrics(hier, pp.counts, total), "time_s": pp.time_s}
     return CensusRelease(hier, pp.counts, mechanism, exact_eps, not rng.reproducible, report)
+
+
+#: ``securelp.census.release``
+release = census_release

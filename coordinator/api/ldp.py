@@ -19,7 +19,7 @@ from securelp.solvers.ldp.estimator import Mechanism
 from securelp.solvers.mdp.sampling import sample_from_rows
 from securelp.solvers.randomness import SecureRandom
 
-__all__ = ["MECHANISMS", "ldp_estimate", "ldp_mechanism", "ldp_perturb"]
+__all__ = ["MECHANISMS", "estimate", "ldp_estimate", "ldp_mechanism", "ldp_perturb", "mechanism", "perturb"]
 
 
 def ldp_mechanism(domain: GridDomain | DenseDomain, eps: float, mechanism: str = "le", *,
@@ -83,3 +83,9 @@ def _domain_size(mechanism: Mechanism) -> int:
     if not isinstance(m, int):
         raise InputError(f"{type(mechanism).__name__} is not a mechanism of ldp_mechanism", parameter="mechanism")
     return m
+
+
+#: the names ``securelp.ldp.mechanism``, ``.perturb``, ``.estimate`` give these calls
+mechanism = ldp_mechanism
+perturb = ldp_perturb
+estimate = ldp_estimate

@@ -90,3 +90,11 @@ def test_census_release_is_consistent_and_carries_nothing_from_the_truth(tmp_pat
     with pytest.raises(InputError, match="unknown mechanism"):
         securelp.census_release(taxi, "1", mechanism="laplace", max_size=200)
     assert math.isclose(rel.report["noise_scale"], 2 * 3 / 1)
+
+
+def test_the_engines_namespaces_name_the_same_calls() -> None:
+    assert securelp.mdp.optimal_mechanism is securelp.optimal_mechanism
+    assert securelp.ldp.mechanism is securelp.ldp_mechanism
+    assert securelp.ldp.perturb is securelp.ldp_perturb and securelp.ldp.estimate is securelp.ldp_estimate
+    assert securelp.census.release is securelp.census_release
+    assert {"mdp", "ldp", "census", "solve"} <= set(dir(securelp))
