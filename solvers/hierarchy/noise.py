@@ -78,6 +78,25 @@ def scale_fraction(scale: Fraction | float) -> Fraction:
     return b
 
 
+def geometric_attempt(rng: SecureRandom, t: int, s: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """One round of ``m`` attempts at a geometric draw with ``q = exp(-s/t)`` (CKS 2020, Algorithm 2,
+    before its sign): ``U`` uniform in [0, t) is kept with probability exp(-U/t), ``V`` counts the
+    successes of Bernoulli(exp(-1)) before the first failure, and ``Y = floor((U + tV) / s)`` has
+    ``P(Y = y) = (1 - q) q^y``. Returns the indices of the kept attempts and their ``Y``."""
+    u = _randbelow_vec(rng, np.full(m, t, dtype=np.int64))
+    d = bernoulli_exp_le1(rng, u, np.full(m, t, dtype=np.int64))
+    keep = np.nonzero(d)[0]
+    u = u[keep]
+    v = np.zeros(keep.size, dtype=np.int64)
+    active = np.ones(keep.size, dtype=bool)
+    while active.any():
+        idx = np.nonzero(active)[0]
+        bit = bernoulli_exp_le1(rng, np.ones(idx.size, dtype=np.int64), np.ones(idx.size, dtype=np.int64))
+        v[idx[bit]] += 1
+        active[idx[~bit]] = False
+    return keep, (u + t * v) // s
+
+
 def discrete_laplace(rng: SecureRandom, scale: Fraction | float, size: int) -> np.ndarray:
     """``size`` exact samples of the discrete Laplace (two-sided geometric) with scale b.
 
@@ -103,19 +122,7 @@ def discrete_laplace(rng: SecureRandom, scale: Fraction | float, size: int) -> n
     todo = np.arange(size)
     while todo.size:
         m = todo.size
-        u = _randbelow_vec(rng, np.full(m, t, dtype=np.int64))
-        d = bernoulli_exp_le1(rng, u, np.full(m, t, dtype=np.int64))
-        keep = np.nonzero(d)[0]
-        u = u[keep]
-        v = np.zeros(keep.size, dtype=np.int64)
-        active = np.ones(keep.size, dtype=bool)
-        while active.any():
-            idx = np.nonzero(active)[0]
-            bit = bernoulli_exp_le1(rng, np.ones(idx.size, dtype=np.int64), np.ones(idx.size, dtype=np.int64))
-            v[idx[bit]] += 1
-            active[idx[~bit]] = False
-        x = u + t * v
-        y = x // s
+        keep, y = geometric_attempt(rng, t, s, m)
         sign = _randbelow_vec(rng, np.full(keep.size, 2, dtype=np.int64))
         ok = ~((sign == 1) & (y == 0))
         done = todo[keep[ok]]
