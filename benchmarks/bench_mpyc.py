@@ -107,7 +107,8 @@ TABLE_END = "<!-- END bench_mpyc table -->"
 REVEALS = {
     "highs": "everything, to the one solver",
     "mpyc": "only the outputs, to any 1 of the 3 parties (t < p/2): optimum and cd, iteration count; x_j to party j",
-    "securelp": "to the coordinator: masked products, bounded columns up to scaling and order, x_j "
+    "securelp": "to the coordinator: each bounded column up to one positive factor (on real sparse LPs our "
+                "attacks recover most columns exactly, many in place), x_j when revealed "
                 "([threat model](../threat_model.md)); nothing between parties",
 }
 
