@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from securelp.solvers.errors import InputError
-from securelp.solvers.hierarchy.noise import _randbelow_vec, geometric_attempt, scale_fraction
+from securelp.solvers.hierarchy.noise import geometric_attempt, randbelow_vec, scale_fraction
 from securelp.solvers.randomness import SecureRandom
 
 __all__ = ["geometric", "negative_binomial", "noise_share", "polya_pmf", "share_pmf"]
@@ -83,7 +83,7 @@ def negative_binomial(rng: SecureRandom, scale: Fraction | float, shape: Fractio
             flip = np.nonzero(alive & (k >= i))[0]
             if flip.size == 0:
                 break
-            coin = _randbelow_vec(rng, np.full(flip.size, c * i, dtype=np.int64)) < c * (i - 1) + a
+            coin = randbelow_vec(rng, np.full(flip.size, c * i, dtype=np.int64)) < c * (i - 1) + a
             alive[flip[~coin]] = False
             i += 1
         out = np.concatenate([out, k[alive][:missing]])

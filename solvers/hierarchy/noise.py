@@ -33,7 +33,7 @@ from securelp.solvers.randomness import SecureRandom
 _MAX_BOUND_BITS = 62
 
 
-def _randbelow_vec(rng: SecureRandom, bounds: np.ndarray) -> np.ndarray:
+def randbelow_vec(rng: SecureRandom, bounds: np.ndarray) -> np.ndarray:
     """Exactly uniform integers in [0, bounds[i]) (per-element rejection sampling)."""
     bounds = np.asarray(bounds, dtype=np.int64)
     if bounds.size == 0:
@@ -64,7 +64,7 @@ def bernoulli_exp_le1(rng: SecureRandom, num: np.ndarray, den: np.ndarray) -> np
     while active.any():
         idx = np.nonzero(active)[0]
         # A ~ Bernoulli(gamma / K) = [U < num] with U uniform in [0, den*K)
-        a = _randbelow_vec(rng, den[idx] * k[idx]) < num[idx]
+        a = randbelow_vec(rng, den[idx] * k[idx]) < num[idx]
         k[idx[a]] += 1
         active[idx[~a]] = False
     return (k % 2) == 1
@@ -83,7 +83,7 @@ def geometric_attempt(rng: SecureRandom, t: int, s: int, m: int) -> tuple[np.nda
     before its sign): ``U`` uniform in [0, t) is kept with probability exp(-U/t), ``V`` counts the
     successes of Bernoulli(exp(-1)) before the first failure, and ``Y = floor((U + tV) / s)`` has
     ``P(Y = y) = (1 - q) q^y``. Returns the indices of the kept attempts and their ``Y``."""
-    u = _randbelow_vec(rng, np.full(m, t, dtype=np.int64))
+    u = randbelow_vec(rng, np.full(m, t, dtype=np.int64))
     d = bernoulli_exp_le1(rng, u, np.full(m, t, dtype=np.int64))
     keep = np.nonzero(d)[0]
     u = u[keep]
@@ -123,7 +123,7 @@ def discrete_laplace(rng: SecureRandom, scale: Fraction | float, size: int) -> n
     while todo.size:
         m = todo.size
         keep, y = geometric_attempt(rng, t, s, m)
-        sign = _randbelow_vec(rng, np.full(keep.size, 2, dtype=np.int64))
+        sign = randbelow_vec(rng, np.full(keep.size, 2, dtype=np.int64))
         ok = ~((sign == 1) & (y == 0))
         done = todo[keep[ok]]
         out[done] = np.where(sign[ok] == 1, -y[ok], y[ok])
