@@ -82,7 +82,7 @@ def validate_party_ids(ids: Sequence[str], also_reserved: Mapping[str, str] | No
     """
     out = [i.strip() for i in ids]
     if not out or out == [""]:
-        raise InputError("no party ids given (expected e.g. --parties owner1,owner2,owner3)")
+        raise InputError("no party ids given (expected e.g. --ids owner1,owner2,owner3)")
     seen: set[str] = set()
     for pid in out:
         if not PARTY_ID_RE.match(pid):
@@ -227,7 +227,7 @@ def load_identity(certs_dir: str | os.PathLike[str], name: str) -> TlsIdentity:
             data = path.read_bytes()
         except FileNotFoundError:
             raise InputError(f"{path} is missing: the certificate directory has no identity {name!r} "
-                             "(was it made with `securelp certs --parties ...` including this id?)") from None
+                             "(was it made with `securelp certs --ids ...` including this id?)") from None
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror}") from None
         if b"-----BEGIN" not in data:

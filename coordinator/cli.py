@@ -34,13 +34,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "perturb": ("securelp.coordinator.commands.perturb", "release true records through a saved mDP mechanism"),
     "ldp": ("securelp.coordinator.commands.ldp", "local d-privacy: Linear-Equations mechanism and baselines"),
     "census": ("securelp.coordinator.commands.census", "hierarchical DP group-size releases (PGSR)"),
-    "bench": ("securelp.coordinator.commands.bench", "run the reproducible benchmarks"),
     "audit": ("securelp.coordinator.commands.audit", "run the leakage attacks on a session transcript"),
+    "examples": ("securelp.coordinator.commands.examples", "write the example inputs of the tour and the tutorial"),
 }
 
 
 #: subcommands that never construct a HiGHS model
-_NO_SOLVER_COMMANDS = frozenset({"certs", "party", "perturb"})
+_NO_SOLVER_COMMANDS = frozenset({"certs", "party", "perturb", "examples"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,8 +53,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Build the parser; with ``only`` set, import just that subcommand's module."""
-    parser = _Parser(prog="securelp", description="Multi-party privacy-preserving optimization.")
+    parser = _Parser(prog="securelp", description="Multi-party privacy-preserving optimization.",
+                     epilog="Reference: docs/reference/cli.md; exit codes: docs/reference/exit-codes.md.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    parser.add_argument("--version", action="version", version=f"securelp {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
         if only is not None and name != only:
@@ -69,6 +71,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         module.register(sub)
     return parser
+
+
+def _version() -> str:
+    from securelp import __version__
+
+    return __version__
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -236,9 +244,9 @@ def entry() -> None:
     """The ``securelp`` console script: :func:`main`, then exit with its code.
 
     A SIGINT or SIGTERM is heard from the moment this module is imported, before the command's
-    modules load (until stop 48 a SIGTERM in the first 0.2-0.3 s, numpy and the command still
-    loading, killed the process with 143): one line and 130 like any other interrupt. Only the
-    interpreter's own start-up, about 35 ms, comes before."""
+    modules load (numpy and the command take 0.2-0.3 s to load; a SIGTERM then would otherwise kill
+    the process with 143): one line and 130 like any other interrupt. Only the interpreter's own
+    start-up, about 35 ms, comes before."""
     global _console
     _console = True
     inherited_ignored = {sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is signal.SIG_IGN}

@@ -6,10 +6,9 @@
 set -eu
 LP_FILE="${LP_FILE:-/deploy/afiro.mps}"
 PARTIES="${PARTIES:-owner1,owner2,owner3}"
-n=$(echo "$PARTIES" | tr ',' '\n' | wc -l)
 work=$(mktemp -d)
-securelp split "$LP_FILE" --parties "$n" --ids "$PARTIES" --out "$work/blocks"
-securelp certs --out "$work/certs" --parties "$PARTIES"
+securelp split "$LP_FILE" --ids "$PARTIES" --out "$work/blocks"
+securelp certs --out "$work/certs" --ids "$PARTIES"
 rm -rf /session/coordinator
 for p in $(echo "$PARTIES" | tr ',' ' '); do
   rm -rf "/session/$p"; mkdir -p "/session/$p"

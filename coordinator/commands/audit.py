@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from securelp.coordinator.commands.common import positive_float
+from securelp.coordinator.commands.common import add_output_arguments, positive_float, summary_stream
 from securelp.solvers.errors import ConfigError, ExitCode, InputError
 
 log = logging.getLogger(__name__)
@@ -60,11 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(rows with one nonzero in the whole LP), 'none', or row indices such as 0,5,12")
     p.add_argument("--budget", type=positive_float, default=300.0, metavar="S",
                    help="seconds all attacks together may take (default 300)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the attacks' random pivot orders (default: fresh)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the attacks' random pivot orders, for reproducible audits (default: fresh)")
     p.add_argument("--recovered", metavar="FILE.npz", default=None,
                    help="also write what each attack recovered (columns, costs, positions, subspaces) to FILE.npz; "
                         "it holds the parties' reconstructed data (written mode 0600)")
-    p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
+    add_output_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         text_lines,
     )
     from securelp.coordinator.report import REPORT_VERSION
-    from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+    from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
     from securelp.coordinator.transcript import read_transcript
     from securelp.solvers.files import write_atomically
 
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     known = known_rows_from_truth(truth, parties, args.known_rows) if (truth is not None and args.known_rows) else None
     audit = audit_transcript(transcript, truth=truth, known_rows=known, budget_s=args.budget, seed=args.seed)
 
-    out = human_stream(args.json)
+    out = summary_stream(args) or io.StringIO()  # --quiet: the lines go nowhere
     h = transcript.header
     print(f"securelp audit {args.transcript}: session {h.session_id}, {h.public.n_rows} rows, {len(parties)} parties, "
           f"mode {audit.mode or 'none'}, transport {h.transport}, {len(transcript.records)} messages "

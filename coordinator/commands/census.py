@@ -1,9 +1,9 @@
 """``securelp census``: hierarchical DP group-size releases (PGSR), and their non-private evaluation.
 
 ``securelp census release (--data FILE --max-size N | --synthetic census) --eps E --mechanism M
-[--seed S] [--repeat R] --json R [--out released.csv] [--noisy-out noisy.csv]`` adds exact
+[--seed S] [--repeat R] [--json R] [--out released.csv] [--noisy-out noisy.csv]`` adds exact
 geometric noise to the true counts (or cumulative counts) and post-processes them;
-``securelp census postprocess --noisy FILE --total G --mechanism M --json R [--out F]`` only
+``securelp census postprocess --noisy FILE --total G --mechanism M [--json R] [--out F]`` only
 post-processes given noisy values; ``securelp census evaluate`` runs the same releases and
 compares them with the true counts (NOT private). JSON keys are documented in docs/census.md.
 
@@ -31,11 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from securelp.coordinator.commands.common import non_negative_int, positive_int, refuse_inapplicable
+from securelp.coordinator.commands.common import (
+    DeprecatedAlias,
+    add_output_arguments,
+    non_negative_int,
+    not_private_seed_help,
+    positive_int,
+    print_summary,
+    refuse_inapplicable,
+)
 from securelp.coordinator.reporting import (
     check_distinct,
     check_writable,
-    human_stream,
     quiet_output,
     write_json_report,
 )
@@ -68,9 +75,7 @@ SYNTHETIC_MAX_SIZE = 1000
 NOT_PRIVATE = ("NOT PRIVATE: evaluation against the true counts (errors computed from them); "
                "do not publish this output, publish only 'securelp census release'")
 #: ``--seed``'s help: a seeded noise can be recomputed, so nothing drawn from it is private.
-SEED_HELP = ("seed the noise, for reproducible simulations and tests only: NOT private (anyone who knows the "
-             "seed can recompute the noise; the report says \"private\": false, \"reproducible\": true); "
-             "default: the OS's entropy")
+SEED_HELP = not_private_seed_help("the noise", "the noise")
 
 
 def _add_time_limit(p: argparse.ArgumentParser) -> None:
@@ -130,8 +135,10 @@ def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str) -> None:
     p.add_argument("--seed", default=None, help=SEED_HELP)
     p.add_argument("--repeat", type=positive_int, default=1, metavar="R", help="independent releases (default 1)")
     p.add_argument("--max-size", type=positive_int, default=None, metavar="N", help=max_size_help)
-    p.add_argument("--synthetic-seed", type=non_negative_int, default=None,
-                   help="--synthetic only: seed of the synthetic instance (default 0)")
+    p.add_argument("--data-seed", type=non_negative_int, default=None,
+                   help="--synthetic only: seed of the (public) synthetic instance (default 0)")
+    p.add_argument("--synthetic-seed", dest="data_seed", type=non_negative_int, action=DeprecatedAlias,
+                   new="--data-seed")
     p.add_argument("--total", type=non_negative_int, default=None, metavar="G",
                    help="optional check: the public total G must equal the data's number of groups")
     _add_time_limit(p)
@@ -151,7 +158,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "it writes, prints and logs is computed from the noisy values and public parameters.")
     _add_noise_options(r, "the public largest group size N; required with --data (groups larger than N are "
                           "counted at size N, which then means 'N or more'); synthetic: default 1000")
-    r.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
+    add_output_arguments(r)
     r.add_argument("--out", metavar="CSV", default=None, help="write the (last) released counts here")
     r.add_argument("--noisy-out", metavar="CSV", default=None,
                    help="write the (last) noisy measurements here (level,region_id,parent_id,size,noisy_count: "
@@ -170,7 +177,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--cumulative-order", choices=["ge", "le"], default=None,
                    help="cdp/chain/cqp only: ge (default) c_s = #groups of size >= s (c_1 = total); "
                         "le: c_s = #groups of size <= s (c_N = total)")
-    q.add_argument("--json", required=True, metavar="PATH", help="JSON report ('-' for stdout)")
+    add_output_arguments(q)
     q.add_argument("--out", metavar="CSV", default=None, help="write the post-processed counts here")
     _add_time_limit(q)
     q.set_defaults(func=_with_flags(run_postprocess))
@@ -180,7 +187,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "counts: never publish it.")
     _add_noise_options(e, "largest group size N (groups larger than N are counted at size N); default: the "
                           "data's largest size, synthetic: 1000")
-    e.add_argument("--json", default=None, metavar="PATH", help="JSON report ('-' for stdout)")
+    add_output_arguments(e)
     e.set_defaults(func=_with_flags(run_evaluate))
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
@@ -192,7 +199,7 @@ def _check_total(total: int | None) -> None:
 
 
 def _progress(args: argparse.Namespace, text: str) -> None:
-    if not quiet_output(args.json):
+    if not (args.quiet or quiet_output(args.json)):
         print(text, file=sys.stderr, flush=True)
 
 
@@ -226,9 +233,9 @@ def _true_data(args: argparse.Namespace, *, public_max_size: bool) -> tuple[Grou
     _check_total(args.total)
     bytes_per_cell = mech.BYTES_PER_CELL[args.mechanism]
     if args.data:
-        if args.synthetic_seed is not None:
-            raise InputError("--synthetic-seed is for --synthetic census only; --data FILE is read as it is "
-                             "(remove --synthetic-seed)")
+        if args.data_seed is not None:
+            raise InputError("--data-seed is for --synthetic census only; --data FILE is read as it is "
+                             "(remove --data-seed)")
         if public_max_size and args.max_size is None:
             raise InputError("--data needs --max-size N, the largest group size, chosen without looking at the data: "
                              "the size domain is part of the release, and one taken from the data would disclose "
@@ -237,7 +244,7 @@ def _true_data(args: argparse.Namespace, *, public_max_size: bool) -> tuple[Grou
                                top_code=args.max_size is not None)
         source = args.data
     else:
-        seed = args.synthetic_seed or 0
+        seed = args.data_seed or 0
         data = census_synthetic(max_size=args.max_size or SYNTHETIC_MAX_SIZE, seed=seed,
                                 bytes_per_cell=bytes_per_cell)
         source = f"synthetic:census(seed={seed})"
@@ -319,7 +326,15 @@ def run_release(args: argparse.Namespace) -> int:
                              what="noisy measurements ")
         if args.out:
             write_atomically(args.out, counts_csv_text(hier, pp.counts))
-        write_json_report(args.json, report)
+        if args.json:
+            write_json_report(args.json, report)
+    print_summary(args, f"census release {args.mechanism} eps={args.eps}: {args.repeat} release"
+                        f"{'s' if args.repeat != 1 else ''} of {hier.size} regions ({hier.depth} levels, N = {max_size}, "
+                        f"G = {total}){'; NOT private: seeded noise' if rng.reproducible else ''}"
+                        + "".join(f"; {flag} {path}" for flag, path in (("counts in", args.out),
+                                                                           ("noisy measurements in", args.noisy_out),
+                                                                           ("report in", args.json))
+                                  if path and path != "-"))
     return 0
 
 
@@ -329,8 +344,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_distinct([("--json", args.json)], [("--data", args.data)])
     parse_epsilon(args.eps)
     options = _options(args)
-    out = human_stream(args.json)
-    print(NOT_PRIVATE, file=out, flush=True)
+    print_summary(args, NOT_PRIVATE)
     data, source = _true_data(args, public_max_size=False)
     hier, total = data.hierarchy, data.total
     rng = SecureRandom(seed=args.seed, label="census/release")
@@ -358,12 +372,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     }
     if args.json:
         write_json_report(args.json, report)
-    print(f"census evaluate {args.mechanism} eps={args.eps}, {args.repeat} release{'s' if args.repeat != 1 else ''} "
-          f"of {source} ({hier.size} regions, N = {data.max_size}, G = {total}):", file=out)
-    for k, lev in enumerate(levels):
-        print(f"  level {lev}: L1 error {l1[:, k].mean():,.1f} (sd {sd[k]:,.1f})", file=out)
-    print(f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
-          f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}", file=out, flush=True)
+    lines = [(f"census evaluate {args.mechanism} eps={args.eps}, {args.repeat} release{'s' if args.repeat != 1 else ''} "
+             f"of {source} ({hier.size} regions, N = {data.max_size}, G = {total}):")]
+    lines += [f"  level {lev}: L1 error {l1[:, k].mean():,.1f} (sd {sd[k]:,.1f})" for k, lev in enumerate(levels)]
+    lines.append(f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
+                 f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}")
+    print_summary(args, "\n".join(lines))
     return 0
 
 
@@ -402,6 +416,10 @@ def run_postprocess(args: argparse.Namespace) -> int:
     with written_together():
         if args.out:
             write_atomically(args.out, counts_csv_text(hier, pp.counts))
-        write_json_report(args.json, report)
-    _progress(args, f"census postprocess {args.mechanism}: objective {pp.objective:g} in {pp.time_s:.2f}s")
+        if args.json:
+            write_json_report(args.json, report)
+    print_summary(args, f"census postprocess {args.mechanism}: {hier.size} regions, objective {pp.objective:g} in "
+                        f"{pp.time_s:.2f}s" + "".join(f"; {flag} {path}" for flag, path in
+                                                     (("counts in", args.out), ("report in", args.json))
+                                                     if path and path != "-"))
     return 0

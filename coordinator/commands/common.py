@@ -1,9 +1,24 @@
-"""Argument helpers shared by the subcommands."""
+"""Argument helpers shared by the subcommands: one vocabulary for every command.
+
+The same flag means the same thing in every command (docs/reference/cli.md):
+
+- ``--parties N`` is a count of parties; ``--ids a,b,c`` names them (``split``, ``certs``);
+- ``--dataset NAME`` names the data a mechanism is built on (``mdp``, ``perturb``, ``ldp``);
+- ``--mechanism NAME`` names a mechanism (``ldp``, ``census``); a mechanism FILE is
+  ``--mechanism-file`` (``perturb``);
+- ``--seed S`` makes a run's randomness reproducible; where that randomness protects data (masks,
+  noise) its help says NOT private;
+- ``--json PATH`` (optional everywhere; ``-`` is standard output) writes the machine-readable
+  report, and a one-line human summary goes to standard output unless ``--quiet`` (to standard
+  error when the report takes standard output).
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
+from typing import Any, TextIO
 
 from securelp.solvers.errors import ExitCode, InputError
 from securelp.solvers.lp import SolveStatus
@@ -62,8 +77,8 @@ def positive_int(text: str) -> int:
 
 
 def non_negative_int(text: str) -> int:
-    """An integer >= 0 (seeds of numpy's generators, counts): ``--data-seed -1`` and
-    ``--synthetic-seed -1`` ended in numpy's traceback until stop 41."""
+    """An integer >= 0 (seeds of numpy's generators, counts), so that ``--data-seed -1`` is a usage
+    error rather than numpy's traceback."""
     return _int_at_least(text, 0, "a non-negative integer")
 
 
@@ -86,7 +101,7 @@ def add_secure_aggregation_argument(p: argparse.ArgumentParser) -> None:
 
 
 def add_session_arguments(p: argparse.ArgumentParser, *, reveal_default: bool) -> None:
-    """--bounds, --k, --reveal/--no-reveal, --secure-aggregation, --deadline, --json."""
+    """--bounds, --k, --reveal/--no-reveal, --secure-aggregation, --deadline, --json, --quiet."""
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial",
                    help="how column bounds are protected (default: monomial; rows reveals the masks)")
     p.add_argument("--k", type=positive_int, default=None,
@@ -99,4 +114,107 @@ def add_session_arguments(p: argparse.ArgumentParser, *, reveal_default: bool) -
     add_secure_aggregation_argument(p)
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S",
                    help="deadline in seconds for every call to a party (default 120)")
-    p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
+    add_output_arguments(p)
+
+
+#: the help of a ``--seed`` whose randomness protects data (a mask, noise): with it the run is a
+#: reproducible simulation, not a private one
+NOT_PRIVATE_SEED_HELP = ("seed {what}, for reproducible simulations and tests only: NOT private (anyone who "
+                         "knows the seed can recompute {it}; the report says so); default: the OS's entropy")
+
+
+def not_private_seed_help(what: str, it: str = "it") -> str:
+    """The help text of a ``--seed`` that seeds ``what`` (masks or noise)."""
+    return NOT_PRIVATE_SEED_HELP.format(what=what, it=it)
+
+
+def add_output_arguments(p: argparse.ArgumentParser, *, dest: str = "json") -> None:
+    """``--json PATH`` (optional; ``-`` for standard output) and ``--quiet`` (no human summary)."""
+    p.add_argument("--json", dest=dest, metavar="PATH", default=None,
+                   help="write the JSON report here ('-' for standard output)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no human-readable summary (errors are still printed on standard error)")
+
+
+def summary_stream(args: argparse.Namespace, *, dest: str = "json") -> TextIO | None:
+    """Where the human summary goes: standard output, standard error when the JSON report takes
+    standard output, or nowhere with ``--quiet``."""
+    if getattr(args, "quiet", False):
+        return None
+    return sys.stderr if getattr(args, dest, None) == "-" else sys.stdout
+
+
+def print_summary(args: argparse.Namespace, text: str, *, dest: str = "json") -> None:
+    """Print ``text`` to :func:`summary_stream` (nothing with ``--quiet``)."""
+    out = summary_stream(args, dest=dest)
+    if out is not None:
+        print(text, file=out, flush=True)
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of a flag, kept for one release: it stores into the new flag's ``dest`` and
+    says on standard error which spelling to use instead (CHANGELOG.md lists the renames)."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        self.new = new
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the next release; "
+              f"use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def default_party_ids(count: int) -> list[str]:
+    """The ids ``--parties N`` gives when ``--ids`` is not given: party1, ..., partyN (as ``securelp split``
+    names the blocks, so ``split``, ``certs`` and ``party`` agree without ``--ids``)."""
+    return [f"party{i + 1}" for i in range(count)]
+
+
+def add_roster_arguments(p: argparse.ArgumentParser, *, what: str) -> None:
+    """``--parties N`` (a count) and ``--ids NAME,NAME,...`` (names) of ``split`` and ``certs``."""
+    p.add_argument("--parties", type=_count_or_names, default=None, metavar="N",
+                   help="number of parties (ids party1 ... partyN unless --ids names them)")
+    p.add_argument("--ids", default=None, metavar="NAME,NAME,...",
+                   help=f"party ids, letters, digits and inner hyphens ({what}); their number is the number of "
+                        "parties (default party1, party2, ...)")
+
+
+class _Names(list):  # type: ignore[type-arg]
+    """``--parties a,b,c``: the old spelling of ``--ids``, kept for one release."""
+
+
+def _count_or_names(text: str) -> int | _Names:
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        if "," in text or (text and not text.lstrip("-").isdigit()):
+            return _Names(text.split(","))
+        raise
+
+
+def party_ids(args: argparse.Namespace, command: str) -> list[str]:
+    """The party ids that ``--parties N`` and ``--ids`` name (one of them required; both must agree).
+
+    Raises
+    ------
+    InputError
+        Neither given, or ``--ids`` naming another number of parties than ``--parties``.
+    """
+    count, ids = args.parties, args.ids
+    if isinstance(count, _Names):  # the old --parties NAME,NAME,...
+        print(f"securelp {command}: warning: --parties with names is deprecated and will be removed in the next "
+              f"release; use --ids {','.join(count)}", file=sys.stderr)
+        if ids is not None:
+            raise InputError("--parties names parties and --ids too; give the names once, with --ids")
+        count, ids = None, ",".join(count)
+    if ids is not None:
+        names = ids.split(",")
+        if count is not None and len(names) != count:
+            raise InputError(f"--ids names {len(names)} parties but --parties is {count}")
+        return names
+    if count is None:
+        raise InputError("give the number of parties (--parties N) or their ids (--ids NAME,NAME,...)")
+    return default_party_ids(count)

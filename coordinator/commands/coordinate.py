@@ -16,7 +16,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
-from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float
+from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_float, print_summary
 from securelp.coordinator.grpc_env import quiet_grpc_core
 from securelp.solvers.errors import ConfigError, InputError
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
     from securelp.coordinator.protocol import SessionConfig, run_secure_lp
     from securelp.coordinator.report import build_report, format_report
-    from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+    from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
     from securelp.coordinator.transcript import run_recorded
     from securelp.solvers.lp.partition import load_public
 
@@ -129,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
             link.shutdown()
     # the coordinator holds the transcript: the attacks on it say what it could reconstruct
     audit = audit_transcript(transcript, budget_s=args.audit_budget)
-    print(format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip(), audit=audit),
-          file=human_stream(args.json))
+    print_summary(args, format_report(outcome, title=f"securelp coordinator {public.name or ''}".rstrip(), audit=audit))
     if args.json:
         write_json_report(args.json, build_report(outcome, audit, extra={
             "problem": public.name, "endpoints": {name: address for name, address in parties}}))

@@ -14,14 +14,17 @@ import time
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import (
     STATUS_EXIT,
+    add_output_arguments,
     add_secure_aggregation_argument,
     non_negative_int,
+    not_private_seed_help,
     positive_float,
+    print_summary,
 )
 from securelp.coordinator.examples import EXAMPLES, mangasarian_example
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.report import build_report, format_report
-from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.coordinator.simulation import audit_simulation, owners_consent, simulate
 from securelp.coordinator.transcript import run_recorded
 from securelp.solvers.lp.partition import split_columns
@@ -40,8 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--no-reveal: they keep it")
     add_secure_aggregation_argument(p)
     p.add_argument("--data-seed", type=non_negative_int, default=0, help="seed of the (public, synthetic) example data")
+    p.add_argument("--seed", default=None,
+                   help=not_private_seed_help("every owner's mask", "the masks and so unmask the data"))
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
-    p.add_argument("--json", metavar="PATH", default=None, help="write the JSON report here ('-' for stdout)")
+    add_output_arguments(p)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
 
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     policy = owners_consent(config)  # the demo plays every owner: they agree to what it asks
     start = time.perf_counter()
     if args.transport == "inprocess":
-        outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp,
+        outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp, seed=args.seed,
                                   transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy)
         startup = 0.0
     else:
@@ -65,17 +70,17 @@ def run(args: argparse.Namespace) -> int:
         from securelp.coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
-        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp, policy=policy) as cluster:
+        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp, policy=policy, seed=args.seed) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,
                                                run=run_secure_lp)
         audit = audit_simulation(transcript, blocks, budget_s=args.audit_budget)
-    out = human_stream(args.json)
-    print(format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}", audit=audit), file=out)
-    print(f"  known optimal value {known_value:.15g} (from the construction)", file=out)
+    lines = [format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}", audit=audit),
+             f"  known optimal value {known_value:.15g} (from the construction)"]
     if args.transport == "grpc":
-        print(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary", file=out)
+        lines.append(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary")
+    print_summary(args, "\n".join(lines))
     if args.json:
         write_json_report(args.json, build_report(outcome, audit, extra={
             "example": args.example, "known_objective": known_value, "process_start_s": startup}))

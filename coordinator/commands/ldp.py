@@ -13,22 +13,30 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 
-from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
+from securelp.coordinator.commands.common import (
+    DeprecatedAlias,
+    add_output_arguments,
+    grid_size,
+    not_private_seed_help,
+    print_summary,
+    refuse_inapplicable,
+)
 from securelp.coordinator.commands.mdp import naming_flags
-from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
+from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.solvers.errors import InputError
 
 logger = logging.getLogger(__name__)
 
 NAME = "ldp"
+#: the value domains ``--dataset`` names: a grid, or a metric dataset of ``securelp.solvers.mdp.datasets``
+DATASETS = ["grid", "text", "road", "rome"]
 #: The first line of the human output: the figures are errors against the simulated truth.
 NOT_PRIVATE = ("NOT PRIVATE: simulation against the simulated users' true values (errors and MSE computed "
                "from them and the prior); not a release")
 #: the flags for the parameter an engine's error names (``SecureLPError.parameter``)
-LDP_FLAGS = {"eps": "--eps", "users": "--users", "domain": "--domain, --rows, --cols", "prior": "--prior",
-             "radius": "--range", "mechanism": "--mechanism", "name": "--domain"}
+LDP_FLAGS = {"eps": "--eps", "users": "--users", "domain": "--dataset, --rows, --cols", "prior": "--prior",
+             "radius": "--range", "mechanism": "--mechanism", "name": "--dataset"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "from a prior, and report Error_range and MSE_freq, theory next to simulation."
         ),
     )
-    p.add_argument("--domain", default="grid", choices=["grid", "text", "road", "rome"],
-                   help="value domain: a rows x cols grid (default) or a metric dataset")
+    p.add_argument("--dataset", default="grid", choices=DATASETS,
+                   help="the users' value domain: a rows x cols grid (default) or a metric dataset")
+    p.add_argument("--domain", dest="dataset", choices=DATASETS, action=DeprecatedAlias, new="--dataset")
     p.add_argument("--rows", type=int, default=None, help="grid rows (default 10)")
     p.add_argument("--cols", type=int, default=None, help="grid columns (default 10)")
     p.add_argument("--cell-km", type=float, default=None, help="grid cell size in km (default 1); eps is per km")
@@ -53,21 +62,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prior", default=None, help="prior file (comma/whitespace separated, one value per domain element)")
     p.add_argument("--range", dest="radius", type=float, default=None,
                    help="range r of Error_range in distance units (default: one grid cell)")
-    p.add_argument("--seed", default=None,
-                   help="seed the simulated users and the mechanism's noise, for reproducible simulations and tests "
-                        "only: NOT private (anyone who knows the seed can recompute the noise); default: the OS's "
-                        "entropy")
-    p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
+    p.add_argument("--seed", default=None, help=not_private_seed_help("the simulated users and the mechanism's noise",
+                                                                      "the noise"))
+    add_output_arguments(p, dest="json_path")
     p.set_defaults(func=run)
 
 
 def _domain(args: argparse.Namespace):
     from securelp.solvers.ldp import DenseDomain, GridDomain
 
-    refuse_inapplicable(args, "--domain", args.domain, {
+    refuse_inapplicable(args, "--dataset", args.dataset, {
         "rows": ("--rows", ("grid",)), "cols": ("--cols", ("grid",)), "cell_km": ("--cell-km", ("grid",)),
         "records": ("--records", ("text", "road"))})
-    if args.domain == "grid":
+    if args.dataset == "grid":
         args.rows, args.cols, args.cell_km = grid_size(args)  # the report shows them
         if args.rows < 1 or args.cols < 1:
             raise InputError(f"--rows and --cols must be >= 1, got {args.rows} x {args.cols}")
@@ -76,10 +83,10 @@ def _domain(args: argparse.Namespace):
         return GridDomain(args.rows, args.cols, args.cell_km), None
     from securelp.solvers.mdp.datasets import load_dataset
 
-    params = {"n_records": args.records} if args.domain in ("text", "road") else {}
-    ds = load_dataset(args.domain, **params)
+    params = {"n_records": args.records} if args.dataset in ("text", "road") else {}
+    ds = load_dataset(args.dataset, **params)
     if ds.n < 2:
-        raise InputError(f"--domain {args.domain} needs at least 2 records, got {ds.n}")
+        raise InputError(f"--dataset {args.dataset} needs at least 2 records, got {ds.n}")
     return DenseDomain(ds.distance, ds.name), ds
 
 
@@ -109,26 +116,22 @@ def _run(args: argparse.Namespace) -> int:
     if seed is not None and isinstance(seed, str) and seed.lstrip("-").isdigit():
         seed = int(seed)
     result = simulate(domain, args.mechanism, args.eps, args.users, prior=prior, radius=args.radius, seed=seed)
-    report = {"command": "ldp", "private": False, "evaluation": NOT_PRIVATE, "domain": args.domain}
-    if args.domain == "grid":
+    report = {"command": "ldp", "private": False, "evaluation": NOT_PRIVATE, "dataset": args.dataset}
+    if args.dataset == "grid":
         report.update({"rows": args.rows, "cols": args.cols, "cell_km": args.cell_km})
     report["prior"] = args.prior or "uniform"
     report.update(result.as_dict())
     report["seed"] = args.seed
     if args.json_path:
         write_json_report(args.json_path, report)
-    if not quiet_output(args.json_path) or not args.json_path:
-        def fmt(v):
-            return "n/a" if v is None else f"{v:.6g}"
 
-        out = sys.stdout if not args.json_path else sys.stderr
-        print(NOT_PRIVATE, file=out)
-        print(
-            f"{result.mechanism} eps={result.eps:g} m={result.m} users={result.users}: "
-            f"Error_range(r={result.range_r:g}) {fmt(result.error_range)} (theory {fmt(result.error_range_theory)}), "
-            f"MSE_freq {fmt(result.mse_freq)} (theory {fmt(result.mse_freq_theory)}), "
-            f"verified [{result.verification.get('method')}], {result.time_s:.2f} s",
-            file=out,
-        )
+    def fmt(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.6g}"
+
+    print_summary(args, NOT_PRIVATE + "\n" + (
+        f"{result.mechanism} eps={result.eps:g} m={result.m} users={result.users}: "
+        f"Error_range(r={result.range_r:g}) {fmt(result.error_range)} (theory {fmt(result.error_range_theory)}), "
+        f"MSE_freq {fmt(result.mse_freq)} (theory {fmt(result.mse_freq_theory)}), "
+        f"verified [{result.verification.get('method')}], {result.time_s:.2f} s"), dest="json_path")
     del np
     return 0

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from securelp.coordinator.api.mdp import partition_seed
-from securelp.coordinator.commands.common import grid_size, refuse_inapplicable
+from securelp.coordinator.commands.common import add_output_arguments, grid_size, print_summary, refuse_inapplicable
 from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
 from securelp.solvers.errors import ExitCode, InputError, SecureLPError
 from securelp.solvers.files import write_atomically, written_together
@@ -128,14 +128,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
     p.add_argument("--seed", default=None, help="seed for the outputs of --outputs, the travel destinations, the gaussian "
                    "points and the partitions (default 0: the same command builds the same LP); it seeds no noise: "
-                   "the mechanism's noise is drawn by 'securelp perturb', whose seeded noise (--noise-seed) is "
-                   "not private")
+                   "the mechanism's noise is drawn by 'securelp perturb', whose --seed seeds the noise and is "
+                   "NOT private)")
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
                    "its suffix: .npz (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z), each "
                    "with its description (dataset, eps, eta, outputs) for 'securelp perturb'; or .npy (the bare matrix)")
     p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
                    "2-D data, the partition")
-    p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
+    add_output_arguments(p, dest="json_path")
     p.set_defaults(func=run)
 
 
@@ -426,12 +426,11 @@ def _run(args: argparse.Namespace) -> int:
             plot_result(result, problem, args.plot)
         if args.json_path:
             write_json_report(args.json_path, report)
-    if not args.json_path:
-        v = report["verification"]
-        print(f"{method_label(args)}: status {result.status}, objective {result.objective:.10g}, "
+    v = report["verification"]
+    print_summary(args, f"{method_label(args)}: status {result.status}, objective {result.objective:.10g}, "
               f"bounds [{result.lower_bound:.10g}, {result.upper_bound:.10g}], gap {result.rel_gap:.2e}, "
-              f"{result.iterations} iterations, {result.time_s:.2f}s; verified (row err {v['max_row_sum_error']:.1e}, "
-              f"min entry {v['min_entry']:.1e}, mDP violation {v['max_mdp_violation']:.1e})")
+                  f"{result.iterations} iterations, {result.time_s:.2f}s; verified (row err {v['max_row_sum_error']:.1e}, "
+                  f"min entry {v['min_entry']:.1e}, mDP violation {v['max_mdp_violation']:.1e})", dest="json_path")
     if result.method in ("direct", "bd", "colgen") and result.status != "optimal":
         print(f"securelp mdp: {stop_hint(result.status, result.rel_gap, args)}", file=sys.stderr)
         return int(ExitCode.SOLVER)

@@ -23,7 +23,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from securelp.coordinator.commands.common import positive_float
+from securelp.coordinator.commands.common import not_private_seed_help, positive_float
 from securelp.coordinator.grpc_env import quiet_grpc_core
 from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
 
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="certificate directory with ca.pem, NAME.pem and NAME.key (securelp certs)")
     p.add_argument("--insecure", action="store_true", help="serve without TLS (warned; for debugging only)")
     p.add_argument("--seed", default=None,
-                   help="reproducible-simulation mode: derive the mask from this seed (flagged in the report)")
+                   help=not_private_seed_help("this party's mask", "the mask and so unmask the block"))
     p.add_argument("--idle-timeout", type=positive_float, default=600.0, metavar="S",
                    help="exit after S seconds without a call from the coordinator (default 600)")
     p.add_argument("--grace", type=positive_float, default=5.0, metavar="S",

@@ -22,6 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from securelp.coordinator.commands.common import (
+    DeprecatedAlias,
+    add_output_arguments,
+    not_private_seed_help,
+    print_summary,
+)
 from securelp.coordinator.commands.mdp import (
     DEFAULT_SEED,
     add_dataset_options,
@@ -41,7 +47,7 @@ NAME = "perturb"
 DATASET_FLAGS = (("--dataset", "dataset"), ("--rows", "rows"), ("--cols", "cols"), ("--cell-km", "cell_km"),
                  ("--records", "records"), ("--points", "points"), ("--metric", "metric"))
 #: the flags (or the way out) for the parameter an engine's error names (``SecureLPError.parameter``)
-PERTURB_FLAGS = {"by_index": "use --by-index for record numbers", "outputs": "the dataset options, --outputs, --seed",
+PERTURB_FLAGS = {"by_index": "use --by-index for record numbers", "outputs": "the dataset options, --outputs, --mdp-seed",
                  "name": "--dataset"}
 
 
@@ -56,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "exactly from its row, with noise from the OS's entropy. A .npz, .csv or .mat file says "
             "which dataset, eps, eta and outputs it was computed for, so no dataset option is needed "
             "(those given are checked against it); for a bare .npy give the dataset options, --eps, "
-            "--eta, --outputs and --seed that 'securelp mdp' was run with."
+            "--eta, --outputs and, as --mdp-seed, the --seed that 'securelp mdp' was run with."
         ),
     )
     add_dataset_options(p)
@@ -69,12 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--outputs", type=int, default=None,
                    help="number of outputs K the mechanism was computed with (default: the file's, else every "
                         "record)")
-    p.add_argument("--seed", default=None,
-                   help="the --seed 'securelp mdp' was given (it draws the outputs of --outputs and the gaussian "
-                        "points; default 0, as there); it seeds no noise (a seeded noise, --noise-seed, is "
-                        "not private)")
-    p.add_argument("--mechanism", required=True,
+    p.add_argument("--mdp-seed", dest="seed", default=None,
+                   help="the --seed 'securelp mdp' was given (it drew the outputs of --outputs and the gaussian "
+                        "points; default: the file's, else 0 as there); it seeds no noise")
+    p.add_argument("--mechanism-file", dest="mechanism", required=True, metavar="FILE",
                    help="the saved mechanism: .npz, .csv or .mat (with its description) or .npy (the bare matrix)")
+    p.add_argument("--mechanism", dest="mechanism", action=DeprecatedAlias, new="--mechanism-file")
     p.add_argument("--true", dest="true_path", required=True,
                    help="the true records ('-' = standard input), one per line: a record's label (a grid's r2c3, a word of --dataset "
                         "text, a points file's label or p<i>), or with --by-index its 0-based index")
@@ -82,11 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True,
                    help="CSV written here: per true record, in order, the released output's label, index and "
                         "coordinates")
-    p.add_argument("--noise-seed", default=None,
-                   help="seed the noise, for reproducible simulations and tests only: NOT private (anyone who "
-                        "knows the seed can recompute the noise; the report says \"private\": false); default: the "
-                        "OS's entropy")
-    p.add_argument("--json", dest="json_path", default=None, help="write the JSON report here ('-' = stdout)")
+    p.add_argument("--seed", dest="noise_seed", default=None, help=not_private_seed_help("the noise", "the noise"))
+    p.add_argument("--noise-seed", dest="noise_seed", action=DeprecatedAlias, new="--seed")
+    add_output_arguments(p, dest="json_path")
     p.set_defaults(func=run)
 
 
@@ -110,13 +114,13 @@ OPTION_KEYS = {"rows": "rows", "cols": "cols", "cell_km": "cell_km", "path": "po
 def _dataset_and_outputs(args: argparse.Namespace, description: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
     """The dataset and the outputs to release through. A described file's own dataset, loaded again;
     dataset options that are given replace the file's (the others are the file's) and the result is
-    checked against it; ``--seed`` and ``--outputs`` must be the file's. For a bare ``.npy``: the
-    options' dataset (grid by default) and the outputs ``--outputs`` and ``--seed`` draw."""
+    checked against it; ``--mdp-seed`` and ``--outputs`` must be the file's. For a bare ``.npy``: the
+    options' dataset (grid by default) and the outputs ``--outputs`` and ``--mdp-seed`` draw."""
     from securelp.solvers.mdp.datasets import load_dataset
     from securelp.solvers.mdp.perturb import check_same_dataset, describe_dataset
     from securelp.solvers.mdp.pmo import choose_outputs
 
-    where = f"mechanism {args.mechanism}"
+    where = f"mechanism file {args.mechanism}"
     given = [flag for flag, key in DATASET_FLAGS if getattr(args, key) is not None]
     if description is None:
         if args.dataset is None:
@@ -128,8 +132,8 @@ def _dataset_and_outputs(args: argparse.Namespace, description: dict[str, Any] |
     name, options = description["dataset"], description["dataset_options"]
     outputs = np.asarray(description["outputs"], dtype=np.int64)
     if args.seed is not None and str(args.seed) != description["seed"]:
-        raise InputError(f"{where} was computed with --seed {description['seed'][:80]}, not {str(args.seed)[:80]}; "
-                         "omit --seed to use the file's")
+        raise InputError(f"{where} was computed with --seed {description['seed'][:80]}, not --mdp-seed "
+                         f"{str(args.seed)[:80]}; omit --mdp-seed to use the file's")
     if args.outputs is not None and args.outputs != outputs.size:
         raise InputError(f"{where} has {outputs.size} outputs, not --outputs {args.outputs}; omit --outputs to use "
                          "the file's")
@@ -178,7 +182,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.out == "-" and args.json_path == "-":
         raise InputError("--out and --json cannot both be standard output")
     written = [("--out", args.out), ("--json", args.json_path)]
-    check_distinct(written, [("--mechanism", args.mechanism), ("--true", args.true_path), ("--points", args.points)])
+    check_distinct(written, [("--mechanism-file", args.mechanism), ("--true", args.true_path),
+                             ("--points", args.points)])
     saved = load_mechanism(args.mechanism)
     desc = saved.description
     dataset, outputs = _dataset_and_outputs(args, desc)
@@ -191,11 +196,11 @@ def _run(args: argparse.Namespace) -> int:
     for note in weak_guarantees(graph, dataset.distance, eps):
         logger.warning("%s", note)
     if args.noise_seed is not None:
-        logger.warning("--noise-seed: the noise is reproducible, so this release is NOT private (simulations only)")
+        logger.warning("--seed: the noise is reproducible, so this release is NOT private (simulations only)")
     try:
         result = perturb_records(saved.Z, true_records, dataset.distance, eps, eta, outputs, seed=args.noise_seed)
     except VerificationError as exc:
-        raise VerificationError(f"mechanism {args.mechanism} is not private at eps {eps:g} ({eps_from}), eta {eta:g} "
+        raise VerificationError(f"mechanism file {args.mechanism} is not private at eps {eps:g} ({eps_from}), eta {eta:g} "
                                 f"({eta_from}); nothing released: {exc}") from None
     text = released_csv(dataset, result.released)
     report = {
@@ -223,12 +228,15 @@ def _run(args: argparse.Namespace) -> int:
             write_atomically(args.out, text, what="released records ")
         if args.json_path:
             write_json_report(args.json_path, report)
-    if not args.json_path:
-        v = report["verification"]
-        n = report["n_released"]
-        source = "" if eps_from == eta_from == "option" else f" ({eps_from}, {eta_from})"
-        print(f"perturb: released {n} record{'s' if n != 1 else ''} through a verified {dataset.n} x {outputs.size} "
-              f"mechanism at eps {eps:g}, eta {eta:g}{source} (row err {v['max_row_sum_error']:.1e}, mDP violation "
-              f"{v['max_mdp_violation']:.1e}); wrote {'them above' if args.out == '-' else args.out}",
-              file=sys.stderr if args.out == "-" else sys.stdout)
+    v = report["verification"]
+    n = report["n_released"]
+    source = "" if eps_from == eta_from == "option" else f" ({eps_from}, {eta_from})"
+    summary = (f"perturb: released {n} record{'s' if n != 1 else ''} through a verified {dataset.n} x {outputs.size} "
+               f"mechanism at eps {eps:g}, eta {eta:g}{source} (row err {v['max_row_sum_error']:.1e}, mDP violation "
+               f"{v['max_mdp_violation']:.1e}); wrote {'them above' if args.out == '-' else args.out}")
+    if args.out == "-":  # the released records take standard output
+        if not args.quiet:
+            print(summary, file=sys.stderr)
+    else:
+        print_summary(args, summary, dest="json_path")
     return 0

@@ -9,9 +9,15 @@ from pathlib import Path
 
 from securelp.coordinator.api.lp import solve, write_results
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
-from securelp.coordinator.commands.common import STATUS_EXIT, add_session_arguments, positive_int
+from securelp.coordinator.commands.common import (
+    STATUS_EXIT,
+    add_session_arguments,
+    not_private_seed_help,
+    positive_int,
+    print_summary,
+)
 from securelp.coordinator.report import format_report
-from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.coordinator.simulation import TRANSPORTS
 from securelp.solvers.errors import ConfigError, InputError
 from securelp.solvers.lp import read_mps
@@ -25,11 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Split FILE.mps into N column blocks, run the PPLP protocol with one simulated "
                                    "party per block, and compare with a centralized solve.")
     p.add_argument("file", metavar="FILE.mps")
-    p.add_argument("--parties", type=positive_int, default=3, help="number of parties (default 3)")
-    p.add_argument("--split", default=None, metavar="a,b,c", help="columns per party (default: near-equal parts)")
+    p.add_argument("--parties", type=positive_int, default=3, metavar="N", help="number of parties (default 3)")
+    p.add_argument("--split", default=None, metavar="n1,n2,...", help="columns per party (default: near-equal parts)")
     p.add_argument("--transport", choices=TRANSPORTS, default="inprocess")
     p.add_argument("--seed", default=None,
-                   help="reproducible-simulation mode: derive every mask from this seed (flagged in the report)")
+                   help=not_private_seed_help("every party's mask", "the masks and so unmask the data"))
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
     add_session_arguments(p, reveal_default=True)
     add_transcript_arguments(p)
@@ -53,12 +59,12 @@ def run(args: argparse.Namespace) -> int:
                    reveal=args.reveal, secure_aggregation=args.secure_aggregation, deadline_s=args.deadline,
                    audit_budget_s=args.audit_budget, transcript=args.transcript, insecure=args.insecure)
     report = dict(result.report)
-    out = human_stream(args.json)
-    print(format_report(result.session, title=f"securelp solve {lp.name}", audit=result.audit), file=out)
+    text = format_report(result.session, title=f"securelp solve {lp.name}", audit=result.audit)
     if args.out:
         report["results"] = write_results(args.out, result)
-        print(f"  results: each party's x_j in {args.out}/<party>.csv, the public part in "
-              f"{report['results']['public']}", file=out)
+        text += (f"\n  results: each party's x_j in {args.out}/<party>.csv, the public part in "
+                 f"{report['results']['public']}")
+    print_summary(args, text)
     if args.json:
         write_json_report(args.json, report)
     return int(STATUS_EXIT[result.status])

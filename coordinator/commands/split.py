@@ -1,4 +1,4 @@
-"""``securelp split FILE.mps --parties N [--split a,b,c] --out DIR``: one private block per party.
+"""``securelp split FILE.mps (--parties N | --ids a,b,c) [--split n1,n2,n3] --out DIR``: one private block per party.
 
 Writes ``DIR/public.npz`` (row bounds, sense, objective constant, and the roster: party ids,
 each block's column count and a random split id -- what every participant may know) and
@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from securelp.coordinator.certs import validate_party_ids
-from securelp.coordinator.commands.common import positive_int
+from securelp.coordinator.commands.common import add_roster_arguments, party_ids
 from securelp.solvers.errors import InputError
 from securelp.solvers.files import make_output_dir, refuse_directories, written_together
 from securelp.solvers.lp import read_mps
@@ -30,23 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Split FILE.mps by columns into DIR/public.npz (public row data) and one "
                                    "DIR/<party>.npz per party (contiguous columns, or --split).")
     p.add_argument("file", metavar="FILE.mps")
-    p.add_argument("--parties", type=positive_int, required=True, help="number of parties")
-    p.add_argument("--split", default=None, metavar="a,b,c", help="columns per party (default: near-equal parts)")
-    p.add_argument("--ids", default=None, metavar="NAME,NAME,...",
-                   help="party ids (default party1, party2, ...); the same ids go to `securelp certs`")
+    add_roster_arguments(p, what="the same ids go to `securelp certs --ids`")
+    p.add_argument("--split", default=None, metavar="n1,n2,...", help="columns per party (default: near-equal parts)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite block files already in DIR")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    ids = validate_party_ids(party_ids(args, "split"), SPLIT_RESERVED_IDS)
     lp = read_mps(args.file)
-    sizes = parse_split(args.split, lp.n_cols, args.parties)
-    ids = None
-    if args.ids is not None:
-        ids = validate_party_ids(args.ids.split(","), SPLIT_RESERVED_IDS)
-        if len(ids) != args.parties:
-            raise InputError(f"--ids names {len(ids)} parties but --parties is {args.parties}")
+    sizes = parse_split(args.split, lp.n_cols, len(ids))
     public, blocks = split_columns(lp, sizes, ids=ids)
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -217,10 +217,10 @@ def test_cumulative_order_refused_for_count_mechanisms(tmp_path: Path, capsys, m
 
 
 def test_synthetic_seed_refused_with_data(tmp_path: Path, capsys) -> None:
-    rc = main(["census", "release", "--data", str(_file(tmp_path, SMALL)), "--synthetic-seed", "0", "--eps", "1",
+    rc = main(["census", "release", "--data", str(_file(tmp_path, SMALL)), "--data-seed", "0", "--eps", "1",
                "--mechanism", "hdp", "--json", "-"])
     line = _one_line_error(capsys)
-    assert rc == 3 and "--synthetic-seed is for --synthetic census only" in line
+    assert rc == 3 and "--data-seed is for --synthetic census only" in line
 
 
 def test_hqp_on_large_values_takes_the_exact_tree_not_highs_qp(tmp_path: Path) -> None:

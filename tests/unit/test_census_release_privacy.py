@@ -324,8 +324,8 @@ def _option_help(command: list[str], flag: str) -> str:
 
 
 @pytest.mark.parametrize("command, flag", [
-    (["census", "release"], "--seed"), (["census", "evaluate"], "--seed"), (["perturb"], "--noise-seed"),
-    (["perturb"], "--seed"), (["ldp"], "--seed"), (["mdp"], "--seed"),
+    (["census", "release"], "--seed"), (["census", "evaluate"], "--seed"), (["perturb"], "--seed"),
+    (["ldp"], "--seed"), (["mdp"], "--seed"), (["solve"], "--seed"), (["demo"], "--seed"), (["party"], "--seed"),
 ])
 def test_seed_help_says_not_private(command: list[str], flag: str) -> None:
     assert "not private" in _option_help(command, flag).lower()
@@ -352,13 +352,14 @@ def test_perturb_reports_of_neighbouring_records_are_identical(tmp_path: Path, c
         capsys.readouterr()
         for seed in ("1", None):
             json_path = tmp_path / f"{name}-{seed}.json"
-            argv = ["perturb", "--mechanism", str(z), "--true", str(true), "--out", str(tmp_path / f"{name}.csv"),
+            argv = ["perturb", "--mechanism-file", str(z), "--true", str(true), "--out", str(tmp_path / f"{name}.csv"),
                     "--json", str(json_path)]
-            assert main(argv + (["--noise-seed", seed] if seed else [])) == 0
+            assert main(argv + (["--seed", seed] if seed else [])) == 0
             report = json.loads(json_path.read_text())
             assert report["private"] is (seed is None) and "time_s" not in report
             found.append((seed, report))
-        assert main(["perturb", "--mechanism", str(z), "--true", str(true), "--out", str(tmp_path / "o.csv")]) == 0
-        found.append(("summary", capsys.readouterr().out.replace(str(tmp_path / "o.csv"), "OUT")))
+        assert main(["perturb", "--mechanism-file", str(z), "--true", str(true), "--out", str(tmp_path / "o.csv")]) == 0
+        found.append(("summary", capsys.readouterr().out.replace(str(tmp_path / "o.csv"), "OUT")
+                            .replace(str(tmp_path / f"{name}.csv"), "OUT")))
     half = len(found) // 2
     assert found[:half] == found[half:]

@@ -64,7 +64,7 @@ def test_infeasible_and_unbounded_exit_codes(tmp_path, text, code):
     (["demo", "--example", "3"], ExitCode.USAGE, "invalid choice"),
     # numpy's generators take no negative seed: a traceback until stop 41
     (["demo", "--data-seed", "-1", "--transport", "inprocess"], ExitCode.USAGE, "expected a non-negative integer, got -1"),
-    (["census", "release", "--synthetic", "census", "--synthetic-seed", "-1", "--eps", "1", "--mechanism", "hdp",
+    (["census", "release", "--synthetic", "census", "--data-seed", "-1", "--eps", "1", "--mechanism", "hdp",
       "--json", "-"], ExitCode.USAGE, "expected a non-negative integer, got -1"),
 ])
 def test_bad_input_is_a_clear_error(tmp_path, args, code, fragment):

@@ -241,7 +241,7 @@ def test_grr_and_oue_refuse_an_eps_whose_exponential_overflows(eps: float, tmp_p
             cls(25, eps)
         assert cls(25, 650.0).verification.max_mdp_violation == 0.0
     out = tmp_path / "r.json"
-    code = main(["ldp", "--domain", "grid", "--rows", "5", "--cols", "5", "--eps", repr(eps), "--mechanism", "grr",
+    code = main(["ldp", "--dataset", "grid", "--rows", "5", "--cols", "5", "--eps", repr(eps), "--mechanism", "grr",
                  "--users", "10", "--json", str(out)])
     err = capsys.readouterr().err
     assert code == ExitCode.INPUT and "supports eps up to 650" in err and "Traceback" not in err and not out.exists()

@@ -18,7 +18,7 @@ KEYS = {"error_range", "error_range_theory", "mse_freq", "mse_freq_theory", "tim
 @pytest.mark.parametrize("mech", ["le", "grr", "oue", "em", "pl"])
 def test_cli_json_report(tmp_path: Path, mech: str) -> None:
     out = tmp_path / "r.json"
-    rc = main(["ldp", "--domain", "grid", "--rows", "5", "--cols", "4", "--eps", "1.5", "--mechanism", mech,
+    rc = main(["ldp", "--dataset", "grid", "--rows", "5", "--cols", "4", "--eps", "1.5", "--mechanism", mech,
                "--users", "2000", "--range", "1", "--seed", "7", "--json", str(out)])
     assert rc == 0
     rep = json.loads(out.read_text())
@@ -56,7 +56,7 @@ def test_cli_prior_file(tmp_path: Path) -> None:
         (["--eps", "-1"], "eps"),
         (["--eps", "1", "--users", "0"], "users"),
         (["--eps", "0.3", "--rows", "30", "--cols", "30"], "no non-negative solution"),
-        (["--eps", "1", "--records", "5"], "--domain grid does not use --records (for --domain text, road)"),
+        (["--eps", "1", "--records", "5"], "--dataset grid does not use --records (for --dataset text, road)"),
     ],
 )
 def test_cli_bad_input_is_one_line_error(capsys: pytest.CaptureFixture[str], args: list[str], needle: str) -> None:
@@ -94,7 +94,7 @@ def test_cli_a_prior_with_a_byte_order_mark_and_exponents_is_read(tmp_path: Path
 
 @pytest.mark.parametrize("args, needle", [
     (["--rows", "100000", "--cols", "100000", "--eps", "100"], "le on a domain of 10,000,000,000 values needs about"),
-    (["--domain", "text", "--records", "1", "--eps", "1"], "--domain text needs at least 2 records, got 1"),
+    (["--dataset", "text", "--records", "1", "--eps", "1"], "--dataset text needs at least 2 records, got 1"),
     (["--rows", "3", "--cols", "3", "--cell-km", "1e-300", "--eps", "1"], "the kernel exp(-eps d) is singular"),
 ])
 def test_cli_domains_that_cannot_be_computed_are_one_line_errors(capsys: pytest.CaptureFixture[str], args: list[str],

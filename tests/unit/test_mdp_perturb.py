@@ -42,7 +42,8 @@ def _perturb(tmp_path: Path, mechanism: Path, lines: list[str], *extra: str, gri
     out, rep = tmp_path / "released.csv", tmp_path / "p.json"
     for f in (out, rep):
         f.unlink(missing_ok=True)
-    rc = main(["perturb", *grid, "--mechanism", str(mechanism), "--true", str(true), "--out", str(out),
+    grid = ["--mdp-seed" if a == "--seed" else a for a in grid]  # the seed mdp was given
+    rc = main(["perturb", *grid, "--mechanism-file", str(mechanism), "--true", str(true), "--out", str(out),
                "--json", str(rep), *extra])
     rows = list(csv.DictReader(out.open())) if out.exists() else []
     return rc, rows, (json.loads(rep.read_text()) if rep.exists() else {})
@@ -64,7 +65,7 @@ def test_every_saved_format_releases_one_record_per_true_record(saved: Path, tmp
 
 def test_a_seeded_release_repeats_and_says_it_is_not_private(saved: Path, tmp_path: Path, caplog) -> None:
     truth = [f"r{i % 4}c{i // 4 % 4}" for i in range(200)]
-    runs = [_perturb(tmp_path, saved / "Z.npy", truth, "--noise-seed", s)[1] for s in ("7", "7", "8")]
+    runs = [_perturb(tmp_path, saved / "Z.npy", truth, "--seed", s)[1] for s in ("7", "7", "8")]
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert "NOT private" in caplog.text
 
@@ -94,8 +95,8 @@ def test_a_mechanism_not_private_at_the_given_eps_releases_nothing(saved: Path, 
     (["1_0"], ["--by-index"], "line 1: not a record index"),
     (["\u0663"], ["--by-index"], "line 1: not a record index"),
     (["# only a comment"], [], "no records in it"),
-    (["r0c0"], ["--outputs", "8", "--seed", "1"], "the mechanism is 16 x 16, but the dataset has 16 records and 8 outputs"),
-    (["r0c0"], ["--out", "{mechanism}"], "--out {mechanism} is the input --mechanism"),
+    (["r0c0"], ["--outputs", "8", "--mdp-seed", "1"], "the mechanism is 16 x 16, but the dataset has 16 records and 8 outputs"),
+    (["r0c0"], ["--out", "{mechanism}"], "--out {mechanism} is the input --mechanism-file"),
     (["r0c0"], ["--json", "{true}"], "is the input --true"),
     (["r0c0"], ["--eps", "0"], "--eps must be > 0"),
 ])
@@ -186,7 +187,7 @@ def test_true_records_from_standard_input(saved: Path, tmp_path: Path, monkeypat
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO("r0c0\nr3c3\n"))
-    assert main(["perturb", *GRID, "--mechanism", str(saved / "Z.npy"), "--true", "-", "--out", "-"]) == 0
+    assert main(["perturb", *GRID, "--mechanism-file", str(saved / "Z.npy"), "--true", "-", "--out", "-"]) == 0
     out = capsys.readouterr()
     assert out.out.splitlines()[0] == "label,index,coord1,coord2" and len(out.out.splitlines()) == 3
     assert "released 2 records" in out.err
@@ -231,7 +232,7 @@ def test_a_bare_npy_without_its_options_is_taken_for_the_default_grid(described:
                                                         "2.23607 in the file)")),
     (["--rows", "5", "--cols", "4"], "not for the dataset named by --rows, --cols: that is grid with 20 records"),
     (["--dataset", "rome"], "that is rome with 500 records"),
-    (["--seed", "4"], "was computed with --seed 3, not 4; omit --seed to use the file's"),
+    (["--seed", "4"], "was computed with --seed 3, not --mdp-seed 4; omit --mdp-seed to use the file's"),
     (["--outputs", "7"], "has 6 outputs, not --outputs 7; omit --outputs"),
     (["--cell-km", "2"], "its metric differs"),
     (["--records", "5"], "--dataset grid does not use --records"),
@@ -270,7 +271,7 @@ def test_a_points_file_is_found_from_elsewhere_and_its_changes_are_seen(tmp_path
     # the points file the description names is an input too: --out may not overwrite it
     true = elsewhere / "t.txt"
     true.write_text("p0\n")
-    assert main(["perturb", "--mechanism", str(tmp_path / "P.csv"), "--true", str(true), "--out", str(pts)]) == 3
+    assert main(["perturb", "--mechanism-file", str(tmp_path / "P.csv"), "--true", str(true), "--out", str(pts)]) == 3
     assert "is the input --points" in capsys.readouterr().err and pts.read_text().startswith("x,y")
     moved = tmp_path / "moved.csv"
     pts.rename(moved)

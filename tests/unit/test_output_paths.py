@@ -97,12 +97,12 @@ def test_the_plot_is_written_in_the_format_its_name_asks_for(tmp_path: Path, suf
 
 
 @pytest.mark.parametrize("argv", [
-    ["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "grr", "--users", "10",
+    ["ldp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "grr", "--users", "10",
      "--json", "{dir}"],
     ["census", "release", "--synthetic", "census", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json",
      "--out", "{dir}"],
     ["demo", "--transport", "inprocess", "--json", "{dir}"],
-    ["perturb", "--dataset", "grid", "--rows", "3", "--cols", "3", "--mechanism", "{dir}/Z.npy", "--true",
+    ["perturb", "--dataset", "grid", "--rows", "3", "--cols", "3", "--mechanism-file", "{dir}/Z.npy", "--true",
      "{dir}/t.txt", "--out", "{dir}"],
 ])
 def test_other_commands_refuse_a_directory_as_output(tmp_path: Path, capsys, argv) -> None:
@@ -202,7 +202,7 @@ def test_check_distinct_sees_one_file_under_other_names(tmp_path: Path) -> None:
      "--save-mechanism and --json name the same file"),
     (["mdp", "--dataset", "grid", "--rows", "2", "--cols", "2", "--prior", "{dir}/p.txt", "--json", "{dir}/p.txt"],
      "--json {dir}/p.txt is the input --prior"),
-    (["ldp", "--domain", "grid", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", "{dir}/p.txt", "--json",
+    (["ldp", "--dataset", "grid", "--rows", "2", "--cols", "2", "--eps", "1", "--prior", "{dir}/p.txt", "--json",
       "{dir}/p.txt"], "--json {dir}/p.txt is the input --prior"),
     (["census", "release", "--data", "{dir}/c.csv", "--eps", "1", "--mechanism", "hdp", "--json", "{dir}/r.json",
       "--out", "{dir}/c.csv"], "--out {dir}/c.csv is the input --data"),
@@ -303,7 +303,7 @@ def test_perturb_leaves_no_report_when_its_released_records_cannot_be_written(tm
     (tmp_path / "t.txt").write_text("r0c0\n")
     _refuse_renames_to(monkeypatch, ".csv", errno.ENOSPC)
     before = _leftovers(tmp_path)
-    rc = main(["perturb", "--mechanism", str(tmp_path / "Z.npz"), "--true", str(tmp_path / "t.txt"), "--json",
+    rc = main(["perturb", "--mechanism-file", str(tmp_path / "Z.npz"), "--true", str(tmp_path / "t.txt"), "--json",
                str(tmp_path / "p.json"), "--out", str(tmp_path / "o.csv")])
     assert rc == ExitCode.RESOURCE and "No space left on device" in capsys.readouterr().err
     assert _leftovers(tmp_path) == before

@@ -299,17 +299,19 @@ def test_certs_days_is_bounded_before_anything_is_created(tmp_path, capsys):
 
 
 def test_certs_into_an_uncreatable_directory_is_one_line(capsys):
-    assert main(["certs", "--out", "/proc/securelp-z", "--parties", "a"]) == ExitCode.INPUT
+    assert main(["certs", "--out", "/proc/securelp-z", "--ids", "a"]) == ExitCode.INPUT
     _one_error_line(capsys, "cannot create /proc/securelp-z")
 
 
-# -- bench -------------------------------------------------------------------------------------------
+# -- benchmarks ------------------------------------------------------------------------------------------
 def test_bench_checks_its_options_before_running(tmp_path, capsys):
+    from benchmarks import bench_pplp
+
     with pytest.raises(SystemExit) as info:
-        main(["bench", "pplp", "--repeat", "0"])
+        bench_pplp.main(["--repeat", "0"])
     assert info.value.code == ExitCode.USAGE
     assert "expected a positive integer" in capsys.readouterr().err
-    assert main(["bench", "pplp", "--json", str(tmp_path / "nonexist" / "x.json")]) == ExitCode.INPUT
+    assert bench_pplp.main(["--out", str(tmp_path / "nonexist" / "x.jsonl")]) == ExitCode.INPUT
     _one_error_line(capsys, "directory", "does not exist")
 
 

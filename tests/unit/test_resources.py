@@ -56,7 +56,7 @@ def test_a_resource_the_estimates_missed_is_one_line_and_exit_12(monkeypatch: py
         raise error
 
     monkeypatch.setattr(ldp, "run", fails)
-    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
+    assert main(["ldp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
         == ExitCode.RESOURCE
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
@@ -90,7 +90,7 @@ def test_an_unexpected_error_after_an_interrupt_is_the_interrupt(monkeypatch: py
     monkeypatch.setattr(cli, "_signalled", [])
     monkeypatch.setattr(cli, "_terminate_like_interrupt", lambda: None)  # this process's handlers stay
     monkeypatch.setattr(cli, "_ignore_further_interrupts", lambda: None)
-    assert main(["ldp", "--domain", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
+    assert main(["ldp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
         == ExitCode.INTERRUPTED
     assert capsys.readouterr().err.strip() == "securelp ldp: interrupted by SIGTERM"
 
