@@ -1,8 +1,8 @@
 """``securelp mdp``: optimal metric-DP perturbation matrices (direct LP, Qiu's BD, or the EM baseline).
 
 Loads a secret dataset, builds the PMO LP (Qiu Eq. 4-7), solves it, verifies the mechanism
-and writes the JSON report whose keys are documented in docs/mdp.md. A progress line per BD
-iteration goes to stderr on a terminal (quiet with ``--json -`` or without a TTY).
+and writes the JSON report whose keys are documented in docs/mdp.md. A progress line (tqdm)
+shows the iterations on a terminal (quiet with ``--json -``, ``--quiet`` or without a TTY).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 
 from securelp.coordinator.api.mdp import partition_seed
 from securelp.coordinator.commands.common import add_output_arguments, grid_size, print_summary, refuse_inapplicable
-from securelp.coordinator.reporting import check_distinct, check_writable, quiet_output, write_json_report
+from securelp.coordinator.progress import ProgressLine, progress_enabled
+from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.solvers.errors import ExitCode, InputError, SecureLPError
 from securelp.solvers.files import write_atomically, written_together
 
@@ -374,9 +375,10 @@ def _run(args: argparse.Namespace) -> int:
     check_distinct([("--save-mechanism", args.save_mechanism), ("--plot", args.plot), ("--json", args.json_path)],
                    [("--points", args.points), ("--prior", args.prior)])
     if args.plot:
-        from securelp.solvers.mdp.plotting import plot_format
+        from securelp.solvers.mdp.plotting import plot_format, require_plotting
 
         plot_format(args.plot)
+        require_plotting("mdp --plot")  # the extra securelp[plot], before the solve
     dataset = load_secret_dataset(args)
     # the default seed 0 draws the same outputs and travel destinations every run: the same command
     # solves the same LP, and a saved mechanism's columns can be matched to their outputs again by
@@ -385,33 +387,22 @@ def _run(args: argparse.Namespace) -> int:
     problem = build_pmo(dataset, args.eps, args.eta, n_outputs=args.outputs, loss=args.loss, seed=seed)
     for note in weak_guarantees(problem.graph, dataset.distance, problem.eps):
         logger.warning("%s", note)
-    quiet = quiet_output(args.json_path)
-
-    line_open = False  # a progress line is on the terminal, not yet ended
+    line = ProgressLine(progress_enabled(args.json_path, args.quiet), desc=method_label(args))
     t_start = time.perf_counter()
-
-    def show(text: str) -> None:  # rewrites the terminal's progress line
-        nonlocal line_open
-        if not quiet:
-            print(f"\r{text}\033[K", end="", file=sys.stderr, flush=True)
-            line_open = True
 
     def progress(rec: Any) -> None:
         gap = (rec.upper - rec.lower) / abs(rec.upper) if np.isfinite(rec.upper) and rec.upper != 0 else float("inf")
-        show(f"{method_label(args)} iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
-             f"{rec.seconds:7.1f}s")
+        line.status(f"iter {rec.iteration:4d}  lower {rec.lower:.8g}  upper {rec.upper:.8g}  gap {gap:.2e}  "
+                    f"{rec.seconds:7.1f}s")
 
     def status(text: str) -> None:  # the slow phases of the column decomposition before its iterations
-        show(f"{method_label(args)}: {text}  {time.perf_counter() - t_start:7.1f}s")
+        line.status(f"{text}  {time.perf_counter() - t_start:7.1f}s")
 
     # what is left of --time-limit after loading and building the mDP graph (a complete graph's
     # essential-pair search can take a large share of a short limit)
     limit = None if args.time_limit is None else max(1e-3, args.time_limit - (time.perf_counter() - t_command))
-    try:
+    with line.active():  # the line is gone before anything else is written, an error message included
         result = _solve(args, problem, seed, progress, status, limit)
-    finally:
-        if line_open:  # ended before anything else is written, an error message included
-            print(file=sys.stderr)
     report = report_dict(result, problem)
     with written_together():  # the mechanism, the plot and the report appear together or not at all
         if args.save_mechanism:

