@@ -16,9 +16,13 @@ releases.
 
 Usage::
 
-    python benchmarks/bench_census.py [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
+    python -m benchmarks.bench_census [--reps 30] [--eps 0.1 0.5 1] [--sizes 125 250 500 1000]
         [--skip-taxi] [--skip-census] [--taxi-mechanisms ...] [--lumped K --lumped-reps R]
-        [--attack T] [--json out.json]
+        [--attack T] [--out results.jsonl]
+
+Each run appends one JSON line per cell to ``benchmarks/results/census.jsonl`` (:mod:`benchmarks.results`,
+``case.section`` names the part); ``python -m benchmarks.render`` puts the newest tables into
+docs/benchmarks/census.md.
 
 Mechanisms that refuse an instance (ResourceError: e.g. cqp beyond Dykstra's size limit,
 chain beyond its LP segment limits) are reported as such, never as numbers; in Table 7 a
@@ -30,7 +34,6 @@ in the mechanism cell and the statistics are over the releases made. For chain t
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from fractions import Fraction
@@ -39,16 +42,17 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import beta
 
+from benchmarks.results import append_run, describe_run, latest_run, load, one_line_errors, results_path, run_context
 from securelp.coordinator.commands.common import positive_int
 from securelp.coordinator.reporting import check_writable
 from securelp.solvers.errors import SecureLPError
-from securelp.solvers.files import write_atomically
 from securelp.solvers.hierarchy import mechanisms as mech
 from securelp.solvers.hierarchy.counts_csv import read_counts_csv
 from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 from securelp.solvers.randomness import SecureRandom
 
+NAME = "census"
 TAXI = Path(__file__).resolve().parents[1] / "tests" / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
 
 
@@ -71,17 +75,18 @@ def taxi_lumped(k: int) -> GroupSizeData:
     return GroupSizeData(data.hierarchy, c)
 
 
-def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str], data=None, title: str = "Kuo taxi hierarchy") -> list[dict]:
+def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str], data: GroupSizeData | None = None,
+           section: str = "taxi") -> list[tuple[dict, dict]]:
+    """Table 7 style: L1 error per level (mean and sd over ``reps`` releases) for every mechanism and eps."""
     data = read_counts_csv(TAXI) if data is None else data
     levels = sorted(data.hierarchy.levels())
-    print(f"\n### {title}: {data.hierarchy.size} regions, L = {data.hierarchy.depth}, "
-          f"N = {data.max_size}, G = {data.total}; {reps} repetitions per cell\n")
-    print("| eps | mechanism | L1 level 1 | L1 level 2 | L1 level 3 | violations | negative | non-integer | total = G | post-process s (mean) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    rows = []
+    cases = []
     for eps_text in eps_list:
         eps = Fraction(eps_text)
         for name in mechanisms:
+            case = {"section": section, "eps": eps_text, "mechanism": name, "reps": reps,
+                    "regions": data.hierarchy.size, "levels": data.hierarchy.depth, "max_size": data.max_size,
+                    "total": data.total}
             rng = SecureRandom(seed=f"{seed}/{eps_text}/{name}", label="bench")
             runs, refused = [], []
             for _ in range(reps):
@@ -90,54 +95,46 @@ def table7(reps: int, eps_list: list[str], seed: str, mechanisms: list[str], dat
                 except SecureLPError as exc:  # a refused release (e.g. chain without a certificate)
                     refused.append(f"{type(exc).__name__}: {exc}")
             if not runs:
-                print(f"| {eps_text} | {name} | not run: {refused[0]} | | | | | | | |")
-                rows.append({"eps": eps_text, "mechanism": name, "error": refused[0], "refused": len(refused)})
+                cases.append((case, {"refused": len(refused), "error": refused[0][:300]}))
                 continue
-            label = name if not refused else f"{name} ({len(runs)} released, {len(refused)} refused)"
-            reps_done = len(runs)
+            done = len(runs)
             l1 = np.array([[r["l1_error_by_level"][str(lev)] for lev in levels] for r in runs])
             viol = np.array([r["constraint_violations"] for r in runs])
-            cells = [f"{l1[:, k].mean():,.0f} ± {l1[:, k].std(ddof=1) if reps_done > 1 else 0:,.0f}" for k in range(len(levels))]
-            neg = sum(r["negative_counts"] for r in runs)
-            nonint = sum(r["non_integer_counts"] for r in runs)
-            tot = all(r["total_matches"] for r in runs)
-            post = np.mean([r["post_s"] for r in runs])
-            print(f"| {eps_text} | {label} | " + " | ".join(cells)
-                  + f" | {viol.mean():,.1f} ± {viol.std(ddof=1) if reps_done > 1 else 0:,.1f} | {neg} | {nonint} | {tot} | {post:.3f} |",
-                  flush=True)
-            rows.append({"eps": eps_text, "mechanism": name, "reps": reps_done, "refused": len(refused),
-                         "refusals": refused,
-                         "l1_mean": l1.mean(axis=0).tolist(), "l1_sd": (l1.std(axis=0, ddof=1) if reps_done > 1 else np.zeros(len(levels))).tolist(),
-                         "violations_mean": float(viol.mean()), "negative": neg, "non_integer": nonint,
-                         "total_matches": tot, "post_s_mean": float(post),
-                         "post_s_max": float(max(r["post_s"] for r in runs)),
-                         "details": [r["details"] for r in runs]})
-    return rows
+            cases.append((case, {
+                "released": done, "refused": len(refused), "l1_mean": l1.mean(axis=0).tolist(),
+                "l1_sd": (l1.std(axis=0, ddof=1) if done > 1 else np.zeros(len(levels))).tolist(),
+                "violations_mean": float(viol.mean()), "violations_sd": float(viol.std(ddof=1)) if done > 1 else 0.0,
+                "negative": int(sum(r["negative_counts"] for r in runs)),
+                "non_integer": int(sum(r["non_integer_counts"] for r in runs)),
+                "total_matches": all(r["total_matches"] for r in runs),
+                "post_s_mean": float(np.mean([r["post_s"] for r in runs]))}))
+            print(f"{section} eps={eps_text} {name}: {done} released", flush=True)
+    return cases
 
 
-def census_scaling(sizes: list[int], eps_list: list[str], seed: str, mechanisms: list[str]) -> list[dict]:
-    rows = []
-    print("\n### Census-scale synthetic: post-processing time (s), one run per cell\n")
-    print("| N | eps | mechanism | regions x sizes | noise s | post-process s | DP rounds | max window half-width | violations | neg | non-int | L1 level 3 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+def census_scaling(sizes: list[int], eps_list: list[str], seed: str, mechanisms: list[str]) -> list[tuple[dict, dict]]:
+    """Census-scale synthetic: post-processing time of each mechanism per N and eps, one release per cell."""
+    cases = []
     for n in sizes:
         data = census_synthetic(max_size=n, seed=0)
         for eps_text in eps_list:
             for name in mechanisms:
+                case = {"section": "census", "N": n, "eps": eps_text, "mechanism": name, "cells": int(data.counts.size)}
                 rng = SecureRandom(seed=f"{seed}/{n}/{eps_text}/{name}", label="bench")
                 try:
                     r = run_once(name, data, Fraction(eps_text), rng)
                 except SecureLPError as exc:
-                    print(f"| {n} | {eps_text} | {name} | {data.counts.size:,} | not run: {type(exc).__name__}: {exc} | | | | | | | |", flush=True)
-                    rows.append({"N": n, "eps": eps_text, "mechanism": name, "error": str(exc)})
+                    cases.append((case, {"error": f"{type(exc).__name__}: {exc}"[:300]}))
                     continue
                 d = r["details"]
-                print(f"| {n} | {eps_text} | {name} | {data.counts.size:,} | {r['noise_s']:.2f} | {r['post_s']:.2f} | "
-                      f"{d.get('dp_rounds', d.get('lp_rounds', '-'))} | {d.get('max_window_halfwidth', '-')} | {r['constraint_violations']} | "
-                      f"{r['negative_counts']} | {r['non_integer_counts']} | {r['l1_error_by_level']['3']:,.0f} |", flush=True)
-                rows.append({"N": n, "eps": eps_text, "mechanism": name, **{k: v for k, v in r.items() if k != "details"},
-                             "details": d})
-    return rows
+                cases.append((case, {"noise_s": r["noise_s"], "post_s": r["post_s"],
+                                     "rounds": d.get("dp_rounds", d.get("lp_rounds")),
+                                     "max_window_halfwidth": d.get("max_window_halfwidth"),
+                                     "violations": r["constraint_violations"], "negative": r["negative_counts"],
+                                     "non_integer": r["non_integer_counts"],
+                                     "l1_level3": r["l1_error_by_level"]["3"]}))
+                print(f"census N={n} eps={eps_text} {name}: {r['post_s']:.2f} s", flush=True)
+    return cases
 
 
 def _neighbours() -> tuple[GroupSizeData, GroupSizeData]:
@@ -165,17 +162,14 @@ def _interval(ok: int, n: int) -> tuple[float, float]:
     return lo, hi
 
 
-def attack(trials: int, mechanisms: list[str]) -> list[dict]:
+def attack(trials: int, mechanisms: list[str]) -> list[tuple[dict, dict]]:
     """Guess which neighbour a fresh-entropy release came from (module docstring, 3)."""
     x, y = _neighbours()
     h, eps = x.hierarchy, Fraction(1)
     cells = np.nonzero(y.counts != x.counts)
     coin = np.random.default_rng(0)
     bound = math.e / (1 + math.e)
-    print(f"\n### Distinguishing neighbours at eps = 1 ({trials} releases each; eps-DP allows {bound:.3f})\n")
-    print("| mechanism | from the release | with l1_error_by_level beside it |")
-    print("|---|---|---|")
-    rows = []
+    cases = []
     for name in mechanisms:
         plain = leak = 0
         for _ in range(trials):
@@ -189,15 +183,75 @@ def attack(trials: int, mechanisms: list[str]) -> list[dict]:
             reported = mech.l1_error_by_level(h, pp.counts, data.counts)
             fits = [mech.l1_error_by_level(h, pp.counts, c.counts) == reported for c in (x, y)]
             leak += (int(coin.integers(2)) if fits[0] == fits[1] else int(fits[1])) == secret
-        cells_text = [f"{k / trials:.3f} (95 % CI {lo:.3f}-{hi:.3f})" for k in (plain, leak)
-                      for lo, hi in [_interval(k, trials)]]
-        print(f"| {name} | {cells_text[0]} | {cells_text[1]} |", flush=True)
-        rows.append({"mechanism": name, "trials": trials, "release_only_correct": plain, "with_l1_correct": leak,
-                     "bound": bound})
-    return rows
+        cases.append(({"section": "attack", "mechanism": name, "trials": trials, "eps": "1"},
+                      {"release_only_correct": plain, "with_l1_correct": leak, "bound": bound,
+                       "release_only_interval": list(_interval(plain, trials)),
+                       "with_l1_interval": list(_interval(leak, trials))}))
+    return cases
 
 
-def main() -> None:
+def _section(records: list[dict], section: str) -> list[dict]:
+    """The newest run's lines of ``section`` (a run may leave some sections out)."""
+    lines = [r for r in records if r["case"]["section"] == section]
+    return latest_run(lines)
+
+
+def table_taxi(records: list[dict], section: str = "taxi") -> str:
+    """The Table 7 style table of the newest run that measured ``section``."""
+    lines = _section(records, section)
+    first = lines[0]["case"]
+    head = "| eps | mechanism | " + " | ".join(f"L1 level {k + 1}" for k in range(first["levels"]))
+    rows = [head + " | violations | negative | non-integer | total = G | post-process s (mean) |",
+            "|---|---|" + "---:|" * first["levels"] + "---:|---:|---:|---|---:|"]
+    for r in lines:
+        c, f = r["case"], r["figures"]
+        if "l1_mean" not in f:
+            rows.append(f"| {c['eps']} | {c['mechanism']} | refused: {f['error'][:80]} |" + " |" * (first["levels"] + 4))
+            continue
+        label = c["mechanism"] if not f["refused"] else f"{c['mechanism']} ({f['released']} released, {f['refused']} refused)"
+        cells = [f"{m:,.0f} ± {sd:,.0f}" for m, sd in zip(f["l1_mean"], f["l1_sd"])]
+        rows.append(f"| {c['eps']} | {label} | " + " | ".join(cells)
+                    + f" | {f['violations_mean']:,.1f} ± {f['violations_sd']:,.1f} | {f['negative']} | {f['non_integer']} "
+                    f"| {f['total_matches']} | {f['post_s_mean']:.3f} |")
+    return ("\n".join(rows) + f"\n\n{first['regions']} regions, L = {first['levels']}, N = {first['max_size']:,}, "
+            f"G = {first['total']:,}; mean ± sd over {first['reps']} releases per cell. NOT PRIVATE: errors against the "
+            "true counts. " + describe_run(lines[0]) + "\n")
+
+
+def table_census(records: list[dict]) -> str:
+    """The census-scale table of the newest run that measured it."""
+    lines = _section(records, "census")
+    rows = [("| N | eps | mechanism | regions x sizes | noise s | post-process s | rounds | violations | negative | "
+            "non-integer | L1 level 3 |"), "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in lines:
+        c, f = r["case"], r["figures"]
+        if "error" in f:
+            rows.append(f"| {c['N']} | {c['eps']} | {c['mechanism']} | {c['cells']:,} | not run: {f['error'][:90]} "
+                        "| | | | | | |")
+            continue
+        rows.append(f"| {c['N']} | {c['eps']} | {c['mechanism']} | {c['cells']:,} | {f['noise_s']:.2f} | {f['post_s']:.2f} "
+                    f"| {f['rounds'] if f['rounds'] is not None else '-'} | {f['violations']} | {f['negative']} | "
+                    f"{f['non_integer']} | {f['l1_level3']:,.0f} |")
+    return ("\n".join(rows) + "\n\nThe census-scale synthetic instance (3,194 regions: nation, 51 states, 3,142 "
+            "counties), one release per cell. " + describe_run(lines[0]) + "\n")
+
+
+def table_attack(records: list[dict]) -> str:
+    """The distinguishing attack's table of the newest run that measured it."""
+    lines = _section(records, "attack")
+    rows = ["| mechanism | correct guesses from the release | with l1_error_by_level beside it |", "|---|---|---|"]
+    for r in lines:
+        f = r["figures"]
+        t = r["case"]["trials"]
+        cells = [f"{f[k] / t:.3f} (95 % CI {lo:.3f}-{hi:.3f})"
+                 for k, (lo, hi) in (("release_only_correct", f["release_only_interval"]),
+                                     ("with_l1_correct", f["with_l1_interval"]))]
+        rows.append(f"| {r['case']['mechanism']} | {cells[0]} | {cells[1]} |")
+    return ("\n".join(rows) + f"\n\n{lines[0]['case']['trials']} releases per mechanism at eps = 1; eps-DP allows at most "
+            f"e/(1 + e) = {lines[0]['figures']['bound']:.3f}. " + describe_run(lines[0]) + "\n")
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=positive_int, default=30)
     ap.add_argument("--eps", nargs="+", default=["0.1", "0.5", "1"])
@@ -214,26 +268,36 @@ def main() -> None:
     ap.add_argument("--attack", type=int, default=0, metavar="T",
                     help="also run the distinguishing attack with T releases per mechanism")
     ap.add_argument("--attack-mechanisms", nargs="+", default=["hdp", "chain"])
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
-    check_writable(args.json, "--json")  # before the runs, not after them
+    ap.add_argument("--out", type=Path, default=results_path(NAME),
+                    help="JSON lines to append the run to (default benchmarks/results/census.jsonl)")
+    args = ap.parse_args(argv)
+    check_writable(str(args.out), "--out")  # before the runs, not after them
     print("NOT PRIVATE: evaluation against the true counts (errors computed from them)", flush=True)
-    out: dict = {"private": False}
+    context = run_context(NAME, argv)
+    cases: list[tuple[dict, dict]] = []
     if not args.skip_taxi:
-        if not TAXI.is_file():
-            print(f"taxi data not found at {TAXI}; skipping table 7")
-        else:
-            out["table7"] = table7(args.reps, args.eps, args.seed, args.taxi_mechanisms)
-    if args.lumped and TAXI.is_file():
-        out["lumped"] = table7(args.lumped_reps, args.eps, args.seed, list(mech.MECHANISMS), taxi_lumped(args.lumped),
-                               title=f"Kuo taxi hierarchy, sizes >= {args.lumped} lumped into one class")
+        cases += table7(args.reps, args.eps, args.seed, args.taxi_mechanisms)
+    if args.lumped:
+        cases += table7(args.lumped_reps, args.eps, args.seed, list(mech.MECHANISMS), taxi_lumped(args.lumped),
+                        section=f"taxi-lumped-{args.lumped}")
     if not args.skip_census:
-        out["census"] = census_scaling(args.sizes, args.census_eps, args.seed, args.census_mechanisms)
+        cases += census_scaling(args.sizes, args.census_eps, args.seed, args.census_mechanisms)
     if args.attack:
-        out["attack"] = attack(args.attack, args.attack_mechanisms)
-    if args.json:
-        write_atomically(args.json, json.dumps(out, indent=2, default=str), what="report ")
+        cases += attack(args.attack, args.attack_mechanisms)
+    append_run(args.out, context, cases)
+    records = load(args.out)
+    sections = dict.fromkeys(c["section"] for c, _ in cases)
+    for section in sections:
+        if section.startswith("taxi"):
+            print(table_taxi(records, section))
+    if "census" in sections:
+        print(table_census(records))
+    if "attack" in sections:
+        print(table_attack(records))
+    return 0
 
+
+main = one_line_errors(NAME, _main)
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,16 +1,18 @@
 """Benchmark: direct (HiGHS on the whole PMO) vs BD (records: Qiu; columns: ours), and partition statistics.
 
 Usage:
-    python benchmarks/bench_mdp.py partitions            # Tables 1-2 style statistics (M = 25)
-    python benchmarks/bench_mdp.py solve NAME [--method bd --decomposition columns] [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
+    python -m benchmarks.bench_mdp partitions            # Tables 1-2 style statistics (M = 25)
+    python -m benchmarks.bench_mdp solve NAME [--method bd --decomposition columns] [--cap S]  # one instance: rome, grid20x25_eps1, grid20x25_eps10,
                                                          # gaussian1000, gaussian2000, grid10x10_eps1
-    python benchmarks/bench_mdp.py ipm N K [--tolerance T] [--seed S] [--threads W]
+    python -m benchmarks.bench_mdp ipm N K [--tolerance T] [--seed S] [--threads W]
         # the structured IPM alone on K random undominated outputs of gaussian N's largest component
-    python benchmarks/bench_mdp.py graph      # essential pairs: per-source search vs min-plus, side by side
-    python benchmarks/bench_mdp.py scoreboard [--quick] [--direct-cap S] [--records-cap S] [--only NAME ...]
-        # issue 3's benchmark in one run: direct vs bd (columns) vs Qiu's record bd per instance, each
+    python -m benchmarks.bench_mdp graph      # essential pairs: per-source search vs min-plus, side by side
+    python -m benchmarks.bench_mdp scoreboard [--quick] [--direct-cap S] [--records-cap S] [--only NAME ...]
+        # the engine benchmark in one run: direct vs bd (columns) vs Qiu's record bd per instance, each
         # measurement in its own process, one after the other; JSON lines, then a markdown table
-Prints one JSON line per measurement (append them to a log and copy into docs/benchmarks/mdp.md).
+``scoreboard`` appends its measurements to ``benchmarks/results/mdp.jsonl`` (:mod:`benchmarks.results`)
+and ``python -m benchmarks.render`` puts the newest run's table into docs/benchmarks/mdp.md; the other
+modes are diagnostics that print one JSON line per measurement.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the child processes run this file as a script
 
+from benchmarks.results import append_run, describe_run, latest_run, load, one_line_errors, results_path, run_context
 from securelp.coordinator.commands.common import positive_float
+from securelp.coordinator.reporting import check_writable
 from securelp.solvers.errors import SecureLPError
 from securelp.solvers.mdp.bd import solve_bd
 from securelp.solvers.mdp.columns import solve_colgen
@@ -37,6 +41,8 @@ from securelp.solvers.mdp.ipm import structured_ipm
 from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.records import PARTITIONERS, partition_records
 from securelp.solvers.resources import peak_rss
+
+NAME = "mdp"
 
 INSTANCES = {
     "grid6x6_eps1": ("grid", {"rows": 6, "cols": 6}, 1.0, 2.0),
@@ -163,7 +169,7 @@ def graph_bench() -> None:
                           "same_mask": bool(np.array_equal(per_source, minplus))}), flush=True)
 
 
-#: issue 3's benchmark: instance, then (method, decomposition, cap key) in the order they run. The caps
+#: the engine benchmark: instance, then (method, decomposition, cap key) in the order they run. The caps
 #: are keys so that ``--direct-cap`` / ``--records-cap`` / ``--columns-cap`` set them for every row.
 SCOREBOARD = (
     ("grid20x25_eps10", (("direct", "records", "direct"), ("bd", "columns", "columns"), ("bd", "records", "records"))),
@@ -203,12 +209,8 @@ def _measure(args: list[str]) -> dict:
 
 
 def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> list[dict]:
-    """Issue 3's benchmark side by side in one run (:data:`SCOREBOARD`): JSON lines as each measurement
-    ends, then a markdown table with the ratio of ``direct``'s wall time to each decomposition's."""
-    import os
-    import platform
-    from importlib.metadata import version
-
+    """The mDP engine's benchmark side by side in one run (:data:`SCOREBOARD`): one JSON row per
+    measurement, printed as it ends; the rows are what :func:`scoreboard_cases` records."""
     rows: list[dict] = []
     for name, runs in QUICK_SCOREBOARD if quick else SCOREBOARD:
         if only and name not in only:
@@ -218,35 +220,53 @@ def scoreboard(quick: bool, caps: dict[str, float], only: list[str] | None) -> l
             row.setdefault("instance", name)
             row.setdefault("method", method)
             row["decomposition"] = None if method == "direct" else decomposition
+            row["cap_s"] = caps[cap_key]
             print(json.dumps(row), flush=True)
             rows.append(row)
-    cpu = platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    print(f"\n{cpu}, {os.cpu_count()} cores, highspy {version('highspy')}, {time.strftime('%Y-%m-%d %H:%M')}\n")
-    print("| instance | method | status | loss | lower | gap | wall s | max RSS GB | direct wall / this |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
-    for name in dict.fromkeys(r["instance"] for r in rows):
-        group = [r for r in rows if r["instance"] == name]
-        direct = next((r for r in group if r["method"] == "direct"), None)
-        for r in group:
-            label = r["method"] if r["decomposition"] is None else f"bd {r['decomposition']}"
-            ratio = "-"
-            if direct is not None and r is not direct and r.get("status") == "optimal":
-                ratio = f"{direct['wall_s'] / r['wall_s']:.1f}x"
-                if direct.get("status") != "optimal":  # direct did not certify: a lower bound on the ratio
-                    ratio = f"> {ratio} (direct: {direct.get('status')})"
-            num = {key: "-" if r.get(key) is None else f"{r[key]:.7g}" for key in ("objective", "lower", "rel_gap")}
-            print(f"| {name} | {label} | {r.get('status')} | {num['objective']} | {num['lower']} | {num['rel_gap']} | "
-                  f"{r['wall_s']} | {r['max_rss_gb']} | {ratio} |")
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+#: the keys of a scoreboard row that say what was measured (the rest is what was measured on it)
+CASE_KEYS = ("instance", "method", "decomposition", "cap_s", "records", "outputs", "eps", "eta")
+
+
+def scoreboard_cases(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """The scoreboard's rows as (case, figures) pairs for :func:`benchmarks.results.append_run`."""
+    from importlib.metadata import version
+
+    out = []
+    for row in rows:
+        case = {k: row[k] for k in CASE_KEYS if k in row}
+        case["highspy"] = version("highspy")
+        out.append((case, {k: v for k, v in row.items() if k not in CASE_KEYS}))
+    return out
+
+
+def table(records: list[dict]) -> str:
+    """The scoreboard table of the newest run, with the ratio of ``direct``'s wall time to each decomposition's."""
+    run = latest_run(records)
+    rows = ["| instance | method | status | loss | lower bound | gap | wall s | max RSS GB | direct wall / this |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in dict.fromkeys(r["case"]["instance"] for r in run):
+        group = [r for r in run if r["case"]["instance"] == name]
+        direct = next((r for r in group if r["case"]["method"] == "direct"), None)
+        for r in group:
+            c, f = r["case"], r["figures"]
+            label = c["method"] if c.get("decomposition") is None else f"bd {c['decomposition']}"
+            ratio = "-"
+            if direct is not None and r is not direct and f.get("status") == "optimal":
+                ratio = f"{direct['figures']['wall_s'] / f['wall_s']:.1f}x"
+                if direct["figures"].get("status") != "optimal":  # direct did not certify: a lower bound on the ratio
+                    ratio = f"> {ratio} (direct: {direct['figures'].get('status')})"
+            num = {key: "-" if f.get(key) is None else f"{f[key]:.7g}" for key in ("objective", "lower", "rel_gap")}
+            rows.append(f"| {name} | {label} | {f.get('status')} | {num['objective']} | {num['lower']} | "
+                        f"{num['rel_gap']} | {f['wall_s']} | {f['max_rss_gb']} | {ratio} |")
+    return ("\n".join(rows) + f"\n\nEach measurement in its own process, one after the other (highspy "
+            f"{run[0]['case']['highspy']}). " + describe_run(run[0]) + "\n")
+
+
+def _main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("partitions")
     s = sub.add_parser("solve")
@@ -272,13 +292,19 @@ def main() -> None:
     b.add_argument("--only", nargs="+", metavar="NAME", choices=[name for name, _ in SCOREBOARD + QUICK_SCOREBOARD],
                    help="instances to run (default: all of the scoreboard): "
                         + ", ".join(name for name, _ in SCOREBOARD + QUICK_SCOREBOARD))
-    a = ap.parse_args()
+    b.add_argument("--out", type=Path, default=results_path(NAME),
+                   help="JSON lines to append the run to (default benchmarks/results/mdp.jsonl)")
+    a = ap.parse_args(argv)
     if a.cmd == "scoreboard":
         chosen = [name for name, _ in (QUICK_SCOREBOARD if a.quick else SCOREBOARD)]
         if a.only and not set(a.only) & set(chosen):
             ap.error(f"--only {' '.join(a.only)}: none of them is in the {'--quick ' if a.quick else ''}scoreboard "
                      f"({', '.join(chosen)})")
-        scoreboard(a.quick, {"direct": a.direct_cap, "columns": a.columns_cap, "records": a.records_cap}, a.only)
+        check_writable(str(a.out), "--out")  # before the runs, not after them
+        context = run_context(NAME, argv)
+        rows = scoreboard(a.quick, {"direct": a.direct_cap, "columns": a.columns_cap, "records": a.records_cap}, a.only)
+        append_run(a.out, context, scoreboard_cases(rows))
+        print(table(load(a.out)))
     elif a.cmd == "graph":
         graph_bench()
     elif a.cmd == "partitions":
@@ -287,7 +313,10 @@ def main() -> None:
         ipm(a.n_records, a.n_outputs, a.tolerance, a.seed, a.threads)
     else:
         solve(a.name, a.method, a.cap, a.partitioner, a.subsets, a.decomposition)
+    return 0
 
+
+main = one_line_errors(NAME, _main)
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

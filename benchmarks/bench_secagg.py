@@ -10,30 +10,24 @@ plain session and a secure-aggregation session one after the other. Figures per 
 transport): median session seconds (hello to close) and masking seconds, bytes sent and received by
 all parties (serialized payloads), the largest relative difference of the objective from the
 central HiGHS optimum, and the encoding's error bound. Results are appended as JSON lines (machine,
-command, commit, date, figures) to ``benchmarks/results/secagg.jsonl``; ``--render`` writes the
-latest run's table into docs/BENCHMARKS.md. Usage::
+command, commit, date, figures; :mod:`benchmarks.results`) to ``benchmarks/results/secagg.jsonl``;
+``python -m benchmarks.render`` puts the latest run's table into docs/benchmarks/secagg.md. Usage::
 
     python -m benchmarks.bench_secagg --repeat 3
-    python -m benchmarks.bench_secagg --render
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
-import os
-import platform
-import shlex
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.results import run_context
 from securelp.coordinator.commands.common import positive_int
 from securelp.coordinator.examples import mangasarian_example, random_solvable_lp
 from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp
@@ -44,9 +38,8 @@ from securelp.solvers.lp import HighsBackend, LinearProgram, read_mps
 from securelp.solvers.lp.partition import split_columns
 
 REPO = Path(__file__).resolve().parents[1]
+NAME = "secagg"
 RESULTS = REPO / "benchmarks" / "results" / "secagg.jsonl"
-DOCS = REPO / "docs" / "BENCHMARKS.md"
-BEGIN, END = "<!-- bench_secagg: begin -->", "<!-- bench_secagg: end -->"
 
 
 def _instances(names: list[str]) -> list[tuple[str, LinearProgram, tuple[int, ...], str]]:
@@ -95,40 +88,10 @@ def _figures(outcomes: list[SessionOutcome], central: float) -> dict[str, object
     }
 
 
-def _machine() -> dict[str, object]:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
-            "platform": platform.platform(), "load_average_at_start": list(os.getloadavg())}
-
-
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{'+uncommitted' if dirty else ''}"
-
-
-def run(names: list[str], transports: list[str], repeat: int, out: Path) -> list[dict[str, object]]:
-    header = {"machine": _machine(), "command": " ".join(shlex.quote(a) for a in ["python", "-m",
-                                                                                 "benchmarks.bench_secagg",
-                                                                                 *sys.argv[1:]]),
-              "commit": _commit(), "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+def run(names: list[str], transports: list[str], repeat: int, out: Path,
+        argv: list[str] | None = None) -> list[dict[str, object]]:
+    context = run_context(NAME, argv)  # the shared fields, kept flat in this file's lines
+    header = {k: context[k] for k in ("machine", "command", "commit", "date")}
     lines = []
     for name, lp, split, mode in _instances(names):
         public, blocks = split_columns(lp, split, ids=[f"owner{i + 1}" for i in range(len(split))])
@@ -163,8 +126,9 @@ def render_table(lines: list[dict]) -> str:  # type: ignore[type-arg]
     first = lines[0]
     m = first["machine"]
     mem = f", {m['memory_bytes'] / 2**30:.0f} GiB" if m.get("memory_bytes") else ""
-    if m.get("load_average_at_start"):
-        mem += f", load average {m['load_average_at_start'][0]:.1f} at the start"
+    load = m.get("load_average") or m.get("load_average_at_start")
+    if load:
+        mem += f", load average {load[0]:.1f} at the start"
     head = (f"Run of {first['date']} at commit `{first['commit']}` on {m['cpu']} ({m['cores']} cores{mem}, "
             f"Python {m['python']}): `{first['command']}`; medians of {first['repeat']} sessions of each kind, plain and "
             "secure one after the other in every repetition; bytes are the serialized payloads all parties sent "
@@ -185,40 +149,23 @@ def render_table(lines: list[dict]) -> str:  # type: ignore[type-arg]
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
-def render(results: Path, docs: Path) -> str:
-    """Write the latest run's table of ``results`` between the markers in ``docs``; returns the table."""
-    if not results.exists():
-        raise InputError(f"{results} does not exist: run the benchmark first")
-    lines = [json.loads(t) for t in results.read_text().splitlines() if t.strip()]
-    if not lines:
-        raise InputError(f"{results} holds no results")
-    latest = lines[-1]["date"]
-    table = render_table([line for line in lines if line["date"] == latest])
-    text = docs.read_text()
-    if BEGIN not in text or END not in text:
-        raise InputError(f"{docs} has no {BEGIN} ... {END} section to fill")
-    before, rest = text.split(BEGIN, 1)
-    _, after = rest.split(END, 1)
-    write_atomically(docs, f"{before}{BEGIN}\n{table}{END}{after}", what="benchmark page ")
-    return table
+def table(records: list[dict]) -> str:  # type: ignore[type-arg]
+    """The docs table of the newest run (``python -m benchmarks.render``)."""
+    latest = records[-1]["date"]
+    return render_table([line for line in records if line["date"] == latest])
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=positive_int, default=3)
     ap.add_argument("--instances", default="example1,example2,random3000x300,afiro")
     ap.add_argument("--transports", default="inprocess,grpc")
     ap.add_argument("--out", type=Path, default=RESULTS, help="JSON lines to append to (default %(default)s)")
-    ap.add_argument("--render", action="store_true", help="only write the latest run's table into --docs")
-    ap.add_argument("--docs", type=Path, default=DOCS)
-    args = ap.parse_args()
-    if args.render:
-        print(render(args.out, args.docs))
-        return 0
+    args = ap.parse_args(argv)
     transports = [t for t in args.transports.split(",") if t]
     if not set(transports) <= {"inprocess", "grpc"}:
         raise InputError(f"--transports {args.transports!r}: expected inprocess and/or grpc")
-    run([n for n in args.instances.split(",") if n], transports, args.repeat, args.out)
+    run([n for n in args.instances.split(",") if n], transports, args.repeat, args.out, argv)
     return 0
 
 

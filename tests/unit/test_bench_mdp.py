@@ -7,6 +7,7 @@ import json
 import pytest
 
 from benchmarks import bench_mdp
+from benchmarks.results import run_context
 from securelp.solvers.mdp.graph import DENSE_PAIR_SHARE
 
 
@@ -30,6 +31,12 @@ def test_the_graph_benchmark_runs_both_searches(capsys: pytest.CaptureFixture[st
     assert rows[0]["dense_share"] > DENSE_PAIR_SHARE > rows[1]["dense_share"]
 
 
+def _records(rows: list[dict]) -> list[dict]:
+    """The scoreboard's rows as the lines benchmarks/results.py writes for them."""
+    context = run_context("mdp", ["scoreboard", "--quick"])
+    return [{**context, "case": case, "figures": figures} for case, figures in bench_mdp.scoreboard_cases(rows)]
+
+
 def test_the_scoreboard_runs_every_method_in_its_own_process(capsys: pytest.CaptureFixture[str]) -> None:
     rows = bench_mdp.scoreboard(True, {"direct": 60.0, "columns": 60.0, "records": 60.0}, None)
     out = capsys.readouterr().out
@@ -38,7 +45,8 @@ def test_the_scoreboard_runs_every_method_in_its_own_process(capsys: pytest.Capt
     assert all(r["status"] == "optimal" and r["wall_s"] >= r["time_s"] > 0 and r["max_rss_gb"] > 0 for r in rows)
     assert max(r["objective"] for r in rows) - min(r["objective"] for r in rows) <= 1e-9 * rows[0]["objective"]
     assert all(r["rel_gap"] <= 1e-4 for r in rows)
-    table = [line for line in out.splitlines() if line.startswith("| grid6x6_eps1 |")]
+    assert out.count('"instance": "grid6x6_eps1"') == 3  # a JSON row as each measurement ended
+    table = [line for line in bench_mdp.table(_records(rows)).splitlines() if line.startswith("| grid6x6_eps1 |")]
     assert len(table) == 3 and table[0].endswith("| - |") and table[1].endswith("x |")
 
 
@@ -49,7 +57,7 @@ def test_the_scoreboard_reports_a_child_that_crashed(capsys: pytest.CaptureFixtu
     monkeypatch.setattr(bench_mdp, "QUICK_SCOREBOARD", (("no_such_instance", (("direct", "records", "direct"),)),))
     rows = bench_mdp.scoreboard(True, {"direct": 5.0, "columns": 5.0, "records": 5.0}, None)
     assert rows[0]["status"] == "crashed" and rows[0]["exit_code"] != 0
-    assert "| no_such_instance | direct | crashed |" in capsys.readouterr().out
+    assert "| no_such_instance | direct | crashed |" in bench_mdp.table(_records(rows))
 
 
 @pytest.mark.parametrize("argv", [["scoreboard", "--direct-cap", "-1"], ["scoreboard", "--records-cap", "nan"],

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_mpyc as bm
+from benchmarks import mpyc_lp
 from securelp.solvers.errors import InputError
 from securelp.solvers.lp import HighsBackend, LinearProgram, Sense, SolveStatus, read_mps
 from tests.lp_fixtures import random_feasible_lp
@@ -112,11 +113,11 @@ def test_the_integer_tableau_is_exact_when_decimals_suffice_and_says_when_rounde
 
 
 def test_tournament_argmin_keeps_the_first_of_equals() -> None:
-    less = bm._fraction_less
-    assert bm.tournament_argmin([3, 1, 1, 2], lambda a, b: a < b) == 1
-    assert bm.tournament_argmin([5, 4, 4], lambda a, b: a < b) == 1
-    assert bm.tournament_argmin([(2, 4), (1, 2), (3, 1)], less) == 0  # 1/2 == 1/2: the first
-    assert bm.tournament_argmin([7], less) == 0
+    less = mpyc_lp._fraction_less
+    assert mpyc_lp.tournament_argmin([3, 1, 1, 2], lambda a, b: a < b) == 1
+    assert mpyc_lp.tournament_argmin([5, 4, 4], lambda a, b: a < b) == 1
+    assert mpyc_lp.tournament_argmin([(2, 4), (1, 2), (3, 1)], less) == 0  # 1/2 == 1/2: the first
+    assert mpyc_lp.tournament_argmin([7], less) == 0
 
 
 @pytest.mark.parametrize("row_gcd", [True, False])
