@@ -276,7 +276,7 @@ def _main(argv: list[str] | None = None) -> int:
     s.add_argument("--partitioner", default="kmdv")
     s.add_argument("--subsets", type=int, default=25)
     s.add_argument("--decomposition", choices=["records", "columns"], default="records",
-                   help="bd: Qiu's record partition (default) or by output column (docs/mdp.md)")
+                   help="bd: Qiu's record partition (default) or by output column (docs/explanation/mdp.md)")
     i = sub.add_parser("ipm")
     i.add_argument("n_records", type=int)
     i.add_argument("n_outputs", type=int)

@@ -1,6 +1,6 @@
 """The coordinator's side of PPLP (Mangasarian 2011), free of any transport.
 
-Steps (DESIGN.md): (1) hello: parties report n_j only; k is fixed (default: the number
+Steps (docs/explanation/architecture.md): (1) hello: parties report n_j only; k is fixed (default: the number
 of dense-masked columns, i.e. n when every column is free; ``k < n`` is refused).
 (2) mask: each party sends A_.j B_.j' and B_.j c_j (plus its monomial or bound-row
 parts). (3) the coordinator sums the products, AB' = sum_j A_.j B_.j' and

@@ -37,7 +37,7 @@ def require_file(path: str | os.PathLike[str], what: str) -> Path:
     if not p.is_file():
         if p.is_dir():
             why = "is a directory, not a file"
-        elif p.exists():  # until stop 49: "/dev/null does not exist"
+        elif p.exists():  # a device exists, but is no regular file
             why = "is not a regular file (a device, FIFO or socket)"
         elif p.is_symlink():
             why = "is a symbolic link to a file that does not exist"
@@ -262,14 +262,14 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
     complete or not at all; an error leaves no temporary file behind. ``mode``: the file's
     permissions, set before any byte is written (the temporary file is created ``0600``, so a
     key is never readable by others, not even for a moment); ``None``: what ``open()`` would give,
-    ``0666`` less the umask (reports, mechanisms, plots; until stop 36 every file stayed ``0600``).
+    ``0666`` less the umask (reports, mechanisms, plots: others may read them).
     Private data (keys, a party's block) passes ``0o600``. ``what`` prefixes the path in
     messages (e.g. ``"report "``).
 
     A symbolic link to a regular file (or to nothing yet) is followed: its target is replaced, the
-    link stays (until stop 47 the link was replaced by a file); a loop of links is refused. A
-    device, a FIFO or what leads to one (``/proc/self/fd/3``) is written into, not replaced (until
-    stop 47 ``--json /dev/full`` left a regular file in /dev); a FIFO that no process reads is an
+    link stays; a loop of links is refused. A
+    device, a FIFO or what leads to one (``/proc/self/fd/3``) is written into, not replaced (so
+    ``--json /dev/full`` fails and leaves no regular file in /dev); a FIFO that no process reads is an
     error, not a hang. A file that exists keeps its permissions. Inside :func:`written_together`
     the rename (or the write into a device) waits for the end of the block.
 

@@ -59,8 +59,8 @@ def memory_shortfall(need: float, free: int | None, share: float = 1.0) -> str:
 
 def format_bytes(n: float) -> str:
     """``n`` bytes for a message, in the largest unit that keeps a digit before the point:
-    ``"12.3 GiB"``, ``"412.0 MiB"``, ``"3.0 KiB"``, ``"512 bytes"`` (until stop 49 every figure was
-    in GiB, and a tight ``ulimit -v`` read "more than the 0.0 GiB available")."""
+    ``"12.3 GiB"``, ``"412.0 MiB"``, ``"3.0 KiB"``, ``"512 bytes"`` (a figure in GiB alone would read
+    a tight ``ulimit -v`` as "more than the 0.0 GiB available")."""
     n = max(0.0, float(n))
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:

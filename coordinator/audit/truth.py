@@ -1,6 +1,6 @@
 """Evaluation against the truth: how much of what an attack recovered is right.
 
-This is the explicitly non-private path (DESIGN.md: evaluation against the truth is separate
+This is the explicitly non-private path (docs/explanation/architecture.md: evaluation against the truth is separate
 from anything released): it needs every party's block, which only a simulation (``securelp
 solve``, ``demo``) or ``securelp audit --truth`` holds. The figures it adds to a report say how
 good the attacks were; they are computed from private data and belong to the evaluation only.

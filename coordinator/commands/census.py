@@ -5,7 +5,7 @@
 geometric noise to the true counts (or cumulative counts) and post-processes them;
 ``securelp census postprocess --noisy FILE --total G --mechanism M [--json R] [--out F]`` only
 post-processes given noisy values; ``securelp census evaluate`` runs the same releases and
-compares them with the true counts (NOT private). JSON keys are documented in docs/census.md.
+compares them with the true counts (NOT private). JSON keys are documented in docs/reference/reports.md.
 
 What leaves a release is a function of the noisy measurements and of public parameters only
 (the hierarchy, the public total G, the size domain 1..N, eps, the mechanism): the true counts
@@ -149,7 +149,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "census",
         help="hierarchical DP group-size releases (PGSR)",
         description="Consistent differentially private releases of hierarchical group-size counts "
-        "(Fioretto, Van Hentenryck, Zhu, AIJ 2021). See docs/census.md.",
+        "(Fioretto, Van Hentenryck, Zhu, AIJ 2021). See docs/explanation/census.md.",
     )
     csub = p.add_subparsers(dest="census_command", metavar="ACTION")
     csub.required = True

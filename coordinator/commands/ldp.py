@@ -2,7 +2,7 @@
 
 Builds the chosen mechanism on a grid (or a metric dataset), verifies it, simulates
 ``--users`` users drawn from the prior, and reports theory next to simulation for the
-range error and the frequency-estimation MSE (keys documented in docs/ldp.md).
+range error and the frequency-estimation MSE (keys documented in docs/reference/reports.md).
 
 It releases nothing: every simulated figure is computed from the simulated users' true values
 (and the prior), so the command is an evaluation, NOT private. Its human output says so in its

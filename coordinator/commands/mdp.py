@@ -1,7 +1,7 @@
 """``securelp mdp``: optimal metric-DP perturbation matrices (direct LP, Qiu's BD, or the EM baseline).
 
 Loads a secret dataset, builds the PMO LP (Qiu Eq. 4-7), solves it, verifies the mechanism
-and writes the JSON report whose keys are documented in docs/mdp.md. A progress line (tqdm)
+and writes the JSON report whose keys are documented in docs/reference/reports.md. A progress line (tqdm)
 shows the iterations on a terminal (quiet with ``--json -``, ``--quiet`` or without a TTY).
 """
 
@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "mDP-graph component (certifies Rome and the 20x25 grids in seconds); 'records' = Qiu's "
                         "BD over a record partition (stalls short of 1e-4 at large eps*d). Default: 'records' "
                         "when a partition is asked for (--partitioner, --subsets or --no-initial-cuts), else "
-                        "'columns' (docs/mdp.md)")
+                        "'columns' (docs/explanation/mdp.md)")
     p.add_argument("--partitioner", default=None, choices=list(PARTITIONERS),
                    help=f"Qiu's BD: the partitioner (default {DEFAULT_PARTITIONER}); implies --decomposition records")
     p.add_argument("--subsets", type=int, default=None,
@@ -123,7 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "point method on the outputs it marks as used: columns, duals and a bound) or 'auto' "
                         "(default: by the component's size and the time limit, and 'ipm' after all on a "
                         "component whose column generation has not closed the gap in 25 iterations; "
-                        "docs/mdp_design.md)")
+                        "docs/explanation/mdp.md)")
     p.add_argument("--no-initial-cuts", action="store_true", default=None,
                    help="Qiu's BD without Property 3.2's initial cuts; implies --decomposition records")
     p.add_argument("--exact-check", action="store_true", help="also verify in exact rational arithmetic (small instances)")
@@ -211,7 +211,7 @@ def saved_dataset_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report_dict(result: Any, problem: Any) -> dict[str, Any]:
-    """The stable JSON report (keys documented in docs/mdp.md)."""
+    """The stable JSON report (keys documented in docs/reference/reports.md)."""
     part = result.partition or {}
     return {
         "status": result.status,
@@ -447,9 +447,9 @@ def stop_hint(status: str, rel_gap: float, args: argparse.Namespace) -> str:
     elif status == "iteration_limit":
         fixes.append("raise --max-iterations")
     if args.method == "direct":
-        fixes.append("use --method bd --decomposition columns (certified; docs/mdp.md)")
+        fixes.append("use --method bd --decomposition columns (certified; docs/explanation/mdp.md)")
     if args.method == "bd" and args.decomposition == "records":
         instead = f" in place of {', '.join(args.partition_flags)}" if getattr(args, "partition_flags", None) else ""
         fixes.append(f"use --decomposition columns{instead} (Qiu's record BD stalls at large eps*d, and its master, every "
-                     "boundary record for every output, is slow on large data; docs/mdp.md, Known weaknesses)")
+                     "boundary record for every output, is slow on large data; docs/explanation/mdp.md, Known weaknesses)")
     return text + (": " + ", or ".join(fixes) if fixes else "")

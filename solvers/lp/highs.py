@@ -192,7 +192,7 @@ def pass_arrays(h: object, c: np.ndarray, col_lower: np.ndarray, col_upper: np.n
 #: dual simplex gives up that way on some ill-conditioned models ("Increasing Markowitz threshold
 #: to 0.5", then the error). Measured on a transformed e226 in rows mode (505 x 292, 147,460
 #: nonzeros, coefficients 9e-6 to 6e3), where it happened in 1 of 150 sessions: the same options on a
-#: fresh object fail again (the retry that was here until stop 48, which failed in CI); presolve
+#: fresh object fail again (a plain retry does not help); presolve
 #: off, the interior-point solver, primal simplex or no scaling each solve it (optimum -11.6389291)
 _FALLBACKS: tuple[dict[str, object], ...] = ({}, {"presolve": "off"}, {"solver": "ipm"})
 

@@ -30,7 +30,7 @@ class IterationRecord:
 
 @dataclass(frozen=True)
 class MechanismResult:
-    """A verified mechanism and how it was obtained (fixed shape; see docs/mdp.md)."""
+    """A verified mechanism and how it was obtained (fixed shape; see docs/reference/reports.md)."""
 
     method: str
     status: str

@@ -33,7 +33,7 @@ of ``2^-61`` (used by optimized unary encoding, whose ``q`` is rounded *up* to t
 which can only lower its privacy loss).
 
 References: the row-sampling view follows the testing practice in
-``PRIVACY_TESTING.md`` (exact samplers, chi-square against the exact pmf); the
+docs/explanation/testing.md (exact samplers, chi-square against the exact pmf); the
 Linear-Equations mechanism whose rows are sampled is X. Gu, M. Li, Y. Cao, L. Xiong,
 "Supporting both Range Queries and Frequency Estimation with Local Differential
 Privacy" (IEEE CNS 2019).
@@ -260,7 +260,7 @@ def chi_square_test(samples: np.ndarray, pmf: np.ndarray, alpha: float = 1e-6) -
     """Pearson chi-square of ``samples`` (values ``0..m-1``) against ``pmf``.
 
     Critical value ``scipy.stats.chi2.isf(alpha, dof)`` (exact quantile, no approximation);
-    ``alpha`` is the false-positive rate (default 1e-6, per PRIVACY_TESTING.md).
+    ``alpha`` is the false-positive rate (default 1e-6, per docs/explanation/testing.md).
     """
     from scipy.stats import chi2
 

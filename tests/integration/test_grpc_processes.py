@@ -152,8 +152,8 @@ def test_hung_party_hits_the_deadline(tmp_path):
         links = cluster.links(deadline_s=4, wait_ready=False)
         with pytest.raises(TransportError, match=r"party frozen at 127\.0\.0\.1:\d+ did not answer hello within 4 s"):
             run_secure_lp(public, links, SessionConfig(deadline_s=4))
-        # the deadline plus 1 s of best-effort Close to the party that timed out (until stop 47 Close
-        # waited min(deadline, 10 s) more for it: 8 s here)
+        # the deadline plus 1 s of best-effort Close to the party that timed out (not min(deadline, 10 s)
+        # more for it: that would be 8 s here)
         assert time.monotonic() - start < 4 + 3
         assert [link.timed_out for link in links] == [False, True]
     # a stopped process ignores SIGTERM: the launcher had to SIGKILL it
@@ -161,9 +161,9 @@ def test_hung_party_hits_the_deadline(tmp_path):
 
 def test_an_interrupted_run_does_not_wait_out_the_calls_in_flight(tmp_path):
     """Ctrl-C (or SIGTERM, which takes its path) while a party is stopped: the calls in flight are
-    cancelled and the stopped party's Close gets 1 s. Until stop 47 the run waited min(deadline,
-    10 s) for that Close and the pool waited for the call itself, so the console script's 5 s
-    watchdog ended it with "shutdown did not finish"."""
+    cancelled and the stopped party's Close gets 1 s. Waiting min(deadline, 10 s) for that Close
+    and for the call itself would let the console script's 5 s watchdog end the run with
+    "shutdown did not finish"."""
     import threading
 
     lp = small_lp(2)

@@ -1,6 +1,6 @@
 """Exact two-sided geometric sampler: chi-square against the exact pmf, with negative controls.
 
-Per ../shared/PRIVACY_TESTING.md: bins fixed in advance, critical value from
+Per docs/explanation/testing.md: bins fixed in advance, critical value from
 scipy.stats.chi2.isf at a false-positive rate of 1e-6, and the same test must reject samples
 whose scale is off by x0.7 and x1.3.
 """

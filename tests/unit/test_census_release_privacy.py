@@ -1,4 +1,4 @@
-"""Everything that leaves a release is a function of the noisy measurements (PRIVACY_TESTING.md, 8).
+"""Everything that leaves a release is a function of the noisy measurements (docs/explanation/testing.md).
 
 A DP release may reveal the noisy measurements and what is computed from them and from public
 parameters (the hierarchy, G, the size domain 1..N, eps); a figure computed from the true counts

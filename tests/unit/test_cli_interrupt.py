@@ -50,8 +50,8 @@ def test_it_does_nothing_in_process() -> None:
     assert s.set_wakeup_fd(before) == before
 
 
-# a SIGTERM while the command's modules still load (before stop 48: killed, 143, no message; a
-# KeyboardInterrupt raised there once broke numpy's import into a 63-line traceback)
+# a SIGTERM while the command's modules still load must end with 130 and one line, not be killed (143,
+# no message), and a KeyboardInterrupt raised there must not break numpy's import into a traceback
 _EARLY = """
 import os, signal, sys
 import securelp.coordinator.cli as cli

@@ -62,7 +62,7 @@ def test_infeasible_and_unbounded_exit_codes(tmp_path, text, code):
     (["solve", "{free}", "--parties", "2", "--k", "1"], ExitCode.CONFIG, "k = 1 is smaller than n = 2"),
     (["solve", "{tiny}", "--json", "/nonexistent-dir/r.json"], ExitCode.INPUT, "does not exist"),
     (["demo", "--example", "3"], ExitCode.USAGE, "invalid choice"),
-    # numpy's generators take no negative seed: a traceback until stop 41
+    # numpy's generators take no negative seed: refused as a usage error, not a traceback
     (["demo", "--data-seed", "-1", "--transport", "inprocess"], ExitCode.USAGE, "expected a non-negative integer, got -1"),
     (["census", "release", "--synthetic", "census", "--data-seed", "-1", "--eps", "1", "--mechanism", "hdp",
       "--json", "-"], ExitCode.USAGE, "expected a non-negative integer, got -1"),

@@ -224,7 +224,7 @@ class _FlakyRun:
 def test_a_run_that_errs_out_is_tried_again_with_other_options(monkeypatch, caplog, failures, status, last_options):
     """HiGHS's dual simplex gives up on some ill-conditioned models with an error and model status
     'Not Set' (a transformed e226 in rows mode, 1 session in 150); the same options fail again
-    (until stop 48 the one retry used them), so the solve is tried with presolve off, then with the
+    (a plain retry does not help), so the solve is tried with presolve off, then with the
     interior-point solver; when both fail too the status is an error, not an exception."""
     from securelp.solvers.lp import highs as backend
 

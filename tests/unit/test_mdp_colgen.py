@@ -52,7 +52,7 @@ def test_columns_decomposition_equals_direct(instance: str, pricing: str) -> Non
         verify_mechanism(res.mechanism, p.dataset.distance, p.eps, eta=p.eta)
         assert res.objective == pytest.approx(p.objective_of(res.mechanism), rel=1e-12)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
-    # at eps d ~ 10 the bound from HiGHS's pricing duals is good to ~1e-6 relative only (docs/mdp.md)
+    # at eps d ~ 10 the bound from HiGHS's pricing duals is good to ~1e-6 relative only (docs/explanation/mdp.md)
     assert r.lower_bound <= direct.objective * (1 + 1e-9) and r.rel_gap <= 1e-5
     # negative control: the same matrix is not private at a smaller eps (the check can fail)
     with pytest.raises(VerificationError):

@@ -147,7 +147,7 @@ def test_labels_given_twice_in_a_points_file_are_refused_only_where_asked_for(tm
 
 
 def test_the_release_is_an_exact_draw_from_the_true_records_row(saved: Path) -> None:
-    """Chi-square (alpha 1e-6, PRIVACY_TESTING.md) of 20,000 releases of one record against its row;
+    """Chi-square (alpha 1e-6, docs/explanation/testing.md) of 20,000 releases of one record against its row;
     the same draws against a neighbour's row are rejected, so the test can fail."""
     Z = load_mechanism(saved / "Z.npy").Z
     ds = load_dataset("grid", rows=4, cols=4)
@@ -175,9 +175,9 @@ def test_the_outputs_of_a_run_are_drawn_again(tmp_path: Path, seed: list[str]) -
 
 
 def test_the_python_example_in_the_docs_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "mdp.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "api.md").read_text()
     script = tmp_path / "example.py"
-    script.write_text(text.split("## From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0])
+    script.write_text(text.split("## Metric DP", 1)[1].split("```python\n", 1)[1].split("```", 1)[0])
     runpy.run_path(str(script))
     released = ast.literal_eval(capsys.readouterr().out.strip().splitlines()[-1])  # (after HiGHS's banner, if any)
     assert len(released) == 3 and all(label.startswith("r") for label in released)

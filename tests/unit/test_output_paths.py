@@ -30,7 +30,7 @@ def test_check_writable_names_the_option_and_what_is_wrong(tmp_path: Path, monke
     with pytest.raises(InputError, match=r"--json .*: directory .*missing does not exist"):
         check_writable(tmp_path / "missing" / "r.json", "--json")
     with pytest.raises(InputError, match=r"--json .*new/: it names a directory, which does not exist"):
-        check_writable(f"{tmp_path}/new/", "--json")  # until stop 47 a file named "new" was written
+        check_writable(f"{tmp_path}/new/", "--json")  # no file named "new" is written
     # root may write anywhere, so the permission check is shown through os.access
     monkeypatch.setattr(files.os, "access", lambda *_a: False)
     with pytest.raises(InputError, match=r"--out .*: directory .* is not writable"):
@@ -130,7 +130,7 @@ def test_write_atomically_sets_the_mode_and_takes_a_writer(tmp_path: Path) -> No
 
 def test_outputs_get_the_umask_and_private_blocks_stay_owner_only(tmp_path: Path) -> None:
     """A report, a mechanism or the public rows get what ``open()`` would give (``0666`` less the
-    umask; until stop 36 they were ``0600`` like keys); a party's block file holds private data and
+    umask: others may read them, unlike keys); a party's block file holds private data and
     stays ``0600`` whatever the umask."""
     from securelp.solvers.lp.mps import read_mps
     from securelp.solvers.lp.partition import save_block, save_public, split_columns
@@ -213,8 +213,8 @@ def test_check_distinct_sees_one_file_under_other_names(tmp_path: Path) -> None:
       "{dir}/public.npz"], "--json {dir}/public.npz is the input --public"),
 ])
 def test_no_command_writes_over_its_own_input(tmp_path: Path, capsys, argv, fragment) -> None:
-    """Until stop 47 each of these ran and replaced its input file (a mechanism or a points file by a
-    report, a census file by its release); now each is refused before any work, the input intact."""
+    """Each of these would replace its input file (a mechanism or a points file by a report, a census
+    file by its release); each is refused before any work, the input intact."""
     inputs = {"pts.csv": "0,0\n1,0\n0,1\n", "p.txt": "0.25 0.25 0.25 0.25\n", "c.csv": "level,region_id\n",
               "lp.mps": "NAME x\n", "public.npz": "x", "z.npz": None}
     for name, text in inputs.items():
@@ -228,8 +228,8 @@ def test_no_command_writes_over_its_own_input(tmp_path: Path, capsys, argv, frag
 
 
 def test_a_link_is_followed_and_a_device_or_fifo_is_written_into(tmp_path: Path) -> None:
-    """Until stop 47 the rename put a regular file in place of a symbolic link, a device
-    (``--json /dev/full`` as root replaced the device node) or a FIFO (its reader waited forever)."""
+    """A rename would put a regular file in place of a symbolic link, a device (``--json /dev/full``
+    as root would replace the device node) or a FIFO (its reader would wait forever)."""
 
     target = tmp_path / "target.json"
     target.write_text("old")
@@ -310,8 +310,8 @@ def test_perturb_leaves_no_report_when_its_released_records_cannot_be_written(tm
 
 
 def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Path, monkeypatch, capsys) -> None:
-    """Until stop 47 the report was written first: a failing ``--out`` left a report that described a
-    release nobody had."""
+    """The report and the counts are written together: a failing ``--out`` leaves no report that
+    describes a release nobody has."""
     data = tmp_path / "d.csv"
     data.write_text("level,region_id,parent_id,size,count\n1,R,,1,5\n1,R,,3,2\n2,a,R,1,3\n2,a,R,3,2\n2,b,R,1,2\n")
     _refuse_renames_to(monkeypatch, "out.csv", errno.EACCES)
@@ -326,10 +326,10 @@ def test_census_leaves_no_report_when_its_counts_cannot_be_written(tmp_path: Pat
 
 
 def test_outputs_through_pipes_long_names_loops_and_kept_permissions(tmp_path: Path) -> None:
-    """The second review (stop 47): a FIFO nobody reads hung after the other output was renamed into
-    place; ``/proc/self/fd/N`` (a link to ``pipe:[...]``) could not be written; a 260-byte name was a
-    traceback and a 250-byte one failed for its temporary's name; a loop of links was replaced by a
-    file; a link into a missing directory was found only after the work; a 0600 file became 0644."""
+    """A FIFO nobody reads is an error, not a hang after the other output was renamed into place;
+    ``/proc/self/fd/N`` (a link to ``pipe:[...]``) is written into; a 260-byte name is a one-line error
+    and a 250-byte one does not fail for its temporary's name; a loop of links is refused, not replaced
+    by a file; a link into a missing directory is found before the work; a 0600 file stays 0600."""
     from securelp.solvers.files import written_together
 
     fifo = tmp_path / "ff"
@@ -369,7 +369,7 @@ def test_outputs_through_pipes_long_names_loops_and_kept_permissions(tmp_path: P
 
 def test_an_input_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path: Path) -> None:
     """require_file (every input file): a directory, a device or FIFO, a dangling link, a missing
-    path each say which ("/dev/null does not exist" until stop 49)."""
+    path each say which (not "/dev/null does not exist")."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     dangling = tmp_path / "link"

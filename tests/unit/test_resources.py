@@ -33,7 +33,7 @@ def test_the_address_space_limit_caps_the_available_memory() -> None:
 
 
 def test_a_run_under_ulimit_v_is_refused_up_front() -> None:
-    # HiGHS's std::bad_alloc traceback (exit 1) until stop 48: the check saw 22 GiB of RAM
+    # without the ulimit in the check it sees 22 GiB of RAM and HiGHS dies with std::bad_alloc (exit 1)
     out = _limited(3 * GIB // 2, ["mdp", "--dataset", "grid", "--rows", "30", "--cols", "30", "--eps", "1", "--eta", "2",
                                   "--method", "direct", "--json", "-"])
     assert out.returncode == ExitCode.RESOURCE, out.stderr
@@ -113,7 +113,7 @@ def test_an_interrupted_removal_of_private_keys_is_finished_by_the_exit_cleanups
     monkeypatch.setattr(shutil, "rmtree", interrupted_once)
     with pytest.raises(KeyboardInterrupt), exit_cleanups.private_tempdir("securelp-test-") as tmp:
         (tmp / "party.key").write_text("secret")
-    assert tmp.exists()  # cut short: the clean-up is still registered (until stop 48 it was dropped)
+    assert tmp.exists()  # cut short: the clean-up is still registered
     exit_cleanups.run_exit_cleanups()
     assert not tmp.exists()
 
@@ -129,7 +129,7 @@ def test_byte_figures_keep_a_digit_before_the_point(n: int, text: str) -> None:
 
 
 def test_a_tight_limit_is_not_read_as_zero() -> None:
-    # "more than the 0.0 GiB available" until stop 49
+    # not "more than the 0.0 GiB available"
     from securelp.solvers.resources import memory_shortfall
 
     assert memory_shortfall(3 * 2**20, 2**20) == "3.0 MiB, more than the 1.0 MiB available"

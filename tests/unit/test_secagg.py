@@ -31,7 +31,7 @@ from tests.lp_fixtures import random_feasible_lp
 
 REPO = Path(__file__).resolve().parents[2]
 AFIRO = REPO / "deploy" / "afiro.mps"
-#: false-positive rate of the uniformity tests (PRIVACY_TESTING.md)
+#: false-positive rate of the uniformity tests (docs/explanation/testing.md)
 ALPHA = 1e-6
 
 

@@ -133,7 +133,7 @@ def test_coordinator_warns_about_a_public_file_without_roster(tiny, tmp_path, ca
 
 def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> None:
     """A party refusing a k whose masked block would pass its 8 GiB limit reports a resource limit
-    (exit 12), not a protocol fault (exit 5 until stop 47)."""
+    (exit 12), not a protocol fault (exit 5)."""
     from securelp.party import session as party_session
     from securelp.party.policy import PartyPolicy
     from securelp.protos import securelp_pb2 as pb
