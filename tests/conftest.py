@@ -1,4 +1,4 @@
-"""Shared fixtures: paths to ../shared data (skipped when absent) and small LPs."""
+"""Shared fixtures: the test data in tests/data, and the integration marker of tests/integration."""
 
 from __future__ import annotations
 
@@ -7,20 +7,26 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = REPO / "tests" / "data"
+INTEGRATION = REPO / "tests" / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/integration starts processes or opens sockets: mark it ``integration``
+    (so ``-m "not integration"`` runs the in-process tests only)."""
+    for item in items:
+        if INTEGRATION in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
 def netlib_dir() -> Path:
-    path = SHARED_DATA / "netlib"
-    if not path.is_dir():
-        pytest.skip("../shared/data/netlib is not present")
-    return path
+    """The netlib LPs the tests use (tests/data/netlib/SOURCES.md says where they come from)."""
+    return TEST_DATA / "netlib"
 
 
 def shared_path(*parts: str) -> Path:
-    """A path under ../shared/data, or a pytest skip when it is absent."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
+    """A path under tests/data (the data every test needs is in the repository)."""
+    path = TEST_DATA.joinpath(*parts)
+    assert path.exists(), f"{path} is missing from the checkout"
     return path

@@ -97,7 +97,7 @@ def test_recording_is_generic_over_calls_and_message_types() -> None:
     assert recs[1].message().data == b"share"
 
 
-@pytest.mark.parametrize("transport", ["inprocess", "grpc"])
+@pytest.mark.parametrize("transport", ["inprocess", pytest.param("grpc", marks=pytest.mark.integration)])
 def test_both_transports_record_the_same_messages(transport: str) -> None:
     lp = netlib("afiro")
     public, blocks = split_columns(lp, [16, 16])

@@ -5,11 +5,9 @@ numbered work sessions the notes referred to).
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NOTE = re.compile(r"\bstops? [0-9]+", re.IGNORECASE)
@@ -25,13 +23,18 @@ def notes(texts: dict[str, str]) -> list[str]:
 
 
 def tracked_texts() -> dict[str, str]:
-    try:
-        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("git is not installed or this is not a checkout")
-    return {f: (REPO / f).read_text(encoding="utf-8", errors="replace") for f in files
-            if Path(f).suffix in SUFFIXES and f not in REWRITTEN_ELSEWHERE and (REPO / f).is_file()}
+    """Every text file of the checkout with a suffix in :data:`SUFFIXES` (not under hidden folders,
+    build output, or the pages in :data:`REWRITTEN_ELSEWHERE`)."""
+    texts = {}
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in {"build", "dist", "__pycache__"}
+                   and not d.endswith(".egg-info")]
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(REPO).as_posix()
+            if path.suffix in SUFFIXES and rel not in REWRITTEN_ELSEWHERE:
+                texts[rel] = path.read_text(encoding="utf-8", errors="replace")
+    return texts
 
 
 def test_the_check_finds_a_planted_note() -> None:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -340,27 +337,6 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
     assert rc == int(ExitCode.INPUT)
 
 
-def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
-    """``--seed -1`` (which numpy's k-means generator refuses) and a word (which Python's salted ``hash``
-    would map differently in every process) both give a fixed partition, and a non-negative integer
-    the one it names."""
-    assert mdp_cmd.partition_seed(None) == 0 and mdp_cmd.partition_seed("7") == 7 and mdp_cmd.partition_seed(12) == 12
-    for seed in ("-1", "abc", "1.5", "\u00b2"):
-        assert 0 <= mdp_cmd.partition_seed(seed) < 2**31 and mdp_cmd.partition_seed(seed) == mdp_cmd.partition_seed(seed)
-    assert len({mdp_cmd.partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
-    base = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "bd",
-            "--subsets", "2"]
-    rc, rep = _run(tmp_path, *base, "--seed", "-1")
-    assert rc == 0 and rep["status"] == "optimal"
-    seeds = []
-    for salt in ("1", "2"):  # two processes with different string hashing
-        code = "from securelp.coordinator.commands.mdp import partition_seed; print(partition_seed('abc'))"
-        done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": salt}, check=True,
-                              capture_output=True, text=True, timeout=60)
-        seeds.append(int(done.stdout))
-    assert seeds[0] == seeds[1] == mdp_cmd.partition_seed("abc")
-
-
 def test_the_map_of_lat_lon_records_is_labelled_and_to_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.pyplot as plt
 
@@ -378,3 +354,17 @@ def test_the_map_of_lat_lon_records_is_labelled_and_to_scale(tmp_path: Path, mon
     assert maps[0].get_xlabel() == "longitude (degrees)" and maps[0].get_ylabel() == "latitude (degrees)"
     assert maps[0].get_aspect() == pytest.approx(1 / np.cos(np.radians(60.00875)), rel=1e-6)
     assert maps[1].get_xlabel() == "" and maps[1].get_aspect() == 1.0
+
+
+def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
+    """``--seed -1`` (which numpy's k-means generator refuses) and a word (which Python's salted ``hash``
+    would map differently in every process) both give a fixed partition, and a non-negative integer
+    the one it names (the same in other processes: tests/integration/test_mdp_cli_processes.py)."""
+    assert mdp_cmd.partition_seed(None) == 0 and mdp_cmd.partition_seed("7") == 7 and mdp_cmd.partition_seed(12) == 12
+    for seed in ("-1", "abc", "1.5", "\u00b2"):
+        assert 0 <= mdp_cmd.partition_seed(seed) < 2**31 and mdp_cmd.partition_seed(seed) == mdp_cmd.partition_seed(seed)
+    assert len({mdp_cmd.partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
+    base = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "bd",
+            "--subsets", "2"]
+    rc, rep = _run(tmp_path, *base, "--seed", "-1")
+    assert rc == 0 and rep["status"] == "optimal"

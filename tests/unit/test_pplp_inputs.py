@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from securelp.coordinator import simulation, sizing
+from securelp.coordinator import sizing
 from securelp.coordinator.cli import main
 from securelp.solvers.errors import ExitCode, InputError, ResourceError
 from securelp.solvers.lp import read_mps
@@ -181,50 +178,6 @@ def test_a_party_checks_its_own_memory_before_it_masks(monkeypatch):
             assert sess._mask.shape == (5000, 11)
 
 
-_MEASURE = """
-import sys
-from securelp.coordinator.simulation import owners_consent, simulate
-from securelp.solvers.resources import peak_rss
-from tests.unit.test_pplp_inputs import measured_case
-public, blocks, config, lp = measured_case(sys.argv[1])
-outcome, _ = simulate(public, blocks, config, central=lp, policy=owners_consent(config))
-print(outcome.status.value, peak_rss())
-"""
-
-
-def measured_case(name: str):  # type: ignore[no-untyped-def]
-    """Two sessions of about 0.3 and 0.6 GB: free columns (monomial), bounded columns (rows)."""
-    from securelp.coordinator.examples import random_solvable_lp
-    from securelp.coordinator.protocol import SessionConfig
-    from securelp.solvers.lp.partition import split_columns
-
-    if name == "free":
-        lp, _ = random_solvable_lp(200, 30, np.random.default_rng(0))
-        config = SessionConfig(k=15000, bounds_mode="monomial")
-    else:
-        lp = read_mps(AFIRO)
-        config = SessionConfig(k=20000, bounds_mode="rows")
-    public, blocks = split_columns(lp, [lp.n_cols // 3, lp.n_cols // 3, lp.n_cols - 2 * (lp.n_cols // 3)])
-    return public, blocks, config, lp
-
-
-@pytest.mark.parametrize("case", ["free", "afiro"])
-def test_the_estimate_covers_the_measured_peak(case):
-    # the child's own peak (VmHWM), not ru_maxrss of wait4: that starts from this pytest process's peak
-    out = subprocess.run([sys.executable, "-c", _MEASURE, case], cwd=REPO, capture_output=True, text=True,
-                         timeout=300, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    status, peak_text = out.stdout.split()[-2:]  # after anything HiGHS prints
-    assert status == "optimal"
-    peak = int(peak_text)
-    public, blocks, config, _ = measured_case(case)
-    estimate = simulation.estimate_session_memory(public, blocks, config)
-    print(f"{case}: peak {peak / 2**20:.0f} MiB, estimate {estimate / 2**20:.0f} MiB")
-    assert peak <= estimate, (peak, estimate)
-    assert estimate < 3 * peak  # and not absurdly cautious
-
-
-# -- certificates ------------------------------------------------------------------------------------
 def _certs(tmp_path: Path, *ids: str) -> Path:
     from securelp.coordinator.certs import write_session_certs
 
