@@ -1,7 +1,7 @@
 """Distributed two-sided geometric noise: the geometric proposal, the Polya (negative binomial)
 shares and their sum, each by Pearson chi-square against its exact pmf, with negative controls.
 
-Per PRIVACY_TESTING.md item 2: bins fixed in advance from n and the pmf (every bin, tails lumped,
+Per docs/explanation/testing.md (exact samplers against their pmf): bins fixed in advance from n and the pmf (every bin, tails lumped,
 expects >= 5 samples), the critical value from scipy.stats.chi2.isf at a false-positive rate of
 1e-6, and the same test must reject a scale off by x0.7 / x1.3, a wrong shape, and the sum of one
 share too few (a party that skipped its share).
