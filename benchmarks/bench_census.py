@@ -11,7 +11,7 @@ releases.
 3. With ``--attack T``: a distinguishing attack on two neighbouring datasets (one person moves
    from a group of size 2 to size 3), T releases at eps = 1 per mechanism: its accuracy from the
    released counts alone (what a release carries) and with ``l1_error_by_level`` beside them
-   (what releases carried before it moved to ``census evaluate``), with Clopper-Pearson 95 %
+   (what a release would carry if its evaluation against the truth went with it), with Clopper-Pearson 95 %
    intervals; eps-DP allows at most e^eps / (1 + e^eps).
 
 Usage::

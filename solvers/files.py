@@ -174,7 +174,7 @@ def written_together() -> Iterator[None]:
     """Inside the block, :func:`write_atomically` writes each file to its temporary file only; the
     temporaries are renamed over their targets together when the block ends, and removed when it
     raises. So a command with several outputs (a report and a CSV, a mechanism and a plot) leaves
-    all of them or none: a report no longer describes a release whose ``--out`` failed."""
+    all of them or none: no report describes a release whose ``--out`` failed."""
     if _staged.get() is not None:  # nested: the outer block commits
         yield
         return

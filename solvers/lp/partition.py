@@ -4,8 +4,8 @@ Party j holds ``ColumnBlock`` (A_.j, c_j, its column bounds); everyone may know
 ``PublicRows`` (m, row bounds, sense, objective constant) and the split's ``Roster`` (party
 ids, each block's column count n_j, and a random split id that every block of the split
 also carries). Blocks are stored as ``.npz`` files written atomically, so ``securelp split``
-never leaves a half-written file. Files written before the roster existed (no ``split_id``
-array) still load, with ``roster`` None / ``split_id`` empty.
+never leaves a half-written file. Files without the roster arrays (no ``split_id`` array; the
+roster is optional in format 1) load with ``roster`` None / ``split_id`` empty.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Roster:
 @dataclass(frozen=True, eq=False)
 class PublicRows:
     """What every participant may know: row bounds, sense, objective constant and, for files
-    written by ``securelp split`` since the roster exists, the split's ``Roster``."""
+    written by ``securelp split``, the split's ``Roster`` (None for files without one)."""
 
     row_lower: np.ndarray
     row_upper: np.ndarray

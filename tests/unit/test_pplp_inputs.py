@@ -269,7 +269,7 @@ def test_bench_checks_its_options_before_running(tmp_path, capsys):
 
 
 def test_a_file_that_is_not_mps_is_refused_at_its_first_line(tmp_path, capsys):
-    # a large file of numbers used to be read to its end by HiGHS before it was refused
+    # refused at its first line, before HiGHS reads a large file of numbers to its end
     zeros = tmp_path / "zeros.mps"
     zeros.write_text("0\n" * 2_000_000)
     assert main(["solve", str(zeros)]) == ExitCode.INPUT

@@ -158,7 +158,7 @@ def test_a_mask_over_the_partys_memory_limit_is_a_resource_error(tmp_path) -> No
     ("indices", lambda a: a.astype(float) + 0.5, "not integers"),
 ])
 def test_a_block_file_with_bad_indices_is_refused_on_load(tiny, tmp_path, field, corrupt, fragment):
-    # a party used to accept such a block and later crash in compiled code or mask the wrong data
+    # accepted, such a block would crash compiled code later or mask the wrong data
     assert _split(tiny, tmp_path / "b") == 0
     arrays = dict(np.load(tmp_path / "b" / "party1.npz"))
     arrays[field] = corrupt(arrays[field])
