@@ -17,7 +17,7 @@ from securelp.solvers.mdp.datasets import (
     load_prior,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mdp"
+SHIPPED = Path(__file__).resolve().parents[2] / "tests" / "data" / "mdp" / "rome_shipped_distances.csv"
 
 
 def test_grid_metric_and_defaults() -> None:
@@ -37,13 +37,11 @@ def test_rome_uses_correct_haversine_not_the_swapped_matrix() -> None:
     assert np.max(np.abs(swapped - r.distance)) > 1.0  # km: they really differ
     # one degree of latitude is ~111.2 km
     assert haversine_km(np.array([41.0, 42.0]), np.array([12.0, 12.0]))[0, 1] == pytest.approx(111.2, abs=0.1)
-    mat = SHARED / "rome" / "distance_matrix.mat"
-    if not mat.exists():
-        pytest.skip("shared Rome data absent")
-    from scipy.io import loadmat
-
-    shipped = loadmat(mat)["distance_matrix"]
-    assert np.max(np.abs(shipped - swapped)) < 1e-3  # confirms the swap (MATLAB used R = 6371 km)
+    # 200 entries of Qiu's shipped distance_matrix.mat (tests/data/mdp/SOURCES.md)
+    shipped = np.loadtxt(SHIPPED, delimiter=",", skiprows=1)
+    i, j, km = shipped[:, 0].astype(int), shipped[:, 1].astype(int), shipped[:, 2]
+    assert np.max(np.abs(km - swapped[i, j])) < 1e-3  # confirms the swap (MATLAB used R = 6371 km)
+    assert np.max(np.abs(km - r.distance[i, j])) > 1.0  # and the matrix we compute is not the shipped one
 
 
 def test_gaussian_is_3d_and_seeded() -> None:
