@@ -6,6 +6,11 @@ ids, each block's column count n_j, and a random split id that every block of th
 also carries). Blocks are stored as ``.npz`` files written atomically, so ``securelp split``
 never leaves a half-written file. Files without the roster arrays (no ``split_id`` array; the
 roster is optional in format 1) load with ``roster`` None / ``split_id`` empty.
+
+A block also keeps its columns' names (from the MPS file), so that its owner can write its
+decoded x_j under them (``securelp party --out``). The names are the owner's: they are stored
+in its private block file only and never sent. Block files without them (optional array
+``col_names``) load with the names ``x1 .. xn`` in the block's own numbering.
 """
 
 from __future__ import annotations
@@ -107,8 +112,9 @@ class PublicRows:
 
 @dataclass(frozen=True, eq=False)
 class ColumnBlock:
-    """One party's private column block (A_.j, c_j, l_j, u_j) and the id of the split it came
-    from (empty: unknown, e.g. a file written before split ids existed)."""
+    """One party's private column block (A_.j, c_j, l_j, u_j), the id of the split it came
+    from (empty: unknown, e.g. a file written before split ids existed) and its columns' names
+    (None: unnamed; :attr:`column_names` then numbers them ``x1 .. xn``)."""
 
     party_id: str
     A: sp.csc_matrix
@@ -116,6 +122,7 @@ class ColumnBlock:
     col_lower: np.ndarray
     col_upper: np.ndarray
     split_id: str = ""
+    col_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         A = sp.csc_matrix(self.A, dtype=np.float64)
@@ -137,6 +144,11 @@ class ColumnBlock:
             raise InputError(f"{where}: a column lower bound exceeds its upper bound")
         if self.split_id and not SPLIT_ID_RE.fullmatch(self.split_id):
             raise InputError(f"{where}: split id {self.split_id[:40]!r} is malformed")
+        if self.col_names is not None:
+            names = tuple(str(name) for name in self.col_names)
+            if len(names) != n:
+                raise InputError(f"{where}: {len(names)} column names for {n} columns")
+            object.__setattr__(self, "col_names", names)
 
     @property
     def n_rows(self) -> int:
@@ -145,6 +157,11 @@ class ColumnBlock:
     @property
     def n_cols(self) -> int:
         return int(self.A.shape[1])
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """The columns' names: from the MPS file, else ``x1 .. xn`` (the block's own numbering)."""
+        return self.col_names if self.col_names is not None else tuple(f"x{i + 1}" for i in range(self.n_cols))
 
     def bounded_mask(self) -> np.ndarray:
         """Columns with at least one finite bound."""
@@ -178,6 +195,7 @@ def split_columns(lp: LinearProgram, sizes: Sequence[int], ids: Sequence[str] | 
 
     The public rows carry the roster (ids, column counts, a fresh random split id) and every
     block the same split id, so a coordinator can refuse a missing party or a stale block.
+    Each block keeps the names of its columns when ``lp`` has them (an MPS file).
     """
     if sum(sizes) != lp.n_cols:
         raise InputError(f"split sizes sum to {sum(sizes)}, LP has {lp.n_cols} columns")
@@ -193,7 +211,8 @@ def split_columns(lp: LinearProgram, sizes: Sequence[int], ids: Sequence[str] | 
     start = 0
     for pid, size in zip(ids, sizes):
         sl = slice(start, start + size)
-        blocks.append(ColumnBlock(pid, lp.A[:, sl], lp.c[sl], lp.col_lower[sl], lp.col_upper[sl], split_id))
+        names = lp.col_names[sl] if lp.col_names is not None else None
+        blocks.append(ColumnBlock(pid, lp.A[:, sl], lp.c[sl], lp.col_lower[sl], lp.col_upper[sl], split_id, names))
         start += size
     return public, blocks
 
@@ -218,9 +237,12 @@ def _atomic_savez(path: Path, mode: int | None = None, **arrays: np.ndarray) -> 
 
 
 def save_block(block: ColumnBlock, path: str | os.PathLike[str]) -> None:
-    """Write a party's private block file (atomic, mode ``0600``: readable by its owner only)."""
+    """Write a party's private block file (atomic, mode ``0600``: readable by its owner only), with
+    its column names when it has them (optional array ``col_names``; older readers ignore it)."""
     A = block.A
     extra = {"split_id": np.array(block.split_id)} if block.split_id else {}
+    if block.col_names is not None:
+        extra["col_names"] = np.array(block.col_names, dtype=str)
     _atomic_savez(Path(path), 0o600, format=np.array(BLOCK_FORMAT), party_id=np.array(block.party_id),
                   shape=np.array(A.shape, dtype=np.int64), data=A.data, indices=A.indices.astype(np.int64),
                   indptr=A.indptr.astype(np.int64), c=block.c, col_lower=block.col_lower, col_upper=block.col_upper,
@@ -267,8 +289,13 @@ def load_block(path: str | os.PathLike[str], party_id: str | None = None) -> Col
         # every index in range, indptr monotonic and of the right length: a bad index would
         # otherwise surface later as wrong data or a crash inside compiled code
         A.check_format(full_check=True)
+        names = None
+        if "col_names" in d:
+            if d["col_names"].dtype.kind != "U" or d["col_names"].ndim != 1:
+                raise ValueError("its column names are not a list of strings")
+            names = tuple(str(v) for v in d["col_names"])
         block = ColumnBlock(str(d["party_id"]), A, d["c"], d["col_lower"], d["col_upper"],
-                            str(d["split_id"]) if "split_id" in d else "")
+                            str(d["split_id"]) if "split_id" in d else "", names)
     except KeyError as exc:
         raise InputError(f"party block file {p} lacks the array {exc}") from None
     except ValueError as exc:

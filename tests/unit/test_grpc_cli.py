@@ -29,6 +29,7 @@ def test_split_writes_public_rows_and_one_block_per_party(tiny, tmp_path, capsys
     assert (ann.n_cols, bob.n_cols) == (2, 1)
     np.testing.assert_array_equal(ann.A.toarray(), lp.A.toarray()[:, :2])
     np.testing.assert_array_equal(bob.c, lp.c[2:])
+    assert (ann.col_names, bob.col_names) == (("X1", "X2"), ("X3",))  # the MPS file's names, kept by their owner
     public = load_public(out / "public.npz")
     np.testing.assert_array_equal(public.row_lower, lp.row_lower)
     assert public.offset == lp.offset != 0.0  # the objective constant travels with the public rows
@@ -47,6 +48,27 @@ def test_split_writes_public_rows_and_one_block_per_party(tiny, tmp_path, capsys
 def test_split_bad_arguments(tiny, tmp_path, capsys, argv, fragment):
     assert main(["split", str(tiny), *argv, "--out", str(tmp_path / "o")]) == ExitCode.INPUT
     assert fragment in capsys.readouterr().err
+
+
+def test_a_block_file_without_column_names_loads_with_numbered_names(tmp_path):
+    """Files written before blocks kept their column names load; the names number the block's own columns."""
+    from securelp.solvers.lp.partition import save_block
+
+    f = tmp_path / "tiny.mps"
+    f.write_text(TINY_MPS)
+    _, (block,) = split_columns(read_mps(f), [3], ids=["solo"])
+    assert block.column_names == ("X1", "X2", "X3")
+    save_block(block, tmp_path / "named.npz")
+    with np.load(tmp_path / "named.npz") as data:
+        arrays = {k: data[k] for k in data.files if k != "col_names"}
+        assert list(data["col_names"]) == ["X1", "X2", "X3"]
+    np.savez(tmp_path / "old.npz", **arrays)
+    old = load_block(tmp_path / "old.npz", "solo")
+    assert old.col_names is None and old.column_names == ("x1", "x2", "x3")
+    arrays["col_names"] = np.array(["a", "b"])  # a name short: refused, naming the file
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(InputError, match="bad.npz.*2 column names for 3 columns"):
+        load_block(tmp_path / "bad.npz")
 
 
 def test_split_missing_file_names_it(tmp_path, capsys):
