@@ -1,11 +1,19 @@
 """Session certificates for mutual TLS: one CA, one coordinator identity, one per party.
 
 Every gRPC connection of a session is authenticated both ways (RFC 8446 TLS 1.3 with
-client certificates): the coordinator checks that a party's certificate is signed by the
-session CA *and* names the party it meant to dial (SAN ``DNS:<party_id>``, enforced with
-``grpc.ssl_target_name_override``); a party checks that the client certificate is signed
-by the session CA and that its identity is ``coordinator`` (so another party's valid
-certificate cannot drive a session).
+client certificates), in either connection direction (docs/protocol.md, "Directions"):
+
+- dial-in (the coordinator dials the parties): the coordinator checks that a party's
+  certificate is signed by the session CA *and* names the party it meant to dial (SAN
+  ``DNS:<party_id>``, enforced with ``grpc.ssl_target_name_override``); a party checks that
+  the client certificate is signed by the session CA and that its identity is
+  ``coordinator`` (so another party's valid certificate cannot drive a session);
+- dial-out (the parties dial a listening coordinator): each party checks that the server
+  certificate is the session CA's ``coordinator``; the coordinator checks that a client
+  certificate is signed by the session CA and names the party id the client claims.
+
+So every certificate carries both extended key usages, serverAuth and clientAuth (a TLS
+stack refuses a server certificate without serverAuth, and a client one without clientAuth).
 
 Keys are ECDSA on NIST P-256 (FIPS 186-4), certificates X.509 v3 signed with
 ECDSA-SHA256. The CA's private key is used once, in memory, and never written: nobody
@@ -204,8 +212,9 @@ def write_session_certs(out_dir: str | os.PathLike[str], party_ids: Sequence[str
     # all of them together: a failure part-way leaves no CA without its certificates
     with written_together():
         write_atomically(ca_path, _pem_cert(ca_cert), mode=cert_mode)
-        coordinator = issue(COORDINATOR_ID, server=False, client=True)
-        parties = {pid: issue(pid, server=True, client=False) for pid in ids}
+        # both usages for everyone: each side is the TLS server in one of the two directions
+        coordinator = issue(COORDINATOR_ID, server=True, client=True)
+        parties = {pid: issue(pid, server=True, client=True) for pid in ids}
     log.info("wrote a session CA, a coordinator certificate and %d party certificates to %s", len(ids), out)
     return CertificateSet(out, ca_path, coordinator, parties)
 
@@ -236,6 +245,38 @@ def load_identity(certs_dir: str | os.PathLike[str], name: str) -> TlsIdentity:
     check_key_pair(d / f"{name}.key", blobs[0], d / f"{name}.pem", blobs[1])
     _check_certificate(d / CA_FILE, blobs[2])
     return TlsIdentity(name, blobs[0], blobs[1], blobs[2])
+
+
+def key_usages(certificate_pem: bytes) -> frozenset[str]:
+    """The extended key usages of a PEM certificate, as ``{"server", "client"}`` (empty: none named,
+    which TLS reads as any usage)."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    cert = x509.load_pem_x509_certificate(certificate_pem)
+    try:
+        eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        return frozenset({"server", "client"})
+    return frozenset(name for name, oid in (("server", ExtendedKeyUsageOID.SERVER_AUTH),
+                                            ("client", ExtendedKeyUsageOID.CLIENT_AUTH)) if oid in eku)
+
+
+def require_usage(identity: TlsIdentity, usage: str, why: str) -> None:
+    """Refuse a certificate that lacks the extended key usage ``usage`` ("server" or "client"), which
+    TLS would refuse later with a handshake error blaming the peer: certificates of older ``securelp
+    certs`` releases carry one usage each (the coordinator's clientAuth, the parties' serverAuth).
+
+    Raises
+    ------
+    ConfigError naming the identity, the usage and what to do.
+    """
+    from securelp.solvers.errors import ConfigError
+
+    if usage not in key_usages(identity.certificate):
+        raise ConfigError(f"the certificate of {identity.name!r} is not valid for TLS {usage} authentication, "
+                          f"which {why} needs (made by an older `securelp certs`?); make new certificates with "
+                          "`securelp certs`, which issues both usages")
 
 
 def _valid_until(cert) -> _dt.datetime:  # type: ignore[no-untyped-def]

@@ -38,18 +38,35 @@ def test_layout_permissions_and_identities(tmp_path):
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
     ca = _cert(written.ca)
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-    for name, server in (("coordinator", False), ("owner1", True), ("owner2", True)):
+    for name in ("coordinator", "owner1", "owner2"):
         cert = _cert(out / f"{name}.pem")
         assert _signed_by(cert, ca)
         assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == name
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         assert san.get_values_for_type(x509.DNSName) == [name]
         eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-        assert (ExtendedKeyUsageOID.SERVER_AUTH in eku) is server
-        assert (ExtendedKeyUsageOID.CLIENT_AUTH in eku) is (not server)
+        # both usages: each side is the TLS server in one connection direction and the client in the other
+        assert ExtendedKeyUsageOID.SERVER_AUTH in eku and ExtendedKeyUsageOID.CLIENT_AUTH in eku
         assert isinstance(cert.public_key().curve, ec.SECP256R1)
     ident = load_identity(out, "owner2")
     assert b"PRIVATE KEY" in ident.private_key and ident.ca_certificate == written.ca.read_bytes()
+
+
+def test_a_certificate_without_a_usage_is_refused_by_name(tmp_path):
+    from securelp.coordinator.certs import _certificate, _new_key, _pem_cert, _pem_key, require_usage
+    from securelp.solvers.errors import ConfigError
+
+    out = tmp_path / "certs"
+    write_session_certs(out, ["owner1"])
+    require_usage(load_identity(out, "coordinator"), "server", "listening")  # both usages: accepted
+    ca_key = _new_key()  # an older release's coordinator certificate: clientAuth only
+    key = _new_key()
+    old = _certificate("coordinator", key, "CA", ca_key, ca=False, days=1, server=False, client=True)
+    (out / "coordinator.pem").write_bytes(_pem_cert(old))
+    (out / "coordinator.key").write_bytes(_pem_key(key))
+    with pytest.raises(ConfigError, match="'coordinator' is not valid for TLS server authentication, which "
+                                          "listening needs"):
+        require_usage(load_identity(out, "coordinator"), "server", "listening")
 
 
 def test_two_sessions_do_not_trust_each_other(tmp_path):
