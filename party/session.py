@@ -45,6 +45,8 @@ import scipy.sparse as sp
 
 from securelp.party import aggregation as agg
 from securelp.party.policy import DEFAULT_POLICY, PartyPolicy, bounds_mode_name
+from securelp.party.results import PartyResult
+from securelp.party.runtime import Method, ProtocolSpec
 from securelp.protos import securelp_pb2 as pb
 from securelp.protos.codec import matrix_to_pb, vector_from_pb, vector_to_pb
 from securelp.solvers.errors import ProtocolError, ResourceError
@@ -60,6 +62,14 @@ PROTOCOL_VERSION = 2
 #: the oldest coordinator protocol a party still answers (a version-1 session has no policy report
 #: and no secure aggregation; the party enforces its policy all the same)
 MIN_PROTOCOL_VERSION = 1
+#: the secure LP as the protocol runtime carries it (docs/protocol.md, "Runtime"): its name on the
+#: wire, its versions (checked at hello, on both sides) and its methods
+PPLP = ProtocolSpec(
+    name="pplp", version=PROTOCOL_VERSION, min_version=MIN_PROTOCOL_VERSION,
+    methods={"hello": Method(pb.HelloRequest, pb.HelloReply), "mask": Method(pb.MaskRequest, pb.MaskedBlock),
+             "decode": Method(pb.SolutionNotice, pb.DecodeReply), "close": Method(pb.CloseRequest, pb.CloseReply)})
+#: the reply metadata key of a hello that carries the block's split id (public)
+SPLIT_ID_KEY = "securelp-split-id"
 #: the feasibility the coordinator's solver reaches on the original (unscaled) model, relative to each
 #: bound: HiGHS applies its primal feasibility tolerance (1e-7) to its scaled model, and the points it
 #: reported optimal violated a decoded bound by up to 3.6e-6 of max(1, |bound|) (vtpbase in rows mode;
@@ -127,11 +137,13 @@ class PartySession:
     record_contribution : simulations only: keep the dense products it aggregated
         (``contribution``, its own data, never sent) so that an audit can play this party
         colluding with the coordinator.
+    saved_as : the format of the owner's output file ("csv", "npz", "json"; ``securelp party
+        --out``) or "" for none; reported with the decode reply, never the path.
     """
 
     def __init__(self, block: ColumnBlock, *, seed: int | str | None = None,
                  policy: PartyPolicy = DEFAULT_POLICY, identity: agg.SigningIdentity | None = None,
-                 record_contribution: bool = False) -> None:
+                 record_contribution: bool = False, saved_as: str = "") -> None:
         if not isinstance(policy, PartyPolicy):
             raise TypeError("policy must be a securelp.party.policy.PartyPolicy")
         self.block = block
@@ -160,8 +172,54 @@ class PartySession:
         #: (A_d B_d', B_d c_d, n_d) as aggregated, with ``record_contribution`` (simulations)
         self.contribution: tuple[np.ndarray, np.ndarray, int] | None = None
         self.outcome: PartyOutcome | None = None
+        self.saved_as = saved_as
         self.closed = threading.Event()
         self.close_reason = ""
+
+    @property
+    def session_id(self) -> str:
+        """The id of the session (empty before the hello)."""
+        return self._session_id or ""
+
+    @property
+    def _who(self) -> str:
+        """How log lines name the party and its session."""
+        return f"party {self.party_id}: session {self._session_id or '-'}"
+
+    # -- the runtime's view (securelp.party.runtime.HostedSession) -----------------------------
+    def handle(self, method: str, request: object) -> object:
+        """Answer one request of the protocol ``pplp`` by its method name."""
+        steps = {"hello": self.hello, "mask": self.mask, "decode": self.decode, "close": self.close}
+        if method not in steps:
+            raise ProtocolError(f"party {self.party_id}: pplp has no method {method!r}")
+        return steps[method](request)  # type: ignore[arg-type]
+
+    def reply_metadata(self, method: str) -> dict[str, str]:
+        """Metadata of a reply: the hello reports the block's split id (public)."""
+        return {SPLIT_ID_KEY: self.split_id} if method == "hello" and self.split_id else {}
+
+    def abandon(self, reason: str) -> None:
+        """The coordinator is gone (its connection ended, or it was silent for a keepalive): forget the
+        mask and keys and end the session; its decoded values, if any, are no session result."""
+        with self._lock:
+            if self._state in ("closed", "refused", "dropped"):
+                return
+            self._mask = None
+            self._agg_keys = None
+            self._state = "dropped"
+            self.close_reason = f"dropped: {reason}"
+            self.closed.set()
+        log.warning("%s: dropped (%s); its mask is forgotten", self._who, reason)
+
+    def result(self) -> PartyResult | None:
+        """The owner's result of a session that closed with "done" (None otherwise): its own x_j under
+        its column names, the status and the optimal value every party learns."""
+        outcome = self.outcome
+        if outcome is None or self.close_reason != "done":
+            return None
+        return PartyResult(party_id=self.party_id, session_id=self.session_id,
+                           status=pb.SolveStatus.Name(outcome.status).removeprefix("SOLVE_STATUS_").lower(),
+                           objective=outcome.objective, x=outcome.x, column_names=self.block.column_names)
 
     def bind_identity(self, identity: agg.SigningIdentity) -> None:
         """Give the party its TLS identity (before its hello), e.g. once session certificates exist."""
@@ -183,7 +241,7 @@ class PartySession:
         The log line names the request and the rule, never a value; the session is closed (the
         mask dropped), so ``securelp party`` exits with code 5 at once.
         """
-        log.warning("party %s: refused %s: %s; the session is over", self.party_id, request, reason)
+        log.warning("%s: refused %s: %s; the session is over", self._who, request, reason)
         self._mask = None
         self._agg_keys = None
         self._state = "refused"
@@ -233,8 +291,8 @@ class PartySession:
                 self._agg_mode = request.bounds_mode
                 self._aggregation = self._aggregation_key(request.session_id, request.bounds_mode)
                 reply.aggregation_key.CopyFrom(self._aggregation)
-            log.info("party %s: hello, session %s, %d columns, protocol %d%s", self.party_id, request.session_id,
-                     self.block.n_cols, version, ", secure aggregation" if request.secure_aggregation else "")
+            log.info("%s: hello, %d columns, protocol %d%s", self._who, self.block.n_cols, version,
+                     ", secure aggregation" if request.secure_aggregation else "")
             return reply
 
     def _aggregation_key(self, session_id: str, mode: int) -> pb.AggregationKey:
@@ -386,7 +444,7 @@ class PartySession:
             self._dense_cols, self._bounded_cols = dense_cols, bounded_cols
             self._state = "masked"
             reply.compute_seconds = time.perf_counter() - start
-            log.info("party %s: masked block sent (k=%d, %d dense, %d monomial columns%s)", self.party_id, k,
+            log.info("%s: masked block sent (k=%d, %d dense, %d monomial columns%s)", self._who, k,
                      dense_cols.size, self._perm.size,
                      f", as shares over {len(pairs) + 1} parties" if secure else "")
             return reply
@@ -419,8 +477,7 @@ class PartySession:
             self._state = "decoded"
             if notice.status != pb.SOLVE_STATUS_OPTIMAL:
                 self.outcome = PartyOutcome(int(notice.status), float("nan"), None)
-                log.info("party %s: session ended with status %s", self.party_id,
-                         pb.SolveStatus.Name(notice.status))
+                log.info("%s: the solve ended with status %s", self._who, pb.SolveStatus.Name(notice.status))
                 return pb.DecodeReply(party_id=self.party_id, revealed=False, n_decoded=0,
                                       compute_seconds=time.perf_counter() - start)
             assert self._mask is not None and self._perm is not None and self._scale is not None
@@ -434,17 +491,18 @@ class PartySession:
                 x[self._perm] = self._scale * y
             bad = bound_violations(x, self.block.col_lower, self.block.col_upper)
             if bad:
-                log.warning("party %s: the decoded solution violates %d of its %d column bounds beyond the tolerance "
-                            "%.1e (relative to each bound)", self.party_id, bad, self.block.n_cols, DECODE_TOLERANCE)
+                log.warning("%s: the decoded solution violates %d of its %d column bounds beyond the tolerance "
+                            "%.1e (relative to each bound)", self._who, bad, self.block.n_cols, DECODE_TOLERANCE)
                 raise self._refuse("SolutionNotice", "the solution it was sent decodes to a point outside its own "
                                    f"column bounds (tolerance {DECODE_TOLERANCE:.1e} relative to each bound)",
                                    "a u chosen by the coordinator, or a solver that returned an infeasible point")
             self.outcome = PartyOutcome(int(notice.status), float(notice.objective), x)
-            reply = pb.DecodeReply(party_id=self.party_id, revealed=self._reveal, n_decoded=x.size)
+            reply = pb.DecodeReply(party_id=self.party_id, revealed=self._reveal, n_decoded=x.size,
+                                   saved_as=self.saved_as)
             if self._reveal:
                 reply.x.CopyFrom(vector_to_pb(x))
             reply.compute_seconds = time.perf_counter() - start
-            log.info("party %s: decoded %d components (revealed: %s)", self.party_id, x.size, self._reveal)
+            log.info("%s: decoded %d components (revealed: %s)", self._who, x.size, self._reveal)
             return reply
 
     def close(self, request: pb.CloseRequest) -> pb.CloseReply:
@@ -452,7 +510,7 @@ class PartySession:
         with self._lock:
             if self._session_id is not None and request.session_id and request.session_id != self._session_id:
                 raise ProtocolError(f"party {self.party_id}: close for unknown session {request.session_id!r}")
-            if self._state != "refused":  # a refusal stays the reason the session ended
+            if self._state not in ("refused", "dropped"):  # a refusal stays the reason the session ended
                 self.close_reason = request.reason
                 self._state = "closed"
             self._mask = None  # drop the secret mask as soon as it is no longer needed

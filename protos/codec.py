@@ -93,32 +93,60 @@ def split_payload(payload: bytes, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb
                        sha256=digest if end == total else b"")
 
 
+class ChunkAssembler:
+    """Reassembles one payload from its chunks as they arrive (anything with ``total_size``, ``offset``,
+    ``data`` and ``sha256``: a ``Chunk`` or a runtime ``Envelope``); refuses gaps, overlaps,
+    reordering, a changing total, an announced size above :data:`MAX_PAYLOAD_BYTES` (before
+    allocating) and a checksum mismatch with a ``ProtocolError`` naming ``peer``."""
+
+    def __init__(self, peer: str = "peer") -> None:
+        self.peer = peer
+        self.total = -1
+        self._buffer: bytearray | None = None
+        self._offset = 0
+        self._digest = b""
+
+    @property
+    def complete(self) -> bool:
+        """Whether every announced byte has arrived."""
+        return self._buffer is not None and self._offset == self.total
+
+    def add(self, chunk: object) -> bool:
+        """Append one chunk; True once the payload is complete."""
+        total, offset = int(chunk.total_size), int(chunk.offset)  # type: ignore[attr-defined]
+        if self._buffer is None:
+            if total > MAX_PAYLOAD_BYTES:
+                raise ProtocolError(f"{self.peer}: payload of {total} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte limit")
+            self.total = total
+            self._buffer = bytearray()
+        elif total != self.total:
+            raise ProtocolError(f"{self.peer}: chunk total size changed mid-stream")
+        if offset != self._offset:
+            raise ProtocolError(f"{self.peer}: chunk at offset {offset}, expected {self._offset}")
+        data = chunk.data  # type: ignore[attr-defined]
+        self._buffer += data
+        self._offset += len(data)
+        if self._offset > self.total:
+            raise ProtocolError(f"{self.peer}: chunks exceed the announced {self.total} bytes")
+        if chunk.sha256:  # type: ignore[attr-defined]
+            self._digest = chunk.sha256  # type: ignore[attr-defined]
+        return self._offset == self.total
+
+    def payload(self) -> bytes:
+        """The whole payload, its checksum verified."""
+        if self._buffer is None:
+            raise ProtocolError(f"{self.peer}: empty chunk stream")
+        if self._offset != self.total:
+            raise ProtocolError(f"{self.peer}: stream ended after {self._offset} of {self.total} bytes")
+        data = bytes(self._buffer)
+        if hashlib.sha256(data).digest() != self._digest:
+            raise ProtocolError(f"{self.peer}: payload checksum mismatch")
+        return data
+
+
 def join_chunks(chunks: Iterable[pb.Chunk], *, peer: str = "peer") -> bytes:
     """Reassemble chunks from ``split_payload``; raise ``ProtocolError`` naming ``peer``."""
-    buffer: bytearray | None = None
-    total = -1
-    expected_offset = 0
-    digest = b""
+    assembler = ChunkAssembler(peer)
     for chunk in chunks:
-        if buffer is None:
-            total = int(chunk.total_size)
-            if total > MAX_PAYLOAD_BYTES:
-                raise ProtocolError(f"{peer}: payload of {total} bytes exceeds the {MAX_PAYLOAD_BYTES}-byte limit")
-            buffer = bytearray()
-        elif int(chunk.total_size) != total:
-            raise ProtocolError(f"{peer}: chunk total size changed mid-stream")
-        if int(chunk.offset) != expected_offset:
-            raise ProtocolError(f"{peer}: chunk at offset {chunk.offset}, expected {expected_offset}")
-        buffer += chunk.data
-        expected_offset += len(chunk.data)
-        if expected_offset > total:
-            raise ProtocolError(f"{peer}: chunks exceed the announced {total} bytes")
-        if chunk.sha256:
-            digest = chunk.sha256
-    if buffer is None:
-        raise ProtocolError(f"{peer}: empty chunk stream")
-    if expected_offset != total:
-        raise ProtocolError(f"{peer}: stream ended after {expected_offset} of {total} bytes")
-    if hashlib.sha256(bytes(buffer)).digest() != digest:
-        raise ProtocolError(f"{peer}: payload checksum mismatch")
-    return bytes(buffer)
+        assembler.add(chunk)
+    return assembler.payload()

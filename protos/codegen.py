@@ -1,8 +1,10 @@
 """Regenerate the committed protobuf/gRPC code from ``protos/*.proto``.
 
-Usage: ``python -m securelp.protos.codegen`` (needs ``grpcio-tools``). Two files: the wire
-protocol ``securelp.proto`` (messages and the gRPC service) and ``transcript.proto`` (the
-session transcript's file records; messages only). The generated modules are committed;
+Usage: ``python -m securelp.protos.codegen`` (needs ``grpcio-tools``). Four files: the secure LP's
+messages ``securelp.proto``, the protocol runtime ``runtime.proto`` (its frames and the two gRPC
+services, one per connection direction), the example protocol ``secure_sum.proto`` and
+``transcript.proto`` (the session transcript's file records). Only ``runtime.proto`` defines
+services, so only it gets gRPC stubs. The generated modules are committed;
 ``tests/unit/test_protos_codegen.py`` fails when they differ from a fresh generation.
 """
 
@@ -13,33 +15,30 @@ import tempfile
 from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
-GENERATED = ("securelp_pb2.py", "securelp_pb2.pyi", "securelp_pb2_grpc.py", "transcript_pb2.py", "transcript_pb2.pyi")
+#: each .proto file and whether it defines gRPC services (then it gets a ``_pb2_grpc`` module)
+PROTO_FILES: tuple[tuple[str, bool], ...] = (("securelp.proto", True), ("runtime.proto", True),
+                                             ("secure_sum.proto", False), ("transcript.proto", False))
+GENERATED = tuple(f"{Path(name).stem}{suffix}" for name, services in PROTO_FILES
+                  for suffix in ("_pb2.py", "_pb2.pyi", *(("_pb2_grpc.py",) if services else ())))
 
 
 def generate(out_dir: Path) -> None:
-    """Run protoc (from grpcio-tools) on securelp.proto and transcript.proto into ``out_dir``."""
+    """Run protoc (from grpcio-tools) on every file of :data:`PROTO_FILES` into ``out_dir``."""
     from grpc_tools import protoc  # lazy: only needed for regeneration
 
-    args = [
-        "protoc",
-        f"-I{PROTO_DIR}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        f"--grpc_python_out={out_dir}",
-        str(PROTO_DIR / "securelp.proto"),
-    ]
-    if protoc.main(args) != 0:
-        raise RuntimeError("protoc failed")
-    # the transcript file format has no service: no gRPC stubs
-    args = ["protoc", f"-I{PROTO_DIR}", f"--python_out={out_dir}", f"--pyi_out={out_dir}",
-            str(PROTO_DIR / "transcript.proto")]
-    if protoc.main(args) != 0:
-        raise RuntimeError("protoc failed on transcript.proto")
-    grpc_file = out_dir / "securelp_pb2_grpc.py"
-    text = grpc_file.read_text()
-    # generated code uses a top-level import; make it package-relative
-    text = text.replace("import securelp_pb2 as securelp__pb2", "from securelp.protos import securelp_pb2 as securelp__pb2")
-    grpc_file.write_text(text)
+    for name, services in PROTO_FILES:
+        args = ["protoc", f"-I{PROTO_DIR}", f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
+        if services:
+            args.append(f"--grpc_python_out={out_dir}")
+        if protoc.main([*args, str(PROTO_DIR / name)]) != 0:
+            raise RuntimeError(f"protoc failed on {name}")
+        if services:
+            stem = Path(name).stem
+            grpc_file = out_dir / f"{stem}_pb2_grpc.py"
+            # generated code uses a top-level import; make it package-relative
+            text = grpc_file.read_text().replace(f"import {stem}_pb2 as {stem}__pb2",
+                                                 f"from securelp.protos import {stem}_pb2 as {stem}__pb2")
+            grpc_file.write_text(text)
 
 
 def main() -> int:

@@ -204,18 +204,20 @@ class SolutionNotice(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., status: _Optional[_Union[SolveStatus, str]] = ..., status_text: _Optional[str] = ..., objective: _Optional[float] = ..., u: _Optional[_Union[Vector, _Mapping]] = ..., y: _Optional[_Union[Vector, _Mapping]] = ...) -> None: ...
 
 class DecodeReply(_message.Message):
-    __slots__ = ("party_id", "revealed", "x", "n_decoded", "compute_seconds")
+    __slots__ = ("party_id", "revealed", "x", "n_decoded", "compute_seconds", "saved_as")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     REVEALED_FIELD_NUMBER: _ClassVar[int]
     X_FIELD_NUMBER: _ClassVar[int]
     N_DECODED_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SAVED_AS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     revealed: bool
     x: Vector
     n_decoded: int
     compute_seconds: float
-    def __init__(self, party_id: _Optional[str] = ..., revealed: _Optional[bool] = ..., x: _Optional[_Union[Vector, _Mapping]] = ..., n_decoded: _Optional[int] = ..., compute_seconds: _Optional[float] = ...) -> None: ...
+    saved_as: str
+    def __init__(self, party_id: _Optional[str] = ..., revealed: _Optional[bool] = ..., x: _Optional[_Union[Vector, _Mapping]] = ..., n_decoded: _Optional[int] = ..., compute_seconds: _Optional[float] = ..., saved_as: _Optional[str] = ...) -> None: ...
 
 class CloseRequest(_message.Message):
     __slots__ = ("session_id", "reason")

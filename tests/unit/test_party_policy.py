@@ -73,7 +73,7 @@ def test_a_default_party_refuses_rows_mode_and_ends_the_session(caplog):
                                                r"does not allow bounds mode rows .*--allow-bounds rows") as info:
         session.mask(request)
     assert info.value.exit_code == ExitCode.PROTOCOL
-    assert "party party1: refused MaskRequest (bounds mode rows)" in caplog.text
+    assert "party party1: session s: refused MaskRequest (bounds mode rows)" in caplog.text
     assert session.closed.is_set() and session.close_reason == "refused: MaskRequest (bounds mode rows)"
     assert session._mask is None
     with pytest.raises(ProtocolError, match="mask requested in state refused"):  # nothing more in this session
@@ -166,7 +166,7 @@ def test_a_u_outside_the_partys_bounds_is_refused(mode, caplog):
     assert sessions[1].outcome is None and sessions[1].close_reason == "refused: SolutionNotice"
     refusal = [r.getMessage() for r in caplog.records if "violates" in r.getMessage()]
     assert len(refusal) == 1  # counts and the tolerance only, no value of x_j or u
-    assert re.fullmatch(rf"party party2: the decoded solution violates [1-5] of its 5 column bounds beyond the tolerance "
+    assert re.fullmatch(rf"party party2: session [0-9a-f]+: the decoded solution violates [1-5] of its 5 column bounds beyond the tolerance "
                         rf"{DECODE_TOLERANCE:.1e} \(relative to each bound\)", refusal[0])
     # the control: the same session with the honest notice decodes
     outcome = run_secure_lp(public, [InProcessLink(PartySession(b, policy=policy)) for b in blocks],
