@@ -1,114 +1,80 @@
-"""The gRPC transport: one channel factory and ``GrpcPartyLink``, the coordinator's view of
-a party process.
+"""The coordinator's gRPC transport: runtime streams to party processes, in both directions.
 
-Same four calls as ``securelp.coordinator.transport.PartyLink`` (Mangasarian's PPLP steps:
-hello, mask, decode, close), carried by ``securelp.v1.PartyService``. Rules
-(docs/protocol.md):
+A :class:`StreamConnection` carries calls of any protocol over one runtime stream
+(``runtime.proto``; ``securelp.protos.stream.FrameStream``) to one party. The stream is made either
+way (docs/protocol.md, "Directions"):
 
-- mutual TLS by default: ``grpc.ssl_channel_credentials(ca, coordinator key,
-  coordinator chain)`` and ``grpc.ssl_target_name_override = <party_id>``, so a party
-  must present a certificate from the session CA whose SAN names exactly the party we
-  meant to dial; plaintext only with an explicit ``insecure=True`` (logged warning);
-  TLS material together with ``insecure=True`` is refused;
-- a deadline on every call (``deadline_s``, default 120 s), enforced twice: by gRPC and by a
-  local watchdog that cancels a call (streaming ones included) still running at its deadline;
-- payloads (masked block, solution notice, decode reply) as 1 MiB chunks with a
-  SHA-256 over the whole (``securelp.protos.codec``); per-message limit 8 MiB on both sides;
-- keepalive: a ping every 30 s, 20 s to answer, allowed without active calls;
-- retries declared in the service config, for UNAVAILABLE only (4 attempts, backoff
-  0.2 s doubling to 2 s), and only for the idempotent calls (health check, Close);
-- ``grpc.RpcError`` never escapes: ``_rpc_error`` turns it into a typed error that
-  names the party and its address.
+- **dial-in** (:class:`DialInConnection`, :class:`GrpcPartyLink`): the coordinator dials the party's
+  server and attaches one stream per session (``PartyRuntime.Attach``), opened at the session's
+  first call and ended after its close;
+- **dial-out** (``securelp.coordinator.listener``): the party dialed a listening coordinator, and
+  the listener hands out a connection over the stream the party opened.
+
+Rules (docs/protocol.md; channels from ``securelp.protos.channels``):
+
+- mutual TLS by default: the coordinator's certificate (``coordinator``) and
+  ``grpc.ssl_target_name_override = <party_id>``, so a party must present a certificate from the
+  session CA whose SAN names exactly the party we meant to dial; plaintext only with an explicit
+  ``insecure=True`` (logged warning);
+- a deadline on every call (``deadline_s``, default 120 s), enforced by the caller's wait on the
+  reply (the stream's reader is never what a call waits on, so no gRPC read can hold it);
+- liveness: heartbeats both ways; a party from which nothing arrived for ``keepalive_s`` is
+  unresponsive, one whose connection ended disconnected, in every phase (``check_alive``, which
+  the secure LP's driver calls while it solves);
+- payloads (masked block, solution notice, decode reply) as 1 MiB chunks with a SHA-256 over the
+  whole; per-message limit 8 MiB on both sides;
+- ``grpc.RpcError`` never escapes: it becomes a typed error that names the party and its address.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from securelp.coordinator.certs import COORDINATOR_ID, load_identity, write_session_certs
-from securelp.coordinator.transport import PartyLink
-from securelp.protos import securelp_pb2 as pb
-from securelp.protos import securelp_pb2_grpc as pb_grpc
-from securelp.protos.codec import ERROR_CLASS_METADATA, SPLIT_ID_METADATA, join_chunks, split_payload
+from securelp.coordinator.transport import CLOSE_AFTER_TIMEOUT_S, CLOSE_DEADLINE_S, Connection, PartyLink, PPLPLink
+from securelp.party.runtime import describe_offers
+from securelp.protos import runtime_pb2 as rpb
+from securelp.protos import runtime_pb2_grpc as rpb_grpc
+from securelp.protos.channels import (
+    CHANNEL_KEEPALIVE_OPTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    RETRIED_METHODS,
+    SERVICE_CONFIG,
+    channel_options,
+    classify_rpc_error,
+    create_channel,
+    mismatch_hint,
+    short_cause,
+    timed_out_while_connecting,
+)
+from securelp.protos.channels import ChannelTls as _ChannelTls
+from securelp.protos.stream import DEFAULT_KEEPALIVE_S, CallDeadlineExceeded, FrameStream, PeerFault, PeerGone
 from securelp.solvers import errors as E
 
 log = logging.getLogger(__name__)
 
-C = TypeVar("C")
-R = TypeVar("R")
-T_call = TypeVar("T_call")
+__all__ = ["CHANNEL_KEEPALIVE_OPTIONS", "CLOSE_AFTER_TIMEOUT_S", "CLOSE_DEADLINE_S", "DEFAULT_DEADLINE_S",
+           "RETRIED_METHODS", "SERVICE_CONFIG", "SERVICE_NAME", "ChannelTls", "DialInConnection", "GrpcPartyLink",
+           "StreamConnection", "channel_options", "create_channel", "local_grpc_links", "parse_address"]
 
-DEFAULT_MAX_MESSAGE_BYTES = 8 << 20
 DEFAULT_DEADLINE_S = 120.0
-#: Close is best effort; never wait long for a party that is going away
-CLOSE_DEADLINE_S = 10.0
-#: ... and 1 s for a party whose last call outlived its deadline (a stopped party will not answer the
-#: Close either: the run ends --deadline + 1 s after its call) or whose run was interrupted
-CLOSE_AFTER_TIMEOUT_S = 1.0
-SERVICE_NAME = "securelp.v1.PartyService"
-#: client keepalive: ping every 30 s (the server accepts pings every >= 10 s), 20 s to answer
-CHANNEL_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_timeout_ms", 20_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-)
-#: retries for UNAVAILABLE only (connection refused/reset before the call reached the party), and only
-#: for the calls that are safe to repeat: the health check and Close (idempotent). Hello, Mask and
-#: Decode change the party's state (a repeated hello or mask is refused), and a retried streaming
-#: call on a connection the party reset mid-session never ended, whatever its deadline (the
-#: coordinator blocked for ever reading the Mask stream of a party killed after its hello). The
-#: retries are bounded by the call's deadline; every call also has a local watchdog
-#: (``_CallWatchdog``) that cancels it at its deadline whatever gRPC's retry machinery does.
-RETRIED_METHODS: tuple[tuple[str, str], ...] = ((SERVICE_NAME, "Close"), ("grpc.health.v1.Health", "Check"))
-SERVICE_CONFIG = {
-    "methodConfig": [{
-        "name": [{"service": service, "method": method} for service, method in RETRIED_METHODS],
-        "retryPolicy": {
-            "maxAttempts": 4,
-            "initialBackoff": "0.2s",
-            "maxBackoff": "2s",
-            "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE"],
-        },
-    }]
-}
-#: a call still running this long after its deadline is cancelled by ``_CallWatchdog``
-WATCHDOG_SLACK_S = 0.1
-#: ... and if its reader is still blocked this long after the cancel, the channel is closed
-STUCK_GRACE_S = 0.5
-#: typed errors a party may report (class name in trailing metadata) and we re-raise as such
-_PARTY_ERRORS: dict[str, type[E.SecureLPError]] = {
-    cls.__name__: cls for cls in (E.InputError, E.ConfigError, E.ProtocolError, E.ResourceError, E.SolverError,
-                                  E.AuthenticationError)
-}
-#: fragments of gRPC/BoringSSL error details that mean a TLS handshake or identity failure
-_TLS_FAILURE_MARKERS = ("handshake", "certificate", "ssl_error", "ssl routines", "peer name", "alert",
-                        "verification check failed", "unauthenticated")
-#: a TCP connection that the peer closed while connecting: under mTLS, the party refused our
-#: certificate (TLS 1.3 servers verify the client after the client finished its side) or it
-#: does not speak TLS at all. A party that is down refuses the connection instead.
-_CLOSED_WHILE_CONNECTING = ("socket closed", "connection reset", "end of file", "eof")
+#: the health service name a party's server reports
+SERVICE_NAME = "securelp.v1.PartyRuntime"
+#: after its goodbye, how long a connection waits for the party to end the stream
+FINISH_WAIT_S = 1.0
 
 
-@dataclass(frozen=True)
-class ChannelTls:
+class ChannelTls(_ChannelTls):
     """PEM material of the coordinator: the session CA, its key and its certificate chain."""
-
-    root_certificates: bytes
-    private_key: bytes
-    certificate_chain: bytes
 
     @classmethod
     def from_dir(cls, certs_dir: str | Path, name: str = COORDINATOR_ID) -> ChannelTls:
@@ -116,283 +82,195 @@ class ChannelTls:
         return cls(ident.ca_certificate, ident.private_key, ident.certificate)
 
 
-def channel_options(max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> list[tuple[str, object]]:
-    """Channel arguments of every coordinator channel (sizes, keepalive, retries)."""
-    return [
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.enable_retries", 1),
-        ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
-        *CHANNEL_KEEPALIVE_OPTIONS,
-    ]
+def _prefixed(exc: E.SecureLPError, what: str) -> E.SecureLPError:
+    """The same typed error with the phase in front (``"solve: party p2 at ... disconnected"``)."""
+    text = str(exc)
+    text = text if text.startswith(f"{what}: ") else f"{what}: {text}"
+    if isinstance(exc, PeerGone):
+        return PeerGone(text, kind=exc.kind)
+    return type(exc)(text)
 
 
-def create_channel(address: str, *, tls: ChannelTls | None, target_name: str | None = None, insecure: bool = False,
-                   max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> grpc.Channel:
-    """The one place channels are made.
+class StreamConnection(Connection):
+    """Calls of any protocol over one runtime stream to one party (either direction).
 
     Parameters
     ----------
-    address : ``host:port`` of the party.
-    tls : the coordinator's certificate material (mutual TLS); required unless ``insecure``.
-    target_name : the identity the server certificate must carry (the party id).
-    insecure : plaintext, only when asked for explicitly; warned.
-    """
-    if tls is not None and insecure:
-        raise E.ConfigError("TLS material and insecure=True were both given; choose one")
-    options = channel_options(max_message_bytes)
-    if insecure:
-        log.warning("connecting to %s WITHOUT TLS (--insecure): masked data travels in the clear and the party "
-                    "is not authenticated", address)
-        return grpc.insecure_channel(address, options=options)
-    if tls is None:
-        raise E.ConfigError(f"no TLS material for {address}; pass --certs DIR (or --insecure for debugging only)")
-    if target_name:
-        options.append(("grpc.ssl_target_name_override", target_name))
-    creds = grpc.ssl_channel_credentials(root_certificates=tls.root_certificates, private_key=tls.private_key,
-                                         certificate_chain=tls.certificate_chain)
-    return grpc.secure_channel(address, creds, options=options)
-
-
-def _closed_while_connecting(low: str) -> bool:
-    """gRPC's (lower-cased) error says the peer closed the socket while the connection was set up."""
-    return "failed to connect" in low and any(marker in low for marker in _CLOSED_WHILE_CONNECTING)
-
-
-def _looks_like_tls_failure(details: str, tls: bool) -> bool:
-    low = details.lower()
-    if any(marker in low for marker in _TLS_FAILURE_MARKERS):
-        return True
-    return tls and _closed_while_connecting(low)
-
-
-def _mismatch_hint(details: str, tls: bool) -> str:
-    """A TLS/plaintext mismatch, told from gRPC's connection error (cheap: no extra probe).
-
-    A TLS client dialling a plaintext server fails its handshake with BoringSSL's
-    ``WRONG_VERSION_NUMBER`` (the server answered with HTTP/2, not a TLS record); a plaintext
-    client dialling a TLS server sees the server close the socket while connecting.
-    """
-    low = details.lower()
-    if tls and "wrong_version_number" in low:
-        return "the party seems to serve plaintext (started with --insecure?) while the coordinator uses TLS"
-    if not tls and _closed_while_connecting(low):
-        return ("the party closed the connection while it was set up: it probably requires TLS (--certs) while "
-                "the coordinator runs with --insecure")
-    return ""
-
-
-def _short_cause(details: str) -> str:
-    """The last, most specific part of a gRPC connection error ("Connection refused")."""
-    tail = details.rsplit(": ", 1)[-1].strip() if details else ""
-    return tail or details or "no answer"
-
-
-class _CallWatchdog:
-    """Ends a gRPC call that is still running ``seconds`` (+ ``WATCHDOG_SLACK_S``) after it started.
-
-    gRPC enforces ``timeout=`` itself, but a streaming call that the channel's retry machinery
-    had taken over after the party reset the connection was seen to block for ever: the call
-    had its status, yet the pending read never completed, and ``call.cancel()`` did not wake
-    the reader either (grpcio 1.85). So the watchdog cancels the call and, if the reader is
-    still blocked ``STUCK_GRACE_S`` later, calls ``on_stuck`` (the link closes its channel,
-    which does wake it, and opens a fresh one for a best-effort Close). ``fired`` tells the
-    caller why the call ended.
+    party_id : the party.
+    address : its address, for messages (``host:port``).
+    direction : "dial-in" or "dial-out".
+    keepalive_s : the runtime's keepalive (a party silent this long is unresponsive).
+    tls : whether the stream runs under TLS (for the reading of connection errors).
     """
 
-    def __init__(self, seconds: float, on_stuck: Callable[[], None] | None = None) -> None:
-        self.seconds = seconds
-        self.fired = threading.Event()
-        self._done = threading.Event()
-        self._on_stuck = on_stuck
-        self._call: grpc.Future | None = None
-        self._timer = threading.Timer(seconds + WATCHDOG_SLACK_S, self._fire)
-        self._timer.daemon = True
+    transport = "grpc"
 
-    def watch(self, call: T_call) -> T_call:
-        self._call = call  # type: ignore[assignment]
-        self._timer.start()
-        return call
-
-    def _fire(self) -> None:
-        if self._done.is_set():
-            return
-        self.fired.set()
-        if self._call is not None:
-            self._call.cancel()
-        if not self._done.wait(STUCK_GRACE_S) and self._on_stuck is not None:
-            self._on_stuck()
-
-    def stop(self) -> None:
-        self._done.set()
-        self._timer.cancel()
-        if self._call is not None:
-            self._call.cancel()  # no-op for a finished call; ends a stream we stopped reading
-
-
-class GrpcPartyLink(PartyLink):
-    """A party process reached over gRPC.
-
-    Parameters
-    ----------
-    party_id : the party's id (also the identity its certificate must carry).
-    address : ``host:port``.
-    tls : coordinator certificate material, or None with ``insecure=True``.
-    deadline_s : deadline of every call.
-    """
-
-    def __init__(self, party_id: str, address: str, *, tls: ChannelTls | None, insecure: bool = False,
-                 deadline_s: float = DEFAULT_DEADLINE_S, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(self, party_id: str, address: str, *, direction: str, keepalive_s: float = DEFAULT_KEEPALIVE_S,
+                 tls: bool = True) -> None:
         super().__init__(party_id)
-        if deadline_s <= 0:
-            raise E.ConfigError(f"deadline must be positive, got {deadline_s}")
         self.address = address
-        self.deadline_s = float(deadline_s)
-        self.timed_out = False  # a call of this link outlived its deadline (see close)
-        self.interrupted = False  # the run was interrupted (see cancel_calls)
-        self._tls = not insecure
-        self._channel_args = {"tls": tls, "target_name": party_id, "insecure": insecure,
-                              "max_message_bytes": max_message_bytes}
-        self._channel_lock = threading.Lock()
-        self._channel = create_channel(address, **self._channel_args)  # type: ignore[arg-type]
-        self._stub = pb_grpc.PartyServiceStub(self._channel)
+        self.direction = direction
+        self.keepalive_s = float(keepalive_s)
+        self._tls = tls
+        self.stream: FrameStream | None = None
+        self._phase = "hello"
 
     @property
-    def transport(self) -> str:
-        return "grpc"
+    def who(self) -> str:
+        return f"party {self.party_id} at {self.address}"
 
-    def _replace_channel(self, why: str = "a call outlived its deadline and its cancel") -> None:
-        """Close the channel (waking a reader that gRPC left blocked) and open a fresh one."""
-        with self._channel_lock:
-            old = self._channel
-            self._channel = create_channel(self.address, **self._channel_args)  # type: ignore[arg-type]
-            self._stub = pb_grpc.PartyServiceStub(self._channel)
-        log.info("party %s: %s; channel replaced", self.party_id, why)
-        old.close()
+    def _stream_for(self, what: str, deadline_s: float) -> FrameStream:
+        """The stream to use for a call (dial-in opens it here)."""
+        if self.stream is None:
+            raise PeerGone(f"{self.who}: no stream (the session on this connection is over)", kind="closed")
+        return self.stream
 
-    def cancel_calls(self) -> None:
-        self.interrupted = True  # and its Close gets CLOSE_AFTER_TIMEOUT_S: an interrupted run ends promptly
-        self._replace_channel("the run was interrupted")
+    def offers(self) -> list[rpb.ProtocolOffer]:
+        stream = self.stream
+        return list(stream.peer_open.protocols) if stream is not None and stream.peer_open is not None else []
 
-    # -- the edge: RpcError -> typed error naming the party ------------------------
-    def _deadline_error(self, what: str, deadline_s: float) -> E.TransportError:
-        self.timed_out = True  # Close gets CLOSE_AFTER_TIMEOUT_S only: a stopped party will not answer it either
-        return E.TransportError(f"party {self.party_id} at {self.address} did not answer {what} within {deadline_s:g} s "
-                                "(deadline exceeded); is it overloaded or stopped? raise --deadline if the block is "
-                                "large")
-
-    def _rpc_error(self, exc: grpc.RpcError, what: str, deadline_s: float) -> E.SecureLPError:
-        code = exc.code() if hasattr(exc, "code") else None
-        details = (exc.details() if hasattr(exc, "details") else "") or ""
-        who = f"party {self.party_id} at {self.address}"
-        cls_name = ""
+    def call(self, protocol: str, session_id: str, method: str, request: Message, reply_type: type[Message], *,
+             deadline_s: float) -> tuple[Message, Mapping[str, str]]:
+        self._phase = method
+        stream = self._stream_for(method, deadline_s)
+        offers = self.offers()
+        if offers and protocol not in [o.name for o in offers]:
+            raise E.ProtocolError(f"party {self.party_id} does not serve protocol {protocol} (it serves: "
+                                  f"{describe_offers(offers)})")
+        payload = request.SerializeToString()
         try:
-            for key, value in exc.trailing_metadata() or ():  # type: ignore[attr-defined]
-                if key == ERROR_CLASS_METADATA:
-                    cls_name = value
-        except Exception:  # noqa: BLE001 - no metadata on locally generated errors
-            cls_name = ""
-        if cls_name in _PARTY_ERRORS:
-            text = details if self.party_id in details else f"{who}: {details}"
-            return _PARTY_ERRORS[cls_name](f"{what}: {text}")
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return self._deadline_error(what, deadline_s)
-        if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-            return E.AuthenticationError(f"{who} refused the coordinator ({details})")
-        if code == grpc.StatusCode.UNAVAILABLE:
-            hint = _mismatch_hint(details, self._tls)
-            if hint:
-                cls = E.AuthenticationError if self._tls else E.TransportError
-                return cls(f"{who} could not be reached during {what}: {hint} ({_short_cause(details)})")
-            if _looks_like_tls_failure(details, self._tls):
-                return E.AuthenticationError(
-                    f"TLS handshake with {who} failed: its certificate is not from this session's CA or does not "
-                    f"name {self.party_id!r}, or it refused ours ({details})")
-            return E.TransportError(f"{who} is unreachable during {what} ({details}); check that the party "
-                                    "process runs and listens on that address")
-        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
-                    grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.UNIMPLEMENTED):
-            return E.ProtocolError(f"{who} rejected {what}: {details}")
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-            return E.ResourceError(f"{what} with {who} exceeded a size limit: {details}")
-        if code == grpc.StatusCode.CANCELLED:
-            return E.TransportError(f"{what} with {who} was cancelled ({details})")
-        return E.SecureLPError(f"{who} failed during {what} ({code.name if code else 'unknown'}: {details})")
-
-    @contextlib.contextmanager
-    def _edge(self, what: str, deadline_s: float, watchdog: _CallWatchdog | None = None) -> Iterator[None]:
-        try:
-            yield
-        except (grpc.RpcError, grpc.FutureCancelledError, grpc.FutureTimeoutError) as exc:
-            if (watchdog is not None and watchdog.fired.is_set()) or not isinstance(exc, grpc.RpcError):
-                raise self._deadline_error(what, deadline_s) from None
-            raise self._rpc_error(exc, what, deadline_s) from None
-        except E.ProtocolError as exc:  # a bad chunk stream from the party
+            response = stream.call(protocol, session_id, method, payload, deadline_s=deadline_s)
+        except PeerFault as exc:
+            text = str(exc)
+            raise exc.typed(f"{method}: " + ("" if self.party_id in text else f"{self.who}: ")) from None
+        except CallDeadlineExceeded:
+            raise CallDeadlineExceeded(
+                f"{self.who} did not answer {method} within {deadline_s:g} s (deadline exceeded); is it overloaded or "
+                "stopped? raise --deadline if the block is large") from None
+        except E.ProtocolError as exc:
             text = str(exc)
             raise E.ProtocolError(text if self.party_id in text else f"party {self.party_id}: {text}") from None
-
-    def _bounded(self, what: str, deadline_s: float, start: Callable[[], C], consume: Callable[[C], R]) -> R:
-        """Start a call (``start``: the stub invoked with ``timeout=deadline_s``), hand it to ``consume``,
-        and make sure it ends by the deadline: the watchdog cancels it otherwise (then the typed
-        error is the deadline one), and it is cancelled when ``consume`` stops early."""
-        watchdog = _CallWatchdog(deadline_s, self._replace_channel)
-        with self._edge(what, deadline_s, watchdog):
-            call = watchdog.watch(start())
-            try:
-                return consume(call)
-            finally:
-                watchdog.stop()
-
-    # -- PartyLink ---------------------------------------------------------------------
-    def hello(self, request: pb.HelloRequest) -> pb.HelloReply:
-        def consume(call: grpc.Future) -> pb.HelloReply:
-            reply = call.result()
-            self.reported_split_id = None
-            for key, value in call.trailing_metadata() or ():  # type: ignore[attr-defined]
-                if key == SPLIT_ID_METADATA:
-                    self.reported_split_id = str(value)
-            return reply
-
-        reply = self._bounded("hello", self.deadline_s,
-                              lambda: self._stub.Hello.future(request, timeout=self.deadline_s, wait_for_ready=False),
-                              consume)
-        self.bytes_received += request.ByteSize()
-        self.bytes_sent += reply.ByteSize()
-        return reply
-
-    def mask(self, request: pb.MaskRequest) -> pb.MaskedBlock:
-        payload = self._bounded("mask", self.deadline_s,
-                                lambda: self._stub.Mask(request, timeout=self.deadline_s),
-                                lambda call: join_chunks(call, peer=f"party {self.party_id}: masked block"))
-        self.bytes_received += request.ByteSize()
-        self.bytes_sent += len(payload)
+        self.bytes_received += len(payload)
+        self.bytes_sent += len(response.payload)
         try:
-            return pb.MaskedBlock.FromString(payload)
-        except Exception:  # noqa: BLE001 - protobuf DecodeError
-            raise E.ProtocolError(f"party {self.party_id}: the masked block does not parse") from None
+            reply = reply_type.FromString(response.payload)
+        except DecodeError:
+            raise E.ProtocolError(f"party {self.party_id}: the {method} reply does not parse") from None
+        return reply, response.metadata
 
-    def decode(self, notice: pb.SolutionNotice) -> pb.DecodeReply:
-        request = notice.SerializeToString()
-        payload = self._bounded("decode", self.deadline_s,
-                                lambda: self._stub.Decode(split_payload(request), timeout=self.deadline_s),
-                                lambda call: join_chunks(call, peer=f"party {self.party_id}: decode reply"))
-        self.bytes_received += len(request)
-        self.bytes_sent += len(payload)
-        try:
-            return pb.DecodeReply.FromString(payload)
-        except Exception:  # noqa: BLE001
-            raise E.ProtocolError(f"party {self.party_id}: the decode reply does not parse") from None
+    def check_alive(self, what: str) -> None:
+        stream = self.stream
+        if stream is not None and stream.failure is not None:
+            raise _prefixed(stream.failure, what)
 
-    def close(self, request: pb.CloseRequest) -> None:
-        short = self.timed_out or self.interrupted
-        deadline = min(self.deadline_s, CLOSE_AFTER_TIMEOUT_S if short else CLOSE_DEADLINE_S)
+    def finish(self, reason: str = "session over") -> None:
+        stream, self.stream = self.stream, None
+        if stream is None:
+            return
+        stream.goodbye(reason)
+        stream.done.wait(FINISH_WAIT_S)  # the party ends its side after our goodbye
+        stream.close()
+
+    def cancel_calls(self) -> None:
+        if self.stream is not None:
+            self.stream.interrupt_calls(E.TransportError(f"{self.who}: the call was cancelled (the run was "
+                                                         "interrupted)"))
+
+    def shutdown(self) -> None:
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            stream.close()
+
+    def _classify(self, exc: BaseException, stream: FrameStream) -> E.SecureLPError:
+        """A gRPC error of the stream: before the party opened it, why it could not be reached (TLS,
+        unreachable, unresponsive); after, the party disconnected."""
+        if not isinstance(exc, grpc.RpcError):
+            return PeerGone(f"{self.who} disconnected ({exc.__class__.__name__})", kind="disconnected")
+        err = classify_rpc_error(exc, who=self.who, what=self._phase, tls=self._tls)
+        if stream.opened.is_set() and isinstance(err, PeerGone):
+            cause = short_cause(exc.details() or "") if hasattr(exc, "details") else ""
+            return PeerGone(f"{self.who} disconnected ({cause or 'its stream ended'}); did its process end?",
+                            kind="disconnected")
+        return err
+
+
+class DialInConnection(StreamConnection):
+    """Dial-in: the coordinator dials the party's server and attaches one stream per session."""
+
+    def __init__(self, party_id: str, address: str, *, tls: _ChannelTls | None, insecure: bool = False,
+                 keepalive_s: float = DEFAULT_KEEPALIVE_S, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        super().__init__(party_id, address, direction="dial-in", keepalive_s=keepalive_s, tls=not insecure)
+        self._channel_tls = tls
+        self._channel = create_channel(address, tls=tls, target_name=party_id, insecure=insecure,
+                                       max_message_bytes=max_message_bytes)
+
+    @property
+    def channel(self) -> grpc.Channel:
+        return self._channel
+
+    def _stream_for(self, what: str, deadline_s: float) -> FrameStream:
+        if self.stream is not None:
+            return self.stream
+        stream = FrameStream(peer=self.who, role="coordinator", keepalive_s=self.keepalive_s)
+        stream.send_open(COORDINATOR_ID)
+        call = rpb_grpc.PartyRuntimeStub(self._channel).Attach(stream.outgoing())
+        stream.attach(call, cancel=call.cancel, classify=lambda exc: self._classify(exc, stream),
+                      name=f"coordinator-{self.party_id}")
+        self.stream = stream
         try:
-            reply = self._bounded("close", deadline, lambda: self._stub.Close.future(request, timeout=deadline),
-                                  lambda call: call.result())
-            self.bytes_received += request.ByteSize()
-            self.bytes_sent += reply.ByteSize()
-        except E.SecureLPError as exc:  # best effort: a dead party cannot be told
-            log.info("could not close party %s: %s", self.party_id, exc)
+            peer = stream.wait_open(min(deadline_s, max(self.keepalive_s, 1.0)) if deadline_s else self.keepalive_s)
+        except PeerGone as exc:
+            if exc.kind == "unresponsive":
+                raise CallDeadlineExceeded(f"{self.who} did not answer {what} within {deadline_s:g} s: it is "
+                                           "unresponsive (it accepted the connection but never opened the stream; is "
+                                           "it stopped or overloaded?)") from None
+            raise
+        if peer.sender != self.party_id:
+            raise stream_error(stream, E.ProtocolError(f"{self.who} introduced itself as {peer.sender!r}"))
+        return stream
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._channel.close()
+
+
+def stream_error(stream: FrameStream, error: E.SecureLPError) -> E.SecureLPError:
+    """End ``stream`` and return ``error`` (to raise)."""
+    stream.close()
+    return error
+
+
+class GrpcPartyLink(PPLPLink):
+    """The secure LP to a party process that listens (dial-in).
+
+    Parameters
+    ----------
+    party_id : the party (its certificate must name it).
+    address : ``host:port`` of its server.
+    tls : the coordinator's certificate material (mutual TLS); required unless ``insecure``.
+    insecure : plaintext, for debugging only (warned).
+    deadline_s : the deadline of every call.
+    keepalive_s : the runtime's keepalive.
+    """
+
+    def __init__(self, party_id: str, address: str, *, tls: _ChannelTls | None, insecure: bool = False,
+                 deadline_s: float = DEFAULT_DEADLINE_S, keepalive_s: float = DEFAULT_KEEPALIVE_S,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        if deadline_s <= 0:
+            raise E.ConfigError(f"deadline must be positive, got {deadline_s}")
+        connection = DialInConnection(party_id, address, tls=tls, insecure=insecure, keepalive_s=keepalive_s,
+                                      max_message_bytes=max_message_bytes)
+        super().__init__(connection, deadline_s=deadline_s)
+        self.address = address
+        self._tls = not insecure
+
+    # -- the edge: RpcError -> typed error naming the party ------------------------
+    def _rpc_error(self, exc: grpc.RpcError, what: str, deadline_s: float) -> E.SecureLPError:
+        """The typed error of a gRPC error of a call to this party (``what``: the call)."""
+        if getattr(exc, "code", lambda: None)() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return E.TransportError(f"party {self.party_id} at {self.address} did not answer {what} within "
+                                    f"{deadline_s:g} s (deadline exceeded); is it overloaded or stopped?")
+        return classify_rpc_error(exc, who=f"party {self.party_id} at {self.address}", what=what, tls=self._tls)
 
     def wait_ready(self, timeout: float, *, cancel: threading.Event | None = None) -> None:
         """Block until the party's health service reports SERVING (``securelp coordinator --wait``),
@@ -401,14 +279,17 @@ class GrpcPartyLink(PartyLink):
         Raises
         ------
         TransportError naming the party, the ``--wait`` time and the last cause seen (connection
-        refused, a health status) when it is not ready in time; at once, AuthenticationError for a
-        TLS failure and TransportError for a TLS/plaintext mismatch (a plaintext coordinator whose
-        connection the party closes while it is set up).
+        refused, a health status, unresponsive) when it is not ready in time; at once,
+        AuthenticationError for a TLS failure and TransportError for a TLS/plaintext mismatch (a
+        plaintext coordinator whose connection the party closes while it is set up). A party that
+        accepts the connection but never completes it (stopped with SIGSTOP) is unresponsive, never a
+        certificate problem.
         """
         request = health_pb2.HealthCheckRequest(service=SERVICE_NAME)
         end = time.monotonic() + timeout
         who = f"party {self.party_id} at {self.address}"
         cause = ""  # the most informative reason seen: a late poll's timeout does not hide "Connection refused"
+        channel = self.connection.channel  # type: ignore[attr-defined]
         while True:
             if cancel is not None and cancel.is_set():
                 return
@@ -418,37 +299,32 @@ class GrpcPartyLink(PartyLink):
                                        f"{cause or 'no answer to the health check'}; check that the party process "
                                        "runs and listens on that address, or raise --wait")
             poll = min(left, 5.0)
-            watchdog = _CallWatchdog(poll, self._replace_channel)
-            stub = health_pb2_grpc.HealthStub(self._channel)
-            call = watchdog.watch(stub.Check.future(request, timeout=poll))
             try:
-                reply = call.result()
+                reply = health_pb2_grpc.HealthStub(channel).Check(request, timeout=poll)
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return
                 cause = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
-            except (grpc.RpcError, grpc.FutureCancelledError) as exc:
-                code = exc.code() if isinstance(exc, grpc.RpcError) else None
-                if watchdog.fired.is_set() or code in (None, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    cause = cause or "no answer to the health check (deadline exceeded)"
+            except grpc.RpcError as exc:
+                code = exc.code()
+                details = exc.details() or ""
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    cause = cause or "no answer to the health check (deadline exceeded): is it stopped or overloaded?"
+                elif timed_out_while_connecting(details):
+                    cause = (f"unresponsive: it accepted the connection but never completed it "
+                             f"({short_cause(details)}); is it stopped or overloaded?")
                 else:
-                    details = exc.details() or ""  # type: ignore[union-attr]
-                    hint = _mismatch_hint(details, self._tls)
+                    hint = mismatch_hint(details, self._tls)
                     if hint and not self._tls:
-                        raise E.TransportError(f"{who} is not usable: {hint} ({_short_cause(details)})") from None
-                    err = self._rpc_error(exc, "health check", poll)  # type: ignore[arg-type]
+                        raise E.TransportError(f"{who} is not usable: {hint} ({short_cause(details)})") from None
+                    err = self._rpc_error(exc, "health check", poll)
                     if isinstance(err, E.AuthenticationError):
                         raise err from None
-                    cause = _short_cause(details) if code == grpc.StatusCode.UNAVAILABLE else str(err)
-            finally:
-                watchdog.stop()
+                    cause = short_cause(details) if code == grpc.StatusCode.UNAVAILABLE else str(err)
             pause = min(0.1, max(0.0, end - time.monotonic()))
             if cancel is not None:
                 cancel.wait(pause)
             else:
                 time.sleep(pause)
-
-    def shutdown(self) -> None:
-        self._channel.close()
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -465,29 +341,45 @@ def parse_address(text: str) -> tuple[str, int]:
     return host, port
 
 
+def session_certificates(workdir: Path, ids: Sequence[str], sessions: Sequence[object], *, insecure: bool,
+                         bind_keys: bool) -> Path:
+    """Fresh session certificates in ``workdir/certs`` (unless ``insecure``); with ``bind_keys``, each
+    session without an identity gets its certificate as the identity that binds its aggregation key."""
+    from securelp.party.aggregation import SigningIdentity  # lazy: the party side only here
+
+    tls_dir = Path(workdir) / "certs"
+    if insecure:
+        return tls_dir
+    write_session_certs(tls_dir, ids)
+    if bind_keys:
+        for session in sessions:
+            if getattr(session, "identity", "absent") is None:
+                ident = load_identity(tls_dir, session.party_id)  # type: ignore[attr-defined]
+                session.bind_identity(SigningIdentity(ident.private_key, ident.certificate,  # type: ignore[attr-defined]
+                                                      ident.ca_certificate))
+    return tls_dir
+
+
 @contextlib.contextmanager
 def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: float = DEFAULT_DEADLINE_S,
-                     insecure: bool = False, host: str = "127.0.0.1", bind_keys: bool = True
-                     ) -> Iterator[list[PartyLink]]:
-    """Real gRPC servers in this process (one per session, port 0) and links to them.
+                     insecure: bool = False, host: str = "127.0.0.1", bind_keys: bool = True,
+                     keepalive_s: float = DEFAULT_KEEPALIVE_S) -> Iterator[list[PartyLink]]:
+    """Dial-in, in this process: real gRPC servers (one per session or ``PartyHost``, port 0) and links
+    to them.
 
     Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``; with
     ``bind_keys``, each session that has no identity yet gets its certificate as the identity that
-    binds its secure-aggregation key (as ``securelp party --certs`` does). Servers and channels are stopped on exit. For
-    simulations and contract tests.
+    binds its secure-aggregation key (as ``securelp party --certs`` does). Servers and channels are
+    stopped on exit. For simulations and contract tests.
     """
-    from securelp.party.aggregation import SigningIdentity  # lazy: the party side only here
     from securelp.party.server import ServerTls, create_server
 
     ids = [s.party_id for s in sessions]  # type: ignore[attr-defined]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise E.ConfigError(f"duplicate party ids: {', '.join(dupes)}")
-    tls_dir = Path(workdir) / "certs"
-    channel_tls: ChannelTls | None = None
-    if not insecure:
-        write_session_certs(tls_dir, ids)
-        channel_tls = ChannelTls.from_dir(tls_dir)
+    tls_dir = session_certificates(workdir, ids, sessions, insecure=insecure, bind_keys=bind_keys)
+    channel_tls = None if insecure else ChannelTls.from_dir(tls_dir)
     servers: list[grpc.Server] = []
     links: list[GrpcPartyLink] = []
     try:
@@ -497,13 +389,11 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
             if not insecure:
                 ident = load_identity(tls_dir, pid)
                 server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-                if bind_keys and getattr(session, "identity", "absent") is None:
-                    session.bind_identity(  # type: ignore[attr-defined]
-                        SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate))
-            server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure)
+            server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure,
+                                         keepalive_s=keepalive_s)
             servers.append(server)
             links.append(GrpcPartyLink(pid, f"{host}:{port}", tls=channel_tls, insecure=insecure,
-                                       deadline_s=deadline_s))
+                                       deadline_s=deadline_s, keepalive_s=keepalive_s))
         yield list(links)
     finally:
         for link in links:

@@ -26,7 +26,9 @@ key agreement ends the session, naming that party, with nothing unmasked (there 
 recovery). Bounded columns in monomial mode stay per party (a positive monomial map of each).
 
 All of it runs over ``PartyLink`` objects, so the same code drives in-process
-simulations and gRPC deployments. The parsed blocks are kept per party in
+simulations and gRPC deployments in both connection directions (the protocol runtime,
+docs/protocol.md); while it solves, it watches the links, so a party that dies or stops is
+reported within the runtime's keepalive, not when the solve ends. The parsed blocks are kept per party in
 ``TranscriptEntry`` objects; the recorded transcript of every message, which the leakage
 attacks read, is ``securelp.coordinator.transcript``'s.
 """
@@ -36,7 +38,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -44,6 +46,8 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 
+from securelp.coordinator.drive import close_all, while_alive
+from securelp.coordinator.drive import each as _each
 from securelp.coordinator.sizing import check_coordinator_fits
 from securelp.coordinator.transport import PartyLink
 from securelp.party import aggregation as agg
@@ -51,7 +55,7 @@ from securelp.party.policy import PartyPolicy
 from securelp.party.session import PROTOCOL_VERSION
 from securelp.protos import securelp_pb2 as pb
 from securelp.protos.codec import matrix_from_pb, vector_from_pb, vector_to_pb
-from securelp.solvers.errors import ConfigError, InputError, ProtocolError, SecureLPError
+from securelp.solvers.errors import ConfigError, InputError, ProtocolError
 from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus
 from securelp.solvers.lp.partition import PublicRows
 
@@ -243,61 +247,10 @@ class SessionOutcome:
         return abs(self.objective - self.central_objective) / max(1.0, abs(self.central_objective))
 
 
-def _each(links: Sequence[PartyLink], call: Callable[[PartyLink], T], what: str,
-          pool: ThreadPoolExecutor | None = None) -> list[T]:
-    """Run ``call`` on every link concurrently; typed errors name the party.
-
-    ``pool``: the session's executor, reused across phases (starting threads while the
-    previous phase's work still holds the GIL cost ~2-3 ms each; measured 18 ms per
-    session for 3 parties and 7 phases). Without one, a pool lives for this call.
-    """
-
-    def guarded(link: PartyLink) -> T:
-        try:
-            return call(link)
-        except SecureLPError as exc:
-            text = str(exc)
-            if link.party_id not in text:
-                text = f"party {link.party_id}: {text}"
-            if not text.startswith(f"{what}: "):  # a gRPC link names the call already
-                text = f"{what}: {text}"
-            raise type(exc)(text) from None
-
-    if len(links) == 1:
-        return [guarded(links[0])]
-    if pool is None:
-        with ThreadPoolExecutor(max_workers=min(32, len(links))) as own:
-            return _each(links, call, what, own)
-    futures = [pool.submit(guarded, link) for link in links]
-    errors: list[BaseException] = []
-    results: list[T] = []
-    for fut in futures:
-        try:
-            results.append(fut.result())
-        except Exception as exc:  # noqa: BLE001 - collect, raise the first after all finished
-            errors.append(exc)
-        # a KeyboardInterrupt (Ctrl-C, SIGTERM) while waiting goes up at once: the caller cancels
-        # the calls in flight instead of waiting for each of them to its deadline
-    if errors:
-        raise errors[0]
-    return results
-
-
 def _close_all(links: Sequence[PartyLink], session_id: str, reason: str,
                pool: ThreadPoolExecutor | None = None) -> None:
     """Tell every party the session is over (best effort; concurrently when a pool is given)."""
-
-    def close(link: PartyLink) -> None:
-        try:
-            link.close(pb.CloseRequest(session_id=session_id, reason=reason))
-        except Exception as exc:  # noqa: BLE001 - best effort: a dead party cannot be told
-            log.info("could not close party %s: %s", link.party_id, exc)
-
-    if pool is None or len(links) == 1:
-        for link in links:
-            close(link)
-    else:
-        list(pool.map(close, links))
+    close_all(links, lambda link: link.close(pb.CloseRequest(session_id=session_id, reason=reason)), pool)
 
 
 def _check_blocks_against_roster(public: PublicRows, links: Sequence[PartyLink],
@@ -592,7 +545,8 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
         entries = [_parse_block(l, b, h, m, k, mode, aggregated[l.party_id]) for l, b, h in zip(links, blocks, hellos)]
         dense_sum = _aggregate(entries, plan) if plan is not None and plan.participants else None
         lp, slices = transformed_lp(public, entries, k, dense_sum)
-        result = HighsBackend(time_limit=config.time_limit_s).solve(lp)
+        # the parties wait meanwhile: one that dies or stops is named within the keepalive, not when the solve ends
+        result = while_alive(links, "solve", lambda: HighsBackend(time_limit=config.time_limit_s).solve(lp))
         t_solve = time.perf_counter()
         log.info("transformed LP %d x %d solved: %s in %.3f s", lp.n_rows, lp.n_cols, result.status.value,
                  result.solve_time_s)

@@ -40,7 +40,7 @@ from google.protobuf.message import DecodeError, Message
 
 from securelp.protos import runtime_pb2 as rpb
 from securelp.protos.stream import Request, Response
-from securelp.solvers.errors import ProtocolError, TransportError
+from securelp.solvers.errors import ProtocolError, ResourceError, SecureLPError, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -291,11 +291,20 @@ class PartyHost:
         session = record.session
         try:
             reply = session.handle(request.method, message)
+            payload = reply.SerializeToString()  # a reply's bytes are its largest allocation: under the same guard
+        except MemoryError:  # a limit the estimates missed: a resource error, not an internal one
+            raise ResourceError(f"{who}: ran out of memory during this call") from None
+        except SecureLPError:
+            raise
+        except Exception as exc:  # never leak internals (or data) to the peer
+            log.error("%s: internal error answering %s (%s)", who, request.method, exc.__class__.__name__)
+            log.debug("%s: internal error", who, exc_info=True)
+            raise SecureLPError(f"{who}: internal error ({exc.__class__.__name__}); see the party's log") from None
         finally:
             if session.closed.is_set():
                 self._ended(record)
         metadata = getattr(session, "reply_metadata", None)
-        return Response(reply.SerializeToString(), metadata(request.method) if metadata is not None else {})
+        return Response(payload, metadata(request.method) if metadata is not None else {})
 
     def _idle_reply(self, method: Method) -> Response:
         """The answer to a closing call for a session the party does not have (closing is idempotent)."""

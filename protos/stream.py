@@ -55,14 +55,14 @@ _END = object()
 #: typed errors a party may report in a ``Fault`` (by class name), re-raised as such
 FAULT_CLASSES: dict[str, type[E.SecureLPError]] = {
     cls.__name__: cls for cls in (E.InputError, E.ConfigError, E.ProtocolError, E.ResourceError, E.SolverError,
-                                  E.AuthenticationError, E.TransportError)
+                                  E.AuthenticationError, E.TransportError, E.SecureLPError)
 }
 
 
 class PeerGone(E.TransportError):
     """The peer disconnected, fell silent for a keepalive, or ended the stream."""
 
-    def __init__(self, message: str, *, kind: str) -> None:
+    def __init__(self, message: str, *, kind: str = "disconnected") -> None:
         super().__init__(message)
         #: "disconnected", "unresponsive", "goodbye" or "closed" (this side ended the stream)
         self.kind = kind
@@ -184,6 +184,7 @@ class FrameStream:
         #: set when the stream is over (failure, goodbye, or closed here)
         self.done = threading.Event()
         self.frames_received = 0
+        self._open_sent = threading.Event()
 
     # -- wiring --------------------------------------------------------------------------------
     def outgoing(self) -> Iterator[rpb.Frame]:
@@ -224,7 +225,8 @@ class FrameStream:
             self._out.put(frame)
 
     def send_open(self, sender: str, protocols: Iterable[rpb.ProtocolOffer] = ()) -> None:
-        """Send this side's ``Open`` frame (the first frame on a stream)."""
+        """Send this side's ``Open`` frame (the first frame on a stream: heartbeats wait for it)."""
+        self._open_sent.set()
         self.send(rpb.Frame(open=rpb.Open(runtime_version=RUNTIME_VERSION, sender=sender, protocols=list(protocols),
                                           heartbeat_s=self.heartbeat_s, keepalive_s=self.keepalive_s)))
 
@@ -316,6 +318,10 @@ class FrameStream:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, end - time.monotonic()))
+
+    def interrupt_calls(self, error: BaseException) -> None:
+        """End the calls in flight with ``error`` at once; the stream itself stays up (for a close)."""
+        self._wake_pending(error)
 
     def check(self) -> None:
         """Raise the stream's failure, if any (a liveness check between calls)."""
@@ -473,7 +479,7 @@ class FrameStream:
         next_beat = self._clock()
         while not self.done.is_set():
             now = self._clock()
-            if now >= next_beat:
+            if now >= next_beat and self._open_sent.is_set():
                 self.send(rpb.Frame(heartbeat=rpb.Heartbeat(sequence=next(sequence))))
                 next_beat = now + self.heartbeat_s
             silent = now - self._last_rx

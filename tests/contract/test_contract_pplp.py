@@ -1,10 +1,13 @@
-"""The same PPLP tests over both transports: in-process links and real gRPC servers (threads of
-this process, port 0, mutual TLS with fresh session certificates).
+"""The same PPLP tests over every transport: in-process links, and real gRPC in both connection
+directions -- dial-in (party servers in threads of this process, port 0) and dial-out (a listening
+coordinator on port 0 and parties in threads that dial it) -- with mutual TLS and fresh session
+certificates.
 
-Contract: the transport changes nothing the protocol computes -- the secure optimum equals the
-central one, statuses reach every party, errors name the party, and (with the same seeds) both
-transports carry exactly the same payload bytes; with plain and with secure aggregation of the
-dense products; a party refuses what its policy does not allow, whoever asks and however.
+Contract: the transport and the direction change nothing the protocol computes -- the secure
+optimum equals the central one, statuses reach every party, errors name the party, and (with the
+same seeds) every transport carries exactly the same payload bytes; with plain and with secure
+aggregation of the dense products; a party refuses what its policy does not allow, whoever asks
+and however.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 import pytest
 
 from securelp.coordinator.grpc_link import GrpcPartyLink, local_grpc_links
+from securelp.coordinator.listener import local_dialout_links
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.simulation import owners_consent
 from securelp.coordinator.transport import InProcessLink
@@ -26,16 +30,25 @@ from securelp.solvers.lp import HighsBackend, LinearProgram, SolveStatus, read_m
 from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
 from tests.lp_fixtures import INFEASIBLE_MPS, UNBOUNDED_MPS, random_feasible_lp
 
-TRANSPORTS = ["inprocess", "grpc"]
+TRANSPORTS = ["inprocess", "dial-in", "dial-out"]
+GRPC = ["dial-in", "dial-out"]
+#: the transport a session reports for each
+REPORTED = {"inprocess": "inprocess", "dial-in": "grpc", "dial-out": "grpc"}
 
 
 @contextlib.contextmanager
-def links_for(transport, sessions, tmp_path, deadline_s=60.0, bind_keys=True):
+def links_for(transport, sessions, tmp_path, deadline_s=60.0, bind_keys=True, keepalive_s=10.0):
     if transport == "inprocess":
         yield [InProcessLink(s) for s in sessions]
+    elif transport == "dial-in":
+        with local_grpc_links(sessions, tmp_path, deadline_s=deadline_s, bind_keys=bind_keys,
+                              keepalive_s=keepalive_s) as links:
+            assert all(isinstance(link, GrpcPartyLink) and link.direction == "dial-in" for link in links)
+            yield links
     else:
-        with local_grpc_links(sessions, tmp_path, deadline_s=deadline_s, bind_keys=bind_keys) as links:
-            assert all(isinstance(link, GrpcPartyLink) for link in links)
+        with local_dialout_links(sessions, tmp_path, deadline_s=deadline_s, bind_keys=bind_keys,
+                                 keepalive_s=keepalive_s) as links:
+            assert all(link.transport == "grpc" and link.direction == "dial-out" for link in links)
             yield links
 
 
@@ -57,11 +70,11 @@ def run(transport, lp, tmp_path, parties=3, seed=None, ids=None, bind_keys=True,
 def test_random_feasible_lp_matches_central(transport, mode, seed, secure, tmp_path):
     lp = random_feasible_lp(np.random.default_rng(seed), 12, 20)
     outcome, sessions = run(transport, lp, tmp_path, bounds_mode=mode, secure_aggregation=secure)
-    assert outcome.transport == transport
+    assert outcome.transport == REPORTED[transport]
     assert (outcome.aggregation is not None) == secure
     if secure:  # every party has free columns here: all of them aggregate, and only shares arrive
         assert outcome.aggregation.participants == ("party1", "party2", "party3")
-        assert outcome.aggregation.keys_bound == (transport == "grpc")  # the gRPC parties hold certificates
+        assert outcome.aggregation.keys_bound == (transport != "inprocess")  # the gRPC parties hold certificates
         assert all(e.masked_a.shape[1] == 0 and e.share_a is not None for e in outcome.transcript)
     assert outcome.status is SolveStatus.OPTIMAL
     assert outcome.objective_rel_diff is not None and outcome.objective_rel_diff <= 1e-8
@@ -90,17 +103,22 @@ def test_payload_over_one_chunk_is_exact(transport, tmp_path):
 
 
 @pytest.mark.parametrize("secure", [False, True], ids=["plain", "secagg"])
-def test_both_transports_carry_the_same_bytes(tmp_path, secure):
+def test_every_transport_carries_the_same_bytes(tmp_path, secure):
     lp = random_feasible_lp(np.random.default_rng(3), 10, 15)
-    # keys unbound on both sides: a certificate and an ECDSA signature (of varying length) would differ
-    a, _ = run("inprocess", lp, tmp_path / "a", seed="s", secure_aggregation=secure, bind_keys=False, session_id="s1")
-    (tmp_path / "b").mkdir()
-    b, _ = run("grpc", lp, tmp_path / "b", seed="s", secure_aggregation=secure, bind_keys=False, session_id="s1")
-    assert [(p.bytes_sent, p.bytes_received) for p in a.parties] == [(p.bytes_sent, p.bytes_received) for p in b.parties]
-    assert all(p.bytes_sent > 0 and p.bytes_received > 0 for p in b.parties)
-    assert a.objective == pytest.approx(b.objective, rel=1e-12)
-    if secure:  # the same seeds draw the same keys and masks: the very same shares on both transports
-        assert all(np.array_equal(x.share_a, y.share_a) for x, y in zip(a.transcript, b.transcript))
+    # keys unbound everywhere: a certificate and an ECDSA signature (of varying length) would differ
+    outcomes = []
+    for transport in TRANSPORTS:
+        (tmp_path / transport).mkdir()
+        outcomes.append(run(transport, lp, tmp_path / transport, seed="s", secure_aggregation=secure, bind_keys=False,
+                            session_id="s1")[0])
+    a = outcomes[0]
+    for b in outcomes[1:]:
+        assert [(p.bytes_sent, p.bytes_received) for p in a.parties] == \
+            [(p.bytes_sent, p.bytes_received) for p in b.parties]
+        assert all(p.bytes_sent > 0 and p.bytes_received > 0 for p in b.parties)
+        assert a.objective == pytest.approx(b.objective, rel=1e-12)
+        if secure:  # the same seeds draw the same keys and masks: the very same shares on every transport
+            assert all(np.array_equal(x.share_a, y.share_a) for x, y in zip(a.transcript, b.transcript))
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -144,10 +162,11 @@ def test_a_party_s_refusal_reads_the_same_over_both_transports(tmp_path, monkeyp
     lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
     texts = []
     for transport in TRANSPORTS:
+        (tmp_path / transport).mkdir()
         with pytest.raises(ResourceError) as info:
-            run(transport, lp, tmp_path, parties=2, k=10**5)
+            run(transport, lp, tmp_path / transport, parties=2, k=10**5)
         texts.append(str(info.value))
-    assert texts[0] == texts[1]
+    assert texts[0] == texts[1] == texts[2]
     assert texts[0].startswith("mask: party party1: its masked block with k = 100000 would need about")
 
 
@@ -158,8 +177,9 @@ class _Unserializable:
         raise MemoryError
 
 
+@pytest.mark.parametrize("transport", GRPC)
 @pytest.mark.parametrize("where", ["products", "serialization"])
-def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch, where):
+def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypatch, where, transport):
     """A MemoryError the party's estimate missed reaches the coordinator as RESOURCE_EXHAUSTED
     (exit 12), not as an internal error (exit 1): in the products, and while the masked block is
     serialized (outside the party's guard that one would reach the coordinator as gRPC's
@@ -172,7 +192,7 @@ def test_a_party_out_of_memory_is_a_resource_error_over_grpc(tmp_path, monkeypat
     monkeypatch.setattr(PartySession, "mask", no_memory)
     lp = random_feasible_lp(np.random.default_rng(4), 5, 8, free_fraction=1.0)
     with pytest.raises(ResourceError, match=r"^mask: party party1: ran out of memory during this call$"):
-        run("grpc", lp, tmp_path, parties=2)
+        run(transport, lp, tmp_path, parties=2)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -187,7 +207,8 @@ def test_party_refuses_a_second_hello(transport, tmp_path):
             link.hello(hello)
 
 
-def test_grpc_deadline_names_the_party(tmp_path):
+@pytest.mark.parametrize("transport", GRPC)
+def test_grpc_deadline_names_the_party(tmp_path, transport):
     import threading
     import time
 
@@ -204,11 +225,12 @@ def test_grpc_deadline_names_the_party(tmp_path):
         return original(request)
 
     session.hello = stuck  # type: ignore[method-assign]
-    with local_grpc_links([session], tmp_path, deadline_s=1.0) as (link,):
+    with links_for(transport, [session], tmp_path, deadline_s=1.0) as (link,):
         start = time.monotonic()
         with pytest.raises(TransportError, match="party slowpoke at 127.0.0.1:[0-9]+ did not answer hello within 1 s"):
             link.hello(pb.HelloRequest(session_id="s", protocol_version=1, n_rows=4))
         assert time.monotonic() - start < 5
+        assert link.timed_out  # its close gets 1 s
         gate.set()
 
 
@@ -219,35 +241,19 @@ def test_central_solver_agrees_on_the_fixture():  # guards the fixture the contr
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_default_party_refuses_rows_mode_asked_directly(transport, tmp_path):
-    """Asked for BOUNDS_MODE_ROWS by a caller that skips the coordinator's own checks (the generated stubs
-    over mutual TLS, or the in-process link), a party with the default policy refuses and ends its
-    session; no bound rows leave it."""
+    """Asked for BOUNDS_MODE_ROWS by a caller that skips the coordinator's own checks (a link's raw calls,
+    over any transport and direction), a party with the default policy refuses and ends its session; no
+    bound rows leave it, and the refusal arrives as the party's own typed error."""
     lp = random_feasible_lp(np.random.default_rng(10), 6, 6, free_fraction=0.0)
     _, blocks = split_columns(lp, [6], ids=["owner"])
     session = PartySession(blocks[0])
     hello = pb.HelloRequest(session_id="s", protocol_version=PROTOCOL_VERSION, n_rows=6)
     request = pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_ROWS, k=16)
-    if transport == "inprocess":
-        link = InProcessLink(session)
+    with links_for(transport, [session], tmp_path) as (link,):
         assert PartyPolicy.from_pb(link.hello(hello).policy) == PartyPolicy()
-        with pytest.raises(ProtocolError, match=r"party owner refused MaskRequest \(bounds mode rows\)"):
+        with pytest.raises(ProtocolError, match=r"party owner refused MaskRequest \(bounds mode rows\)") as info:
             link.mask(request)
-    else:
-        import grpc
-
-        from securelp.coordinator.grpc_link import ChannelTls, create_channel
-        from securelp.protos import securelp_pb2_grpc as pb_grpc
-
-        with local_grpc_links([session], tmp_path) as (link,):
-            channel = create_channel(link.address, tls=ChannelTls.from_dir(tmp_path / "certs"), target_name="owner")
-            stub = pb_grpc.PartyServiceStub(channel)
-            assert PartyPolicy.from_pb(stub.Hello(hello, timeout=10).policy) == PartyPolicy()
-            with pytest.raises(grpc.RpcError) as info:
-                list(stub.Mask(request, timeout=10))
-            channel.close()
-        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        assert "party owner refused MaskRequest (bounds mode rows)" in info.value.details()
-        assert ("securelp-error-class", "ProtocolError") in tuple(info.value.trailing_metadata())
+        assert type(info.value) is ProtocolError
     assert session.closed.is_set() and session.close_reason == "refused: MaskRequest (bounds mode rows)"
     assert session._mask is None
 
