@@ -186,7 +186,7 @@ class StreamConnection(Connection):
         unreachable, unresponsive); after, the party disconnected."""
         if not isinstance(exc, grpc.RpcError):
             return PeerGone(f"{self.who} disconnected ({exc.__class__.__name__})", kind="disconnected")
-        err = classify_rpc_error(exc, who=self.who, what=self._phase, tls=self._tls)
+        err = classify_rpc_error(exc, who=self.who, what=self._phase, tls=self._tls, expected_name=self.party_id)
         if stream.opened.is_set() and isinstance(err, PeerGone):
             cause = short_cause(exc.details() or "") if hasattr(exc, "details") else ""
             return PeerGone(f"{self.who} disconnected ({cause or 'its stream ended'}); did its process end?",
@@ -270,7 +270,8 @@ class GrpcPartyLink(PPLPLink):
         if getattr(exc, "code", lambda: None)() == grpc.StatusCode.DEADLINE_EXCEEDED:
             return E.TransportError(f"party {self.party_id} at {self.address} did not answer {what} within "
                                     f"{deadline_s:g} s (deadline exceeded); is it overloaded or stopped?")
-        return classify_rpc_error(exc, who=f"party {self.party_id} at {self.address}", what=what, tls=self._tls)
+        return classify_rpc_error(exc, who=f"party {self.party_id} at {self.address}", what=what, tls=self._tls,
+                                  expected_name=self.party_id)
 
     def wait_ready(self, timeout: float, *, cancel: threading.Event | None = None) -> None:
         """Block until the party's health service reports SERVING (``securelp coordinator --wait``),

@@ -2,8 +2,17 @@
 
 ``LocalParties`` is MPyC's "M local processes relaunched by the program itself": it
 writes a fresh session CA and certificates plus each party's block file into a work
-directory, starts one ``securelp party`` process per block on 127.0.0.1 port 0, reads
-each ``LISTENING host:port`` line, and hands out ``GrpcPartyLink``s with mutual TLS.
+directory, starts one ``securelp party`` process per block, and hands out links with
+mutual TLS, in either connection direction:
+
+- dial-in (default): each party listens on 127.0.0.1 port 0; the launcher reads each
+  ``LISTENING host:port`` line and hands out ``GrpcPartyLink``s;
+- dial-out (``connect=True``): the launcher listens (a ``PartyListener`` on 127.0.0.1 port 0),
+  each party is started with ``--connect`` and prints ``CONNECTED host:port``, and the links
+  run over the streams the parties opened.
+
+With ``serve=True`` the parties are long-running (``--serve``): :meth:`LocalParties.links`
+may be called once per session.
 
 No orphan on any exit path:
 
@@ -87,12 +96,17 @@ class LocalParties:
         already set in the environment win.
     policy : every party's policy, passed as ``--allow-bounds`` and ``--reveal/--no-reveal``
         (default: the default of ``securelp party``).
+    connect : dial-out: the parties dial a listener of this process (``--connect``).
+    serve : long-running parties (``--serve``): one session after another.
+    keepalive_s : the runtime's keepalive, on both sides (``--keepalive``).
+    outputs : each party writes its x_j to ``WORKDIR/<id>-x.csv`` (``--out``; :meth:`result_path`).
     """
 
     def __init__(self, blocks: Sequence[ColumnBlock], workdir: Path, *, insecure: bool = False,
                  seed: str | None = None, startup_timeout: float = 30.0, idle_timeout: float = 600.0,
                  grace_s: float = 5.0, blas_threads: int | None = None,
-                 policy: PartyPolicy = DEFAULT_POLICY) -> None:
+                 policy: PartyPolicy = DEFAULT_POLICY, connect: bool = False, serve: bool = False,
+                 keepalive_s: float = 10.0, outputs: bool = False) -> None:
         self.blocks = list(blocks)
         self.ids = validate_party_ids([b.party_id for b in self.blocks])
         self.workdir = Path(workdir)
@@ -104,6 +118,13 @@ class LocalParties:
         self.policy = policy
         self.blas_threads = blas_threads or max(1, (os.cpu_count() or 1) // max(1, len(self.blocks)))
         self.certs_dir = self.workdir / "certs"
+        self.connect = connect
+        self.serve = serve
+        self.keepalive_s = keepalive_s
+        self.outputs = outputs
+        self.listener: object | None = None  # dial-out: the PartyListener the parties dial
+        self.coordinator_address = ""
+        self._sessions_handed = 0
         self.endpoints: dict[str, str] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._readers: dict[str, threading.Thread] = {}
@@ -139,6 +160,8 @@ class LocalParties:
             raise TransportError(f"work directory {self.workdir} does not exist")
         if not self.insecure:
             write_session_certs(self.certs_dir, self.ids, force=True)
+        if self.connect:
+            self._listen()
         env = dict(os.environ)
         env[PARENT_PID_ENV] = str(os.getpid())
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -148,8 +171,13 @@ class LocalParties:
             pid = block.party_id
             data = self.workdir / f"{pid}.npz"
             save_block(block, data)
-            cmd = [sys.executable, "-m", "securelp.coordinator.cli", "party", "--listen", "127.0.0.1:0", "--data", str(data),
-                   "--id", pid, "--idle-timeout", str(self.idle_timeout)]
+            where = ["--connect", self.coordinator_address] if self.connect else ["--listen", "127.0.0.1:0"]
+            cmd = [sys.executable, "-m", "securelp.coordinator.cli", "party", *where, "--data", str(data),
+                   "--id", pid, "--idle-timeout", str(self.idle_timeout), "--keepalive", str(self.keepalive_s)]
+            if self.serve:
+                cmd.append("--serve")
+            if self.outputs:
+                cmd += ["--out", str(self.result_path(pid))]
             cmd += ["--insecure"] if self.insecure else ["--certs", str(self.certs_dir)]
             cmd += ["--allow-bounds", ",".join(sorted(self.policy.allow_bounds)),
                     "--reveal" if self.policy.reveal else "--no-reveal"]
@@ -173,11 +201,11 @@ class LocalParties:
                     self._readers[pid].join(timeout=1.0)
                     if self._listening[pid].is_set():
                         break
-                    raise TransportError(f"party {pid} exited with code {proc.returncode} before listening: "
-                                         f"{self.stderr_tail(pid)}")
+                    raise TransportError(f"party {pid} exited with code {proc.returncode} before "
+                                         f"{'connecting' if self.connect else 'listening'}: {self.stderr_tail(pid)}")
                 if time.monotonic() > end:
-                    raise TransportError(f"party {pid} did not report LISTENING within {self.startup_timeout:g} s: "
-                                         f"{self.stderr_tail(pid)}")
+                    raise TransportError(f"party {pid} did not report {'CONNECTED' if self.connect else 'LISTENING'} "
+                                         f"within {self.startup_timeout:g} s: {self.stderr_tail(pid)}")
         log.info("started %d party processes: %s", len(self.ids),
                  ", ".join(f"{p}@{a}" for p, a in self.endpoints.items()))
 
@@ -186,10 +214,29 @@ class LocalParties:
         for raw in proc.stdout:  # drains until EOF so the child never blocks on a full pipe
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self._stdout[pid].append(line)
-            if line.startswith("LISTENING ") and not self._listening[pid].is_set():
+            if line.startswith(("LISTENING ", "CONNECTED ")) and not self._listening[pid].is_set():
                 self.endpoints[pid] = line.split(" ", 1)[1].strip()
                 self._listening[pid].set()
         proc.stdout.close()
+
+    def _listen(self) -> None:
+        """Dial-out: the listener the parties connect to, on 127.0.0.1 port 0."""
+        from securelp.coordinator.certs import COORDINATOR_ID, load_identity
+        from securelp.coordinator.listener import PartyListener
+        from securelp.protos.channels import ServerTls
+
+        tls = None
+        if not self.insecure:
+            ident = load_identity(self.certs_dir, COORDINATOR_ID)
+            tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+        listener = PartyListener("127.0.0.1:0", tls=tls, insecure=self.insecure, expected=self.ids,
+                                 keepalive_s=self.keepalive_s)
+        self.coordinator_address = f"127.0.0.1:{listener.start()}"
+        self.listener = listener
+
+    def result_path(self, party_id: str) -> Path:
+        """Where a party writes its x_j (with ``outputs``)."""
+        return self.workdir / f"{party_id}-x.csv"
 
     def _log_path(self, pid: str) -> Path:
         return self.workdir / f"{pid}.log"
@@ -226,8 +273,15 @@ class LocalParties:
 
         from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
 
+        if self.listener is not None:  # dial-out: the parties' streams, once all are connected
+            if self._sessions_handed:
+                self.listener.new_session()  # type: ignore[attr-defined]
+            self._sessions_handed += 1
+            timeout = self.startup_timeout if ready_timeout is None else ready_timeout
+            return list(self.listener.links(timeout, deadline_s))  # type: ignore[attr-defined]
         tls = None if self.insecure else ChannelTls.from_dir(self.certs_dir)
-        made = [GrpcPartyLink(pid, self.endpoints[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s)
+        made = [GrpcPartyLink(pid, self.endpoints[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s,
+                              keepalive_s=self.keepalive_s)
                 for pid in self.ids]
         self._links.extend(made)
         if wait_ready:
@@ -268,6 +322,8 @@ class LocalParties:
                 except Exception as exc:  # noqa: BLE001 - cleanup must go on
                     log.debug("shutting down a link failed: %s", exc.__class__.__name__)
             self._links.clear()
+            if self.listener is not None:
+                self.listener.stop()  # type: ignore[attr-defined]
             if not error:  # after Close the parties exit on their own; give them a moment
                 self.wait(1.0)
             for proc in self._procs.values():

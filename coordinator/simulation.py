@@ -37,12 +37,15 @@ from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink, PartyLink
 from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.party.session import PartySession
+from securelp.protos.stream import DEFAULT_KEEPALIVE_S
 from securelp.solvers.errors import ConfigError, ResourceError
 from securelp.solvers.lp import LinearProgram
 from securelp.solvers.lp.partition import ColumnBlock, PublicRows
 from securelp.solvers.resources import memory_shortfall
 
 TRANSPORTS = ("inprocess", "grpc")
+#: who dials whom over gRPC: the coordinator the parties (dial-in), or the parties the coordinator (dial-out)
+DIRECTIONS = ("dial-in", "dial-out")
 
 
 def _mask_sizes(blocks: Sequence[ColumnBlock], config: SessionConfig) -> tuple[list[int], list[int]]:
@@ -105,28 +108,37 @@ def party_seed(seed: int | str | None, party_id: str) -> str | None:
 @contextlib.contextmanager
 def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int | str | None = None,
                     deadline_s: float = 120.0, insecure: bool = False,
-                    policy: PartyPolicy = DEFAULT_POLICY) -> Iterator[list[PartyLink]]:
+                    policy: PartyPolicy = DEFAULT_POLICY, keepalive_s: float = DEFAULT_KEEPALIVE_S,
+                    direction: str = "dial-in") -> Iterator[list[PartyLink]]:
     """Links to one simulated party per block, each with ``policy``; servers and channels are closed
     on exit."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy) for b in blocks]
-    with links_to(sessions, transport, deadline_s=deadline_s, insecure=insecure) as links:
+    with links_to(sessions, transport, deadline_s=deadline_s, insecure=insecure, keepalive_s=keepalive_s,
+                  direction=direction) as links:
         yield links
 
 
 @contextlib.contextmanager
 def links_to(sessions: Sequence[PartySession], transport: str, *, deadline_s: float = 120.0,
-             insecure: bool = False) -> Iterator[list[PartyLink]]:
-    """Links to these party sessions, in-process or through gRPC servers on loopback (closed on exit)."""
+             insecure: bool = False, keepalive_s: float = DEFAULT_KEEPALIVE_S,
+             direction: str = "dial-in") -> Iterator[list[PartyLink]]:
+    """Links to these party sessions, in-process or through gRPC on loopback (closed on exit): party
+    servers the coordinator dials (``direction="dial-in"``), or a listening coordinator the parties
+    dial (``"dial-out"``)."""
     if transport == "inprocess":
         yield [InProcessLink(s) for s in sessions]
         return
     if transport != "grpc":
         raise ConfigError(f"transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"direction {direction!r} is not one of {', '.join(DIRECTIONS)}")
     from securelp.coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
+    from securelp.coordinator.listener import local_dialout_links
 
+    local = local_grpc_links if direction == "dial-in" else local_dialout_links
     # removed on every exit, SIGTERM included (securelp.coordinator.cli): it holds every party's private key
     with private_tempdir("securelp-sim-") as tmp, \
-            local_grpc_links(sessions, tmp, deadline_s=deadline_s, insecure=insecure) as links:
+            local(sessions, tmp, deadline_s=deadline_s, insecure=insecure, keepalive_s=keepalive_s) as links:
         yield links
 
 
@@ -147,18 +159,21 @@ def audit_simulation(transcript: Transcript, blocks: Sequence[ColumnBlock], *,
 def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, *, transport: str = "inprocess",
              seed: int | str | None = None, central: LinearProgram | None = None, insecure: bool = False,
              transcript_path: str | None = None, audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S,
-             policy: PartyPolicy = DEFAULT_POLICY,
-             sessions_out: list[PartySession] | None = None) -> tuple[SessionOutcome, SessionAudit]:
+             policy: PartyPolicy = DEFAULT_POLICY, sessions_out: list[PartySession] | None = None,
+             keepalive_s: float = DEFAULT_KEEPALIVE_S, direction: str = "dial-in") -> tuple[SessionOutcome, SessionAudit]:
     """Run one session with simulated parties, each enforcing ``policy`` (default: the default of
     ``securelp party``; :func:`owners_consent` for owners who agree to what ``config`` asks); returns
     the outcome and the audit of its transcript (evaluated against the blocks). ``transcript_path``:
     also write the transcript file there. ``sessions_out``: a list that receives the simulated parties
-    (each holds what it decoded, ``PartySession.outcome``)."""
+    (each holds what it decoded, ``PartySession.outcome``, and its own result, ``PartySession.result()``).
+    Over gRPC: ``direction`` (``dial-in``, the coordinator dials the parties, or ``dial-out``, the
+    parties dial a listening coordinator) and the runtime's ``keepalive_s``."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy,
                              record_contribution=config.secure_aggregation) for b in blocks]
     if sessions_out is not None:
         sessions_out.extend(sessions)
-    with links_to(sessions, transport, deadline_s=config.deadline_s, insecure=insecure) as links:
+    with links_to(sessions, transport, deadline_s=config.deadline_s, insecure=insecure, keepalive_s=keepalive_s,
+                  direction=direction) as links:
         outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
                                            run=run_secure_lp)
     return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s, sessions=sessions)

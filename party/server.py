@@ -505,7 +505,8 @@ def _classify(exc: BaseException, who: str, stream: FrameStream, tls: bool) -> E
     after, the coordinator disconnected."""
     if not isinstance(exc, grpc.RpcError):
         return PeerGone(f"{who} disconnected ({exc.__class__.__name__})", kind="disconnected")
-    err = classify_rpc_error(exc, who=who, what="connect", tls=tls, peer_kind="coordinator")
+    err = classify_rpc_error(exc, who=who, what="connect", tls=tls, peer_kind="coordinator",
+                             expected_name=COORDINATOR_IDENTITY)
     if stream.opened.is_set() and isinstance(err, PeerGone):
         return PeerGone(f"{who} disconnected ({exc.details() or exc.code().name}); did its process end?",
                         kind="disconnected")

@@ -246,10 +246,11 @@ def error_class_of(exc: grpc.RpcError) -> str:
     return ""
 
 
-def classify_rpc_error(exc: grpc.RpcError, *, who: str, what: str, tls: bool, peer_kind: str = "party"
-                       ) -> E.SecureLPError:
+def classify_rpc_error(exc: grpc.RpcError, *, who: str, what: str, tls: bool, peer_kind: str = "party",
+                       expected_name: str | None = None) -> E.SecureLPError:
     """A typed error for a gRPC error of a call or stream with ``who`` ("party p1 at 10.0.0.5:50051")
-    during ``what`` (a phase or call name)."""
+    during ``what`` (a phase or call name); ``expected_name``: the identity the peer's certificate
+    must name (for the message of a TLS failure)."""
     from securelp.protos.stream import FAULT_CLASSES, PeerGone
 
     code = exc.code() if hasattr(exc, "code") else None
@@ -268,9 +269,10 @@ def classify_rpc_error(exc: grpc.RpcError, *, who: str, what: str, tls: bool, pe
             cls = E.AuthenticationError if tls else E.TransportError
             return cls(f"{who} could not be reached during {what}: {hint} ({short_cause(details)})")
         if looks_like_tls_failure(details, tls):
+            named = repr(expected_name) if expected_name else "the expected identity"
             return E.AuthenticationError(
                 f"TLS handshake with {who} failed: its certificate is not from this session's CA or does not "
-                f"name the expected identity, or it refused ours ({details})")
+                f"name {named}, or it refused ours ({details})")
         if timed_out_while_connecting(details):
             return PeerGone(f"{who} is unresponsive during {what}: it accepted the connection but never completed "
                             f"it ({short_cause(details)}); is it stopped or overloaded?", kind="unresponsive")

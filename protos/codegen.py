@@ -16,7 +16,7 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 #: each .proto file and whether it defines gRPC services (then it gets a ``_pb2_grpc`` module)
-PROTO_FILES: tuple[tuple[str, bool], ...] = (("securelp.proto", True), ("runtime.proto", True),
+PROTO_FILES: tuple[tuple[str, bool], ...] = (("securelp.proto", False), ("runtime.proto", True),
                                              ("secure_sum.proto", False), ("transcript.proto", False))
 GENERATED = tuple(f"{Path(name).stem}{suffix}" for name, services in PROTO_FILES
                   for suffix in ("_pb2.py", "_pb2.pyi", *(("_pb2_grpc.py",) if services else ())))

@@ -35,6 +35,7 @@ from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, owne
 from securelp.party.policy import PartyPolicy
 from securelp.party.results import default_column_names, write_party_solution
 from securelp.party.session import PartySession
+from securelp.protos.stream import DEFAULT_KEEPALIVE_S
 from securelp.solvers.errors import ConfigError, InputError
 from securelp.solvers.files import check_writable, make_output_dir, write_atomically, written_together
 from securelp.solvers.lp import LinearProgram, SolveStatus, read_mps
@@ -137,7 +138,7 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
           transport: str = "inprocess", bounds: str = "monomial", seed: int | str | None = None,
           k: int | None = None, reveal: bool = True, secure_aggregation: bool = False, deadline_s: float = 120.0,
           audit_budget_s: float | None = 30.0, transcript: str | os.PathLike[str] | None = None,
-          compare: bool = True, insecure: bool = False) -> SecureLPResult:
+          compare: bool = True, insecure: bool = False, keepalive_s: float | None = None) -> SecureLPResult:
     """Solve an LP securely with one simulated data owner per column block.
 
     Parameters
@@ -158,6 +159,7 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
     transcript : also write the coordinator's transcript to this file.
     compare : also solve the whole LP centrally (``central_objective``).
     insecure : gRPC without TLS (debugging only; logged as a warning).
+    keepalive_s : over gRPC, the protocol runtime's liveness interval (None: its default).
 
     Returns
     -------
@@ -184,7 +186,8 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
                                       central=lp if compare else None,
                                       transcript_path=None if transcript is None else str(transcript),
                                       audit_budget_s=audit_budget_s,
-                                      policy=owners_consent(config), sessions_out=sessions, insecure=insecure)
+                                      policy=owners_consent(config), sessions_out=sessions, insecure=insecure,
+                                      keepalive_s=DEFAULT_KEEPALIVE_S if keepalive_s is None else keepalive_s)
     return _result(lp, blocks, outcome, session_audit, sessions)
 
 

@@ -100,6 +100,18 @@ def add_secure_aggregation_argument(p: argparse.ArgumentParser) -> None:
                         "with free columns; docs/protocol.md)")
 
 
+#: ``--keepalive`` (securelp.protos.stream.DEFAULT_KEEPALIVE_S; not imported: building a parser loads no protobuf)
+DEFAULT_KEEPALIVE_S = 10.0
+
+
+def add_keepalive_argument(p: argparse.ArgumentParser, *, grpc_only: bool = False) -> None:
+    """--keepalive S: the protocol runtime's liveness interval (docs/protocol.md, "Liveness")."""
+    p.add_argument("--keepalive", type=positive_float, default=DEFAULT_KEEPALIVE_S, metavar="S",
+                   help="name a peer from which nothing arrived for S seconds as unresponsive, in every phase of a "
+                        f"session (heartbeats flow every S/4; default {DEFAULT_KEEPALIVE_S:g})"
+                        + ("; gRPC only" if grpc_only else ""))
+
+
 def add_session_arguments(p: argparse.ArgumentParser, *, reveal_default: bool) -> None:
     """--bounds, --k, --reveal/--no-reveal, --secure-aggregation, --deadline, --json, --quiet."""
     p.add_argument("--bounds", choices=["monomial", "rows"], default="monomial",

@@ -14,6 +14,7 @@ import time
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import (
     STATUS_EXIT,
+    add_keepalive_argument,
     add_output_arguments,
     add_secure_aggregation_argument,
     non_negative_int,
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", default=None,
                    help=not_private_seed_help("every owner's mask", "the masks and so unmask the data"))
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
+    add_keepalive_argument(p, grpc_only=True)
     add_output_arguments(p)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
@@ -63,14 +65,16 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if args.transport == "inprocess":
         outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp, seed=args.seed,
-                                  transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy)
+                                  transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy,
+                                  keepalive_s=args.keepalive)
         startup = 0.0
     else:
         from securelp.coordinator.exit_cleanups import private_tempdir
         from securelp.coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
-        with private_tempdir("securelp-demo-") as tmp, LocalParties(blocks, tmp, policy=policy, seed=args.seed) as cluster:
+        with private_tempdir("securelp-demo-") as tmp, \
+                LocalParties(blocks, tmp, policy=policy, seed=args.seed, keepalive_s=args.keepalive) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,

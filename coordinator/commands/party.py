@@ -1,15 +1,28 @@
-"""``securelp party``: one data-owner process, a gRPC server for one session.
+"""``securelp party``: one data-owner process, in either connection direction.
 
-It reads only its own block file (whose stored party id must equal ``--id``), serves
-``securelp.v1.PartyService`` with mutual TLS, prints ``LISTENING host:port`` on stdout
-once it is SERVING (so a launcher can ask for port 0), and exits when the coordinator
-closes the session, on SIGTERM/SIGINT, or after ``--idle-timeout`` seconds without a
-call from the coordinator. Exit code: the session's status (0 optimal, 10 infeasible,
-11 unbounded, ...), 5 when the coordinator aborted the session or the party refused a request
-its policy does not allow, 6 on idle timeout, 130 on a signal. After a signal it is gone within
-``--grace`` + 5 s, even if gRPC's shutdown or the interpreter's exit blocks
-(``securelp.party.server.ExitWatchdog``). It never logs or prints its block, its mask or its
-decoded x_j.
+It reads only its own block file (whose stored party id must equal ``--id``) and serves the
+secure LP over the protocol runtime with mutual TLS, either
+
+- **dial-in** (``--listen HOST:PORT``): it listens, prints ``LISTENING host:port`` on stdout once it
+  is SERVING (so a launcher can ask for port 0), and the coordinator dials it; or
+- **dial-out** (``--connect HOST:PORT``): it dials a listening coordinator (``securelp coordinator
+  --listen``), retrying until it listens, and prints ``CONNECTED host:port`` each time it is
+  connected; the owner opens no inbound port.
+
+By default it serves one session and exits with that session's code: its status (0 optimal, 10
+infeasible, 11 unbounded, ...), 5 when the coordinator aborted the session or the party refused a
+request its policy does not allow, 6 when the coordinator vanished mid-session (its connection
+ended, or nothing arrived for ``--keepalive`` seconds) or after ``--idle-timeout`` seconds without
+a coordinator, 130 on a signal. With ``--serve`` it takes session after session (each with fresh
+masks; a session whose coordinator vanished is dropped and the next coordinator served at once),
+until a signal (or ``--idle-timeout``, if given). After a signal it is gone within ``--grace`` + 5 s,
+even if gRPC's shutdown or the interpreter's exit blocks (``securelp.party.server.ExitWatchdog``).
+
+Its result: with ``--out FILE`` the party writes its own x_j under its column names (CSV, or NPZ or
+JSON by the suffix; ``{session}`` in the name is replaced by the session id) atomically, mode
+0600, when a session closes with an optimal solution (``securelp.party.results``); the coordinator
+learns only that the party keeps its result in a file and in which format, never the path. It
+never logs or prints its block, its mask or its decoded x_j.
 
 Its policy (``securelp.party.policy.PartyPolicy``): ``--allow-bounds`` (default monomial only)
 and ``--reveal/--no-reveal`` (default: keep x_j). Printed on stderr at start, reported to the
@@ -23,13 +36,13 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from securelp.coordinator.commands.common import not_private_seed_help, positive_float
+from securelp.coordinator.commands.common import DEFAULT_KEEPALIVE_S, not_private_seed_help, positive_float
 from securelp.coordinator.grpc_env import quiet_grpc_core
-from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
+from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, SecureLPError, TransportError
 
 if TYPE_CHECKING:
+    from securelp.party.runtime import SessionRecord
     from securelp.party.server import ServeResult
-    from securelp.party.session import PartySession
 
 log = logging.getLogger(__name__)
 
@@ -38,21 +51,39 @@ log = logging.getLogger(__name__)
 BOUNDS_MODES = ("monomial", "rows")
 #: seconds beyond ``--grace`` that a stopping party may take before its watchdog ends it
 SHUTDOWN_SLACK_S = 5.0
+#: ``--idle-timeout`` of a party that serves one session (with ``--serve``: none unless given)
+DEFAULT_IDLE_TIMEOUT_S = 600.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("party", help="run one data-owner process (gRPC server)",
-                       description="Serve one PPLP session for the data owner --id, reading only --data.")
-    p.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to bind (port 0: any free port)")
+    p = sub.add_parser("party", help="run one data-owner process (listens, or dials a listening coordinator)",
+                       description="Serve PPLP sessions for the data owner --id, reading only --data: listen for the "
+                                   "coordinator (--listen) or dial it (--connect).")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--listen", metavar="HOST:PORT", help="dial-in: address to bind (port 0: any free port)")
+    where.add_argument("--connect", metavar="HOST:PORT",
+                       help="dial-out: the listening coordinator's address (securelp coordinator --listen); this "
+                            "party opens no inbound port")
     p.add_argument("--data", required=True, metavar="BLOCK.npz", help="this party's private block (securelp split)")
     p.add_argument("--id", required=True, metavar="NAME", help="this party's id (must match the block and cert)")
     p.add_argument("--certs", metavar="DIR", default=None,
                    help="certificate directory with ca.pem, NAME.pem and NAME.key (securelp certs)")
-    p.add_argument("--insecure", action="store_true", help="serve without TLS (warned; for debugging only)")
+    p.add_argument("--insecure", action="store_true", help="no TLS (warned; for debugging only)")
     p.add_argument("--seed", default=None,
                    help=not_private_seed_help("this party's mask", "the mask and so unmask the block"))
-    p.add_argument("--idle-timeout", type=positive_float, default=600.0, metavar="S",
-                   help="exit after S seconds without a call from the coordinator (default 600)")
+    p.add_argument("--serve", action="store_true",
+                   help="long-running: serve session after session (fresh masks each) until stopped, instead of "
+                        "exiting after one")
+    p.add_argument("--out", metavar="FILE", default=None,
+                   help="write this party's own decoded solution x_j, with its column names, to FILE when a session "
+                        "ends optimal (CSV; .npz or .json by the suffix; {session} in the name becomes the session "
+                        "id); the path is never sent to the coordinator")
+    p.add_argument("--keepalive", type=positive_float, default=DEFAULT_KEEPALIVE_S, metavar="S",
+                   help="drop a session whose coordinator sent nothing for S seconds (heartbeats flow every S/4; "
+                        f"default {DEFAULT_KEEPALIVE_S:g})")
+    p.add_argument("--idle-timeout", type=positive_float, default=None, metavar="S",
+                   help=f"exit after S seconds without a coordinator (default {DEFAULT_IDLE_TIMEOUT_S:g}; with --serve: "
+                        "never, unless given)")
     p.add_argument("--grace", type=positive_float, default=5.0, metavar="S",
                    help="seconds in-flight calls get on shutdown (default 5)")
     p.add_argument("--allow-bounds", action="append", default=None, metavar="MODE[,MODE]", type=_bounds_modes,
@@ -85,17 +116,53 @@ def _status_exit(status: int) -> int:
     }.get(status, ExitCode.SOLVER))
 
 
+class _Owner:
+    """What the command does when a session ends: the owner's line on stdout, its result file."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.errors: list[SecureLPError] = []
+
+    def session_ended(self, record: SessionRecord) -> None:
+        from securelp.party.results import write_result
+        from securelp.protos import securelp_pb2 as pb
+
+        args, session = self.args, record.session
+        outcome = getattr(session, "outcome", None)
+        if record.end_reason != "done" or outcome is None:
+            if args.serve:  # a one-shot party reports its single session's end when it exits
+                print(f"securelp party: {args.id}: session {record.session_id} ended: {record.end_reason}",
+                      file=sys.stderr, flush=True)
+            return
+        name = pb.SolveStatus.Name(outcome.status).removeprefix("SOLVE_STATUS_").lower()
+        print(f"party {args.id}: session {record.session_id} ended: status {name}, objective "
+              f"{outcome.objective:.15g}", flush=True)
+        result = session.result()  # type: ignore[attr-defined]
+        if args.out is None or result is None or result.x is None:
+            return
+        try:
+            path = write_result(result, args.out)
+        except SecureLPError as exc:
+            log.error("party %s: session %s: its result could not be written: %s", args.id, record.session_id, exc)
+            self.errors.append(exc)
+            return
+        print(f"securelp party: {args.id}: session {record.session_id}: wrote its decoded solution "
+              f"({result.x.size} columns) to {path}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     quiet_grpc_core(args.verbose)
     from securelp.coordinator.launcher import die_with_parent
 
     die_with_parent()  # started by LocalParties: go when the launcher goes, even after kill -9
-    from securelp.coordinator.certs import load_identity, validate_party_ids
+    from securelp.coordinator.certs import load_identity, require_usage, validate_party_ids
     from securelp.coordinator.grpc_link import parse_address
     from securelp.party.aggregation import SigningIdentity
     from securelp.party.policy import PartyPolicy
-    from securelp.party.server import ExitWatchdog, ServerTls, serve
-    from securelp.party.session import PartySession
+    from securelp.party.results import check_result_path, result_format
+    from securelp.party.runtime import HostedProtocol, PartyHost
+    from securelp.party.server import ExitWatchdog, ServerTls, connect_and_serve, serve
+    from securelp.party.session import PPLP, PartySession
     from securelp.solvers.lp.partition import load_block
 
     if args.certs and args.insecure:
@@ -104,11 +171,16 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--certs DIR is required (or --insecure, for debugging only)")
     if not args.insecure:
         validate_party_ids([args.id])
-    parse_address(args.listen)
+    parse_address(args.listen or args.connect)
+    if args.out is not None:
+        check_result_path(args.out)
     block = load_block(args.data, party_id=args.id)
     tls = identity = None
     if args.certs:
         ident = load_identity(args.certs, args.id)
+        require_usage(ident, "client" if args.connect else "server",
+                      "--connect (the party is the TLS client)" if args.connect else "--listen (the party is the "
+                                                                                     "TLS server)")
         tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
         identity = SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate)
     if args.seed is not None:
@@ -117,36 +189,62 @@ def run(args: argparse.Namespace) -> int:
     policy = PartyPolicy.from_names([m for group in (args.allow_bounds or [["monomial"]]) for m in group],
                                     reveal=args.reveal)
     print(f"securelp party: {args.id}: policy: {policy.describe()}", file=sys.stderr, flush=True)
-    session = PartySession(block, seed=args.seed, policy=policy, identity=identity)
+    saved_as = result_format(args.out) if args.out is not None else ""
+    started: list[int] = []
 
-    def listening(host: str, port: int) -> None:
-        print(f"LISTENING {host}:{port}", flush=True)
+    def new_session(session_id: str) -> PartySession:
+        # fresh masks for every session; in reproducible mode, another seed for each session after the first
+        seed = args.seed if args.seed is None or not started else f"{args.seed}/session{len(started)}"
+        started.append(1)
+        return PartySession(block, seed=seed, policy=policy, identity=identity, saved_as=saved_as)
 
+    owner = _Owner(args)
+    host = PartyHost(args.id, [HostedProtocol(PPLP, new_session)], on_session_end=owner.session_ended)
+    idle = args.idle_timeout if args.idle_timeout is not None else (None if args.serve else DEFAULT_IDLE_TIMEOUT_S)
     watchdog = ExitWatchdog(args.grace + SHUTDOWN_SLACK_S, label=f"securelp party: {args.id}")
-    result = serve(args.listen, session, tls=tls, insecure=args.insecure, idle_timeout_s=args.idle_timeout,
-                   grace_s=args.grace, on_listening=listening, exit_watchdog=watchdog)
-    return _finish(args, result, session)
+    if args.connect:
+        def connected(address: str) -> None:
+            print(f"CONNECTED {address}", flush=True)
+
+        result = connect_and_serve(args.connect, host, tls=tls, insecure=args.insecure, idle_timeout_s=idle,
+                                   keepalive_s=args.keepalive, serve_forever=args.serve, on_connected=connected,
+                                   exit_watchdog=watchdog)
+    else:
+        def listening(bound: str, port: int) -> None:
+            print(f"LISTENING {bound}:{port}", flush=True)
+
+        result = serve(args.listen, host, tls=tls, insecure=args.insecure, idle_timeout_s=idle, grace_s=args.grace,
+                       on_listening=listening, exit_watchdog=watchdog, keepalive_s=args.keepalive,
+                       serve_forever=args.serve)
+    return _finish(args, result, owner)
 
 
-def _finish(args: argparse.Namespace, result: ServeResult, session: PartySession) -> int:
-    """Report why the session ended and return the exit code (or raise the typed error)."""
-    from securelp.protos import securelp_pb2 as pb
-
+def _finish(args: argparse.Namespace, result: ServeResult, owner: _Owner) -> int:
+    """Report why serving ended and return the exit code (or raise the typed error)."""
     if result.reason == "signal":
-        print(f"securelp party: {args.id}: stopped by {result.detail}", file=sys.stderr)
+        print(f"securelp party: {args.id}: stopped by {result.detail}"
+              + (f" after {result.sessions} session(s)" if args.serve else ""), file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     if result.reason == "idle":
-        raise TransportError(f"party {args.id}: {result.detail}; exiting (raise --idle-timeout for long solves)")
-    outcome = session.outcome
-    if result.detail.startswith("refused"):
-        raise ProtocolError(f"party {args.id}: {result.detail.removeprefix('refused: ')} refused, as its policy "
-                            f"({session.policy.describe()}) or its checks require; the session is over")
-    if result.detail.startswith("aborted"):
-        raise ProtocolError(f"party {args.id}: the coordinator aborted the session ({result.detail}); "
+        raise TransportError(f"party {args.id}: {result.detail}; exiting (raise --idle-timeout, or check the "
+                             "coordinator's address)")
+    record = result.record
+    assert record is not None
+    detail, sid = result.detail, record.session_id
+    if detail.startswith("refused"):
+        policy = getattr(record.session, "policy", None)
+        raise ProtocolError(f"party {args.id}: session {sid}: {detail.removeprefix('refused: ')} refused, as its "
+                            f"policy ({policy.describe() if policy else 'unknown'}) or its checks require; the "
+                            "session is over")
+    if detail.startswith("aborted"):
+        raise ProtocolError(f"party {args.id}: session {sid}: the coordinator aborted the session ({detail}); "
                             "any decoded values are not a session result")
+    if detail.startswith("dropped"):
+        raise TransportError(f"party {args.id}: session {sid} was dropped: {detail.removeprefix('dropped: ')}")
+    outcome = getattr(record.session, "outcome", None)
     if outcome is None:
-        raise ProtocolError(f"party {args.id}: the coordinator ended the session before a solution "
-                            f"({result.detail or 'no reason given'})")
-    name = pb.SolveStatus.Name(outcome.status).removeprefix("SOLVE_STATUS_").lower()
-    print(f"party {args.id}: session ended: status {name}, objective {outcome.objective:.15g}", flush=True)
+        raise ProtocolError(f"party {args.id}: session {sid}: the coordinator ended the session before a solution "
+                            f"({detail or 'no reason given'})")
+    if owner.errors:
+        raise owner.errors[0]
     return _status_exit(outcome.status)

@@ -11,6 +11,7 @@ from securelp.coordinator.api.lp import solve, write_results
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
 from securelp.coordinator.commands.common import (
     STATUS_EXIT,
+    add_keepalive_argument,
     add_session_arguments,
     not_private_seed_help,
     positive_int,
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=not_private_seed_help("every party's mask", "the masks and so unmask the data"))
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
     add_session_arguments(p, reveal_default=True)
+    add_keepalive_argument(p, grpc_only=True)
     add_transcript_arguments(p)
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write each party's x_j (with its column names) to DIR/<party>.csv and the public part "
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     parties = args.parties if args.split is None else parse_split(args.split, lp.n_cols, args.parties)
     result = solve(lp, parties, transport=args.transport, bounds=args.bounds, seed=args.seed, k=args.k,
                    reveal=args.reveal, secure_aggregation=args.secure_aggregation, deadline_s=args.deadline,
-                   audit_budget_s=args.audit_budget, transcript=args.transcript, insecure=args.insecure)
+                   audit_budget_s=args.audit_budget, transcript=args.transcript, insecure=args.insecure,
+                   keepalive_s=args.keepalive)
     report = dict(result.report)
     text = format_report(result.session, title=f"securelp solve {lp.name}", audit=result.audit)
     if args.out:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,7 +81,8 @@ def test_processes_match_central_and_exit_with_the_status(tmp_path):
     assert codes == {"p1": 0, "p2": 0, "p3": 0}
     for p, out in lines.items():
         assert out[0].startswith("LISTENING 127.0.0.1:")
-        assert out[-1] == f"party {p}: session ended: status optimal, objective {outcome.objective:.15g}"
+        assert re.fullmatch(rf"party {p}: session [0-9a-f]+ ended: status optimal, objective "
+                            rf"{re.escape(f'{outcome.objective:.15g}')}", out[-1]), out[-1]
     assert not any(alive(p) for p in pids.values())
     for p in pids:  # the party logs name no private data: no x_j value appears in them
         log = (tmp_path / f"{p}.log").read_text()
@@ -134,7 +136,7 @@ def test_party_dying_mid_session_is_named(tmp_path):
         links = cluster.links(deadline_s=10)
         links[1] = DyingAfterMask(links[1], cluster)
         start = time.monotonic()
-        with pytest.raises(TransportError, match=r"decode: party p2 at 127\.0\.0\.1:\d+ is unreachable"):
+        with pytest.raises(TransportError, match=r"decode: party p2 at 127\.0\.0\.1:\d+ disconnected .*did its process end\?"):
             run_secure_lp(public, links, SessionConfig(deadline_s=10))
         assert time.monotonic() - start < 10
         codes = cluster.wait(15)
@@ -211,6 +213,12 @@ def test_certificates_from_another_ca_are_refused(tmp_path):
         intruder = ChannelTls(session_tls.root_certificates, foreign_tls.private_key, foreign_tls.certificate_chain)
         # (b) a party whose certificate the session CA did not sign: the coordinator refuses it
         misled = ChannelTls(foreign_tls.root_certificates, session_tls.private_key, session_tls.certificate_chain)
+        # (d) a party answering at p1's address with p2's (valid) certificate: wrong identity (before (c):
+        # the one-shot party ends with the session that (c) opens and drops)
+        swapped = GrpcPartyLink("p2", cluster.endpoints["p1"], tls=session_tls, deadline_s=10)
+        with pytest.raises(AuthenticationError, match="does not name 'p2'"):
+            swapped.wait_ready(5)
+        swapped.shutdown()
         # (c) negative control: the right material works
         for tls, ok in ((intruder, False), (misled, False), (session_tls, True)):
             link = GrpcPartyLink("p1", cluster.endpoints["p1"], tls=tls, deadline_s=10)
@@ -222,11 +230,6 @@ def test_certificates_from_another_ca_are_refused(tmp_path):
                         link.hello(hello)
             finally:
                 link.shutdown()
-        # (d) a party answering at p1's address with p2's (valid) certificate: wrong identity
-        swapped = GrpcPartyLink("p2", cluster.endpoints["p1"], tls=session_tls, deadline_s=10)
-        with pytest.raises(AuthenticationError, match="does not name 'p2'"):
-            swapped.wait_ready(5)
-        swapped.shutdown()
 
 
 def lone_party_command(tmp_path: Path, party_id: str) -> list[str]:
@@ -246,7 +249,7 @@ def test_party_exits_after_idle_timeout_and_on_sigterm(tmp_path):
     idle = subprocess.run(base + ["--idle-timeout", "1"], check=False, capture_output=True, text=True, timeout=60)
     assert idle.returncode == ExitCode.TRANSPORT
     assert idle.stdout.startswith("LISTENING 127.0.0.1:")
-    assert "no call from the coordinator for 1 s" in idle.stderr
+    assert "no coordinator for 1 s" in idle.stderr
     assert time.monotonic() - start < 30
     proc = subprocess.Popen(base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -8,19 +8,17 @@ import signal
 import subprocess
 import sys
 
-import grpc
 import numpy as np
 import pytest
 
-from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink, create_channel
+from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
 from securelp.coordinator.launcher import LocalParties
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.transport import PartyLink
 from securelp.party.policy import PartyPolicy
 from securelp.party.session import PROTOCOL_VERSION
 from securelp.protos import securelp_pb2 as pb
-from securelp.protos import securelp_pb2_grpc as pb_grpc
-from securelp.solvers.errors import ConfigError, ExitCode, TransportError
+from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, TransportError
 from securelp.solvers.lp import SolveStatus
 from securelp.solvers.lp.partition import split_columns
 from tests.lp_fixtures import random_feasible_lp
@@ -34,25 +32,27 @@ def test_party_help_states_the_defaults():
     assert "default: monomial only" in out and "default: --no-reveal" in out
 
 
-def test_a_default_party_process_refuses_rows_from_the_raw_stubs_and_exits_5(tmp_path):
+def test_a_default_party_process_refuses_rows_asked_directly_and_exits_5(tmp_path):
+    """A caller that skips the coordinator's checks (a link's raw calls) asks a real party process for
+    bound rows: it refuses with its own typed error and ends its session (exit 5, a log line)."""
     lp = random_feasible_lp(np.random.default_rng(0), 6, 8, free_fraction=0.0)
     _, blocks = split_columns(lp, [8], ids=["owner1"])
     with LocalParties(blocks, tmp_path) as cluster:
-        channel = create_channel(cluster.endpoints["owner1"], tls=ChannelTls.from_dir(cluster.certs_dir),
-                                 target_name="owner1")
-        stub = pb_grpc.PartyServiceStub(channel)
-        hello = stub.Hello(pb.HelloRequest(session_id="s", protocol_version=PROTOCOL_VERSION, n_rows=6), timeout=10)
-        assert PartyPolicy.from_pb(hello.policy) == PartyPolicy()
-        with pytest.raises(grpc.RpcError) as info:
-            list(stub.Mask(pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_ROWS, k=20), timeout=10))
-        channel.close()
+        link = GrpcPartyLink("owner1", cluster.endpoints["owner1"], tls=ChannelTls.from_dir(cluster.certs_dir),
+                             deadline_s=10)
+        try:
+            hello = link.hello(pb.HelloRequest(session_id="s", protocol_version=PROTOCOL_VERSION, n_rows=6))
+            assert PartyPolicy.from_pb(hello.policy) == PartyPolicy()
+            with pytest.raises(ProtocolError, match=r"refused MaskRequest \(bounds mode rows\)") as info:
+                link.mask(pb.MaskRequest(session_id="s", bounds_mode=pb.BOUNDS_MODE_ROWS, k=20))
+        finally:
+            link.shutdown()
         codes = cluster.wait(15)
-    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "refused MaskRequest (bounds mode rows)" in info.value.details()
+    assert type(info.value) is ProtocolError  # the party's own error class, across the wire
     assert codes == {"owner1": int(ExitCode.PROTOCOL)}  # it ended its session at once
     log = (tmp_path / "owner1.log").read_text()
     assert "owner1: policy: bounds modes monomial; decoded solution kept (--no-reveal)" in log
-    assert "party owner1: refused MaskRequest (bounds mode rows)" in log
+    assert "party owner1: session s: refused MaskRequest (bounds mode rows)" in log
 
 
 def test_the_coordinator_names_a_party_whose_policy_refuses_the_session(tmp_path):
@@ -110,7 +110,7 @@ def test_a_party_lost_after_the_key_agreement_ends_the_session_named(tmp_path):
     with LocalParties(blocks, tmp_path) as cluster:
         links = cluster.links(deadline_s=10)
         links[2] = _KilledBeforeMask(links[2], cluster)
-        with pytest.raises(TransportError, match=r"mask: party p3 at 127\.0\.0\.1:\d+ is unreachable"):
+        with pytest.raises(TransportError, match=r"mask: party p3 at 127\.0\.0\.1:\d+ disconnected .*did its process end\?"):
             run_secure_lp(public, links, SessionConfig(secure_aggregation=True, deadline_s=10))
         codes = cluster.wait(15)
     assert codes["p1"] == codes["p2"] == int(ExitCode.PROTOCOL) and codes["p3"] == -signal.SIGKILL
