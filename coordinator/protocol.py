@@ -209,6 +209,9 @@ class PartyReport:
     policy: PartyPolicy | None = None
     #: its dense product reached the coordinator only as a share of the sum (secure aggregation)
     aggregated: bool = False
+    #: the format of the file in which the party keeps its own x_j ("csv", "npz", "json"; ``securelp party
+    #: --out``), as it reported with its decode reply; "" when it reported none. Never the path.
+    saved_as: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -611,7 +614,7 @@ def run_secure_lp(public: PublicRows, links: Sequence[PartyLink], config: Sessio
             mask_seconds=float(b.compute_seconds), decode_seconds=float(r.compute_seconds),
             revealed=bool(r.revealed), reproducible=bool(b.reproducible),
             x_summary=_x_summary(e.x) if e.x is not None else None, policy=policy,
-            aggregated=aggregated[link.party_id]))
+            aggregated=aggregated[link.party_id], saved_as=str(r.saved_as)))
 
     central_obj = central_status = central_time = violation = None
     if central is not None:

@@ -53,6 +53,7 @@ def build_report(outcome: SessionOutcome, audit: SessionAudit | None = None,
             "revealed": p.revealed,
             "policy": p.policy.as_dict() if p.policy is not None else None,
             "aggregated": p.aggregated,
+            "saved_as": p.saved_as or None,
             "leakage": leak,
         })
     report: dict[str, Any] = {
@@ -110,7 +111,7 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session", aud
         lines.append(f"  max bound violation of decoded x in the original LP: {outcome.feasibility_violation:.3e}")
     lines.append("  parties:")
     for p in outcome.parties:
-        summary = "kept by the party"
+        summary = f"kept by the party (in its own {p.saved_as} file)" if p.saved_as else "kept by the party"
         if p.x_summary is not None:
             s = p.x_summary
             summary = (f"x_j in [{s['min']:.4g}, {s['max']:.4g}], |x_j| = {s['l2_norm']:.6g}, "

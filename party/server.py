@@ -406,6 +406,7 @@ def connect_and_serve(address: str, party: object, *, tls: ServerTls | ChannelTl
     first = len(host.history)
     last_contact = time.monotonic()
     last_wait_note = ""
+    ever_connected = False
     result: ServeResult | None = None
     with _Signals() as signalled:
         try:
@@ -423,6 +424,7 @@ def connect_and_serve(address: str, party: object, *, tls: ServerTls | ChannelTl
                 outcome = _one_connection(host, address, who, channel_tls, insecure, keepalive_s, max_message_bytes,
                                           signalled, stop, on_connected)
                 if outcome == "connected":
+                    ever_connected = True
                     last_contact = time.monotonic()
                     last_wait_note = ""
                     ended = host.history[first:]
@@ -431,11 +433,21 @@ def connect_and_serve(address: str, party: object, *, tls: ServerTls | ChannelTl
                     continue
                 if isinstance(outcome, E.SecureLPError):  # refused by the coordinator
                     transient = type(outcome) is E.TransportError  # busy with another session, already connected
-                    if isinstance(outcome, E.AuthenticationError) or not (serve_forever or transient):
+                    # a coordinator that is going away closes connections while they are set up, which reads
+                    # like a refused certificate: a long-running party that this address already served with
+                    # these certificates keeps trying
+                    restarting = serve_forever and ever_connected and isinstance(outcome, E.AuthenticationError)
+                    if not restarting and (isinstance(outcome, E.AuthenticationError)
+                                           or not (serve_forever or transient)):
                         raise outcome
-                    pause = REFUSED_RETRY_S if transient else keepalive_s
+                    pause = REFUSED_RETRY_S if transient else (retry_s if restarting else keepalive_s)
                     if str(outcome) != last_wait_note:
-                        log.warning("party %s: %s; trying again every %g s", host.party_id, outcome, pause)
+                        if restarting:
+                            log.info("party %s: %s closed the connection while it was set up (going away, or "
+                                     "another coordinator with other certificates?); trying again every %g s",
+                                     host.party_id, who, pause)
+                        else:
+                            log.warning("party %s: %s; trying again every %g s", host.party_id, outcome, pause)
                         last_wait_note = str(outcome)
                     _pause(pause, signalled, stop)
                     continue

@@ -138,7 +138,7 @@ class _Owner:
         print(f"party {args.id}: session {record.session_id} ended: status {name}, objective "
               f"{outcome.objective:.15g}", flush=True)
         result = session.result()  # type: ignore[attr-defined]
-        if args.out is None or result is None or result.x is None:
+        if args.out is None or result is None:
             return
         try:
             path = write_result(result, args.out)
@@ -146,8 +146,9 @@ class _Owner:
             log.error("party %s: session %s: its result could not be written: %s", args.id, record.session_id, exc)
             self.errors.append(exc)
             return
-        print(f"securelp party: {args.id}: session {record.session_id}: wrote its decoded solution "
-              f"({result.x.size} columns) to {path}", file=sys.stderr, flush=True)
+        what = f"its decoded solution ({result.x.size} columns)" if result.x is not None else f"status {name}, no values"
+        print(f"securelp party: {args.id}: session {record.session_id}: wrote {what} to {path}", file=sys.stderr,
+              flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

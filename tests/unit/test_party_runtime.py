@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from securelp.coordinator.transport import InProcessConnection, InProcessLink, ProtocolLink
-from securelp.party.results import PartyResult, result_format, write_result
+from securelp.party.results import PartyResult, read_party_solution, result_format, write_result
 from securelp.party.runtime import HostedProtocol, PartyBusy, PartyHost
 from securelp.party.session import PPLP, PartySession
 from securelp.protos import runtime_pb2 as rpb
@@ -224,15 +224,19 @@ def test_the_result_file_holds_x_under_the_column_names(tmp_path, suffix):
     if fmt == "csv":
         rows = list(csv.reader(path.open()))
         assert rows[0] == ["column", "value"] and [r[0] for r in rows[1:]] == ["X1", "cap,1", "X3"]
-        assert np.array_equal([float(r[1]) for r in rows[1:]], x)  # 17 digits: every double round-trips
+        assert np.array_equal([float(r[1]) for r in rows[1:]], x)  # repr: every double round-trips
     elif fmt == "json":
         doc = json.loads(path.read_text())
         assert doc["columns"] == ["X1", "cap,1", "X3"] and doc["x"] == list(x) and doc["session_id"] == "s9"
     else:
         with np.load(path) as data:
             assert list(data["columns"]) == ["X1", "cap,1", "X3"] and np.array_equal(data["x"], x)
-    assert write_result(PartyResult("p1", "s9", "infeasible", float("nan"), None, ("X1",)), tmp_path / "n.csv") is None
-    assert not (tmp_path / "n.csv").exists()
+    names, back = read_party_solution(path)
+    assert names == ("X1", "cap,1", "X3") and np.array_equal(back, x)
+    # a session without an optimum: the status and no values, so a stale file is never taken for a result
+    empty = write_result(PartyResult("p1", "s9", "infeasible", float("nan"), None, ("X1",)), tmp_path / "n.json")
+    doc = json.loads(empty.read_text())
+    assert doc["status"] == "infeasible" and doc["x"] is None and doc["objective"] is None
 
 
 def test_a_session_gives_its_owner_x_under_its_names_only_when_done():
