@@ -70,14 +70,17 @@ class _ConnectServicer(rpb_grpc.CoordinatorRuntimeServicer):
         lst = self.listener
         address = _address_of(context.peer())
         stream = FrameStream(peer=f"the party at {address}", role="coordinator", keepalive_s=lst.keepalive_s)
-        context.add_callback(lambda: stream.close(cancel=False))
+        # the RPC ends without this side ending the stream: the party's connection is gone
+        context.add_callback(lambda: stream.lost("its connection ended"))
         stream.attach(request_iterator, cancel=context.cancel, name="listener")
         connection: DialOutConnection | None = None
+        ended = False
         try:
             try:
                 opened = stream.wait_open(max(lst.keepalive_s, 5.0))
             except E.SecureLPError as exc:
                 log.info("a connection from %s did not open: %s", address, exc)
+                ended = True
                 return
             pid = opened.sender
             stream.peer = f"party {pid} at {address}"
@@ -89,11 +92,15 @@ class _ConnectServicer(rpb_grpc.CoordinatorRuntimeServicer):
                 log.warning("refused the party at %s (claims %r): %s", address, pid, exc)
                 stream.goodbye(str(exc), type(exc).__name__)
                 yield from stream.outgoing()
+                ended = True
                 return
             log.info("party %s connected from %s", pid, address)
             stream.send_open(COORDINATOR_ID)
             yield from stream.outgoing()
+            ended = True
         finally:
+            if not ended:  # gRPC closed the generator: the RPC was cancelled under it
+                stream.lost("its connection ended")
             stream.close(cancel=False)
             if connection is not None:
                 lst._gone(connection)

@@ -137,12 +137,17 @@ class PartyRuntimeServicer(rpb_grpc.PartyRuntimeServicer):
         stream = FrameStream(peer=who, role="party", keepalive_s=self.keepalive_s, handler=lease.handle)
         with self._lock:
             self.streams.add(stream)
-        context.add_callback(lambda: stream.close(cancel=False))
+        # the RPC ends without this side ending the stream: the coordinator's connection is gone
+        context.add_callback(lambda: stream.lost("its connection ended"))
         stream.send_open(self.party_id, self.host.offers())  # the first frame, before any reply
         stream.attach(request_iterator, cancel=context.cancel, name=f"party-{self.party_id}")
+        ended = False
         try:
             yield from stream.outgoing()
+            ended = True
         finally:
+            if not ended:  # gRPC closed the generator: the RPC was cancelled under it
+                stream.lost("its connection ended")
             stream.close(cancel=False)
             with self._lock:
                 self.streams.discard(stream)

@@ -312,6 +312,11 @@ class FrameStream:
             except Exception as exc:  # noqa: BLE001 - a transport that is already gone
                 log.debug("cancelling the stream to %s: %s", self.peer, exc.__class__.__name__)
 
+    def lost(self, cause: str = "its connection ended") -> None:
+        """The transport ended the stream (a server seeing its client go): unless this side was already
+        ending it, the peer *disconnected* -- a failure that pending calls and liveness checks report."""
+        self._fail(PeerGone(f"{self.peer} disconnected ({cause}); did its process end?", kind="disconnected"))
+
     def join(self, timeout: float = 2.0) -> None:
         """Wait for the stream's threads (after ``close``)."""
         end = time.monotonic() + timeout
