@@ -2,16 +2,19 @@
 
 The coordinator of a PPLP session (Mangasarian, *Privacy-Preserving Linear Programming*,
 Optim. Lett. 2011) sees the public rows and every message of every party; a leakage claim is
-only as good as the attacks run on that view. This module records the view at the
-``PartyLink`` layer, so it works for every transport (in-process, gRPC, any later one) and for
-every message type, without knowing the protocol:
+only as good as the attacks run on that view. This module records the view at the link
+layer, so it works for every transport (in-process, gRPC in either direction, any later one),
+for every message type and for every protocol the runtime carries (the secure LP ``pplp``, the
+example ``secure-sum``, ...), without knowing the protocol: the header names the protocol, each
+record its method and message type.
 
 * :class:`TranscriptRecorder` wraps links (:meth:`TranscriptRecorder.wrap`); each
   :class:`RecordingLink` forwards every call to its link and records every protobuf message
   that crosses it: the requests it sends (direction ``to_party``) and the replies it receives
   (``from_party``), with the party id, the message's full type name, its serialized bytes, a
   sequence number and the seconds since the recording started. Calls the link gains later
-  (say, for secure aggregation) are recorded the same way.
+  (say, for secure aggregation) are recorded the same way, and so is the generic
+  ``call(method, request)`` of any protocol's ``ProtocolLink`` (recorded under its method).
 * :func:`write_transcript` writes the file atomically; :func:`read_transcript` reads it back
   into typed objects and refuses a malformed, truncated or foreign file with one
   :class:`~securelp.solvers.errors.InputError` line naming the file and what is wrong.
@@ -19,7 +22,9 @@ every message type, without knowing the protocol:
 File format (``protos/transcript.proto``, format version :data:`FORMAT_VERSION`): the 8-byte
 magic :data:`MAGIC`, then frames, each a little-endian uint64 length and a serialized
 ``securelp.v1.TranscriptFrame``: first the header (public rows and roster, session id, protocol
-version, transport), then one record per message, then an end frame holding the record count.
+name and version, transport), then one record per message, then an end frame holding the record
+count. Format 2 added the protocol's name to the header; a format-1 file (written before) is read
+as a ``pplp`` session.
 
 Received messages are kept as the parsed objects the protocol itself holds (no second copy of a
 masked block); they are serialized when the file is written.
@@ -42,6 +47,7 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from securelp.coordinator.transport import PartyLink
+from securelp.protos import secure_sum_pb2 as _secure_sum_pb2  # noqa: F401 - its message types, for reading
 from securelp.protos import securelp_pb2 as pb
 from securelp.protos import transcript_pb2 as tpb
 from securelp.solvers.errors import InputError
@@ -49,13 +55,17 @@ from securelp.solvers.files import require_file, write_atomically
 from securelp.solvers.lp.model import Sense
 from securelp.solvers.lp.partition import PublicRows, Roster
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "Direction", "RecordingLink", "Transcript", "TranscriptHeader",
+__all__ = ["DEFAULT_PROTOCOL", "FORMAT_VERSION", "MAGIC", "READABLE_VERSIONS", "Direction", "RecordingLink", "Transcript", "TranscriptHeader",
            "TranscriptRecord", "TranscriptRecorder", "read_transcript", "run_recorded", "write_transcript"]
 
 #: first bytes of every transcript file
 MAGIC = b"SLPTRNS\n"
-#: the transcript format this module writes and reads
-FORMAT_VERSION = 1
+#: the transcript format this module writes (it also reads :data:`READABLE_VERSIONS`)
+FORMAT_VERSION = 2
+#: format versions it reads: 1 has no protocol name in its header (its sessions are pplp)
+READABLE_VERSIONS = (1, 2)
+#: the protocol of a transcript whose header names none (format 1)
+DEFAULT_PROTOCOL = "pplp"
 #: metadata key under which a party's reported split id is recorded (gRPC: trailing metadata)
 SPLIT_ID_KEY = "securelp-split-id"
 _LENGTH = struct.Struct("<Q")
@@ -146,6 +156,8 @@ class TranscriptHeader:
     started_unix: float
     securelp_version: str
     format_version: int = FORMAT_VERSION
+    #: the protocol's name on the wire ("pplp", "secure-sum", ...)
+    protocol: str = DEFAULT_PROTOCOL
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,12 +210,16 @@ class TranscriptRecorder:
         self._transport = ""
         self._session_id = ""
         self._protocol_version = 0
+        self._protocol = ""
 
     def wrap(self, link: PartyLink) -> RecordingLink:
-        """A link that forwards to ``link`` and records what crosses it."""
+        """A link that forwards to ``link`` (a ``PartyLink``, or any protocol's ``ProtocolLink``) and
+        records what crosses it."""
         with self._lock:
             if not self._transport:
                 self._transport = link.transport
+            if not self._protocol:
+                self._protocol = str(getattr(link, "protocol", "") or DEFAULT_PROTOCOL)
         return RecordingLink(link, self)
 
     def wrap_all(self, links: Sequence[PartyLink]) -> list[PartyLink]:
@@ -237,7 +253,8 @@ class TranscriptRecorder:
         with self._lock:
             header = TranscriptHeader(session_id=self._session_id, protocol_version=self._protocol_version,
                                       transport=self._transport or "unknown", public=self.public,
-                                      started_unix=self._started_unix, securelp_version=__version__)
+                                      started_unix=self._started_unix, securelp_version=__version__,
+                                      protocol=self._protocol or DEFAULT_PROTOCOL)
             return Transcript(header, tuple(self._records), self._clock() - self._start)
 
 
@@ -280,6 +297,10 @@ class RecordingLink(PartyLink):
     @property
     def transport(self) -> str:
         return self._inner.transport
+
+    @property
+    def protocol(self) -> str:  # type: ignore[override]
+        return str(getattr(self._inner, "protocol", DEFAULT_PROTOCOL))
 
     @property
     def inner(self) -> PartyLink:
@@ -329,7 +350,9 @@ class RecordingLink(PartyLink):
             return value
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
-            return self._recorded(name, value, *args, **kwargs)
+            # a protocol's generic call(method, request): recorded under its method
+            call = args[0] if name == "call" and args and isinstance(args[0], str) else name
+            return self._recorded(call, value, *args, **kwargs)
 
         return recorded
 
@@ -342,7 +365,7 @@ def _header_pb(header: TranscriptHeader) -> tpb.TranscriptHeader:
         transport=header.transport, row_lower=np.ascontiguousarray(public.row_lower, dtype="<f8").tobytes(),
         row_upper=np.ascontiguousarray(public.row_upper, dtype="<f8").tobytes(), sense=public.sense.value,
         offset=float(public.offset), name=public.name, started_unix=header.started_unix,
-        securelp_version=header.securelp_version)
+        securelp_version=header.securelp_version, protocol=header.protocol)
     if public.roster is not None:
         msg.roster.CopyFrom(tpb.TranscriptRoster(split_id=public.roster.split_id, party_ids=public.roster.party_ids,
                                                  n_cols=public.roster.n_cols))
@@ -419,9 +442,9 @@ def _floats(raw: bytes, reader: _Reader, what: str) -> np.ndarray:
 
 
 def _parse_header(msg: tpb.TranscriptHeader, reader: _Reader) -> TranscriptHeader:
-    if msg.format_version != FORMAT_VERSION:
-        raise reader.fail(f"format version {msg.format_version} is not supported (this securelp reads version "
-                          f"{FORMAT_VERSION}); use the securelp that wrote it")
+    if msg.format_version not in READABLE_VERSIONS:
+        raise reader.fail(f"format version {msg.format_version} is not supported (this securelp reads versions "
+                          f"{', '.join(map(str, READABLE_VERSIONS))}); use the securelp that wrote it")
     lo, hi = _floats(msg.row_lower, reader, "row_lower"), _floats(msg.row_upper, reader, "row_upper")
     if lo.shape != hi.shape or np.isnan(lo).any() or np.isnan(hi).any():
         raise reader.fail("the header's row bounds are inconsistent or NaN")
@@ -438,7 +461,8 @@ def _parse_header(msg: tpb.TranscriptHeader, reader: _Reader) -> TranscriptHeade
     public = PublicRows(lo, hi, sense, float(msg.offset), msg.name, roster)
     return TranscriptHeader(session_id=msg.session_id, protocol_version=int(msg.protocol_version),
                             transport=msg.transport, public=public, started_unix=float(msg.started_unix),
-                            securelp_version=msg.securelp_version, format_version=int(msg.format_version))
+                            securelp_version=msg.securelp_version, format_version=int(msg.format_version),
+                            protocol=msg.protocol or DEFAULT_PROTOCOL)
 
 
 def read_transcript(path: str | os.PathLike[str]) -> Transcript:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10transcript.proto\x12\x0bsecurelp.v1\"G\n\x10TranscriptRoster\x12\x10\n\x08split_id\x18\x01 \x01(\t\x12\x11\n\tparty_ids\x18\x02 \x03(\t\x12\x0e\n\x06n_cols\x18\x03 \x03(\x04\"\x9d\x02\n\x10TranscriptHeader\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\x11\n\ttransport\x18\x04 \x01(\t\x12\x11\n\trow_lower\x18\x05 \x01(\x0c\x12\x11\n\trow_upper\x18\x06 \x01(\x0c\x12\r\n\x05sense\x18\x07 \x01(\t\x12\x0e\n\x06offset\x18\x08 \x01(\x01\x12\x0c\n\x04name\x18\t \x01(\t\x12-\n\x06roster\x18\n \x01(\x0b\x32\x1d.securelp.v1.TranscriptRoster\x12\x14\n\x0cstarted_unix\x18\x0b \x01(\x01\x12\x18\n\x10securelp_version\x18\x0c \x01(\t\"\xa1\x02\n\x10TranscriptRecord\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08party_id\x18\x02 \x01(\t\x12\x33\n\tdirection\x18\x03 \x01(\x0e\x32 .securelp.v1.TranscriptDirection\x12\x14\n\x0cmessage_type\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07seconds\x18\x06 \x01(\x01\x12\x0c\n\x04\x63\x61ll\x18\x07 \x01(\t\x12=\n\x08metadata\x18\x08 \x03(\x0b\x32+.securelp.v1.TranscriptRecord.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"1\n\rTranscriptEnd\x12\x0f\n\x07records\x18\x01 \x01(\x04\x12\x0f\n\x07seconds\x18\x02 \x01(\x01\"\xa6\x01\n\x0fTranscriptFrame\x12/\n\x06header\x18\x01 \x01(\x0b\x32\x1d.securelp.v1.TranscriptHeaderH\x00\x12/\n\x06record\x18\x02 \x01(\x0b\x32\x1d.securelp.v1.TranscriptRecordH\x00\x12)\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.securelp.v1.TranscriptEndH\x00\x42\x06\n\x04kind*\x83\x01\n\x13TranscriptDirection\x12$\n TRANSCRIPT_DIRECTION_UNSPECIFIED\x10\x00\x12!\n\x1dTRANSCRIPT_DIRECTION_TO_PARTY\x10\x01\x12#\n\x1fTRANSCRIPT_DIRECTION_FROM_PARTY\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10transcript.proto\x12\x0bsecurelp.v1\"G\n\x10TranscriptRoster\x12\x10\n\x08split_id\x18\x01 \x01(\t\x12\x11\n\tparty_ids\x18\x02 \x03(\t\x12\x0e\n\x06n_cols\x18\x03 \x03(\x04\"\xaf\x02\n\x10TranscriptHeader\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\x11\n\ttransport\x18\x04 \x01(\t\x12\x11\n\trow_lower\x18\x05 \x01(\x0c\x12\x11\n\trow_upper\x18\x06 \x01(\x0c\x12\r\n\x05sense\x18\x07 \x01(\t\x12\x0e\n\x06offset\x18\x08 \x01(\x01\x12\x0c\n\x04name\x18\t \x01(\t\x12-\n\x06roster\x18\n \x01(\x0b\x32\x1d.securelp.v1.TranscriptRoster\x12\x14\n\x0cstarted_unix\x18\x0b \x01(\x01\x12\x18\n\x10securelp_version\x18\x0c \x01(\t\x12\x10\n\x08protocol\x18\r \x01(\t\"\xa1\x02\n\x10TranscriptRecord\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08party_id\x18\x02 \x01(\t\x12\x33\n\tdirection\x18\x03 \x01(\x0e\x32 .securelp.v1.TranscriptDirection\x12\x14\n\x0cmessage_type\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07seconds\x18\x06 \x01(\x01\x12\x0c\n\x04\x63\x61ll\x18\x07 \x01(\t\x12=\n\x08metadata\x18\x08 \x03(\x0b\x32+.securelp.v1.TranscriptRecord.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"1\n\rTranscriptEnd\x12\x0f\n\x07records\x18\x01 \x01(\x04\x12\x0f\n\x07seconds\x18\x02 \x01(\x01\"\xa6\x01\n\x0fTranscriptFrame\x12/\n\x06header\x18\x01 \x01(\x0b\x32\x1d.securelp.v1.TranscriptHeaderH\x00\x12/\n\x06record\x18\x02 \x01(\x0b\x32\x1d.securelp.v1.TranscriptRecordH\x00\x12)\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.securelp.v1.TranscriptEndH\x00\x42\x06\n\x04kind*\x83\x01\n\x13TranscriptDirection\x12$\n TRANSCRIPT_DIRECTION_UNSPECIFIED\x10\x00\x12!\n\x1dTRANSCRIPT_DIRECTION_TO_PARTY\x10\x01\x12#\n\x1fTRANSCRIPT_DIRECTION_FROM_PARTY\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,18 +33,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TRANSCRIPTRECORD_METADATAENTRY']._loaded_options = None
   _globals['_TRANSCRIPTRECORD_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_TRANSCRIPTDIRECTION']._serialized_start=907
-  _globals['_TRANSCRIPTDIRECTION']._serialized_end=1038
+  _globals['_TRANSCRIPTDIRECTION']._serialized_start=925
+  _globals['_TRANSCRIPTDIRECTION']._serialized_end=1056
   _globals['_TRANSCRIPTROSTER']._serialized_start=33
   _globals['_TRANSCRIPTROSTER']._serialized_end=104
   _globals['_TRANSCRIPTHEADER']._serialized_start=107
-  _globals['_TRANSCRIPTHEADER']._serialized_end=392
-  _globals['_TRANSCRIPTRECORD']._serialized_start=395
-  _globals['_TRANSCRIPTRECORD']._serialized_end=684
-  _globals['_TRANSCRIPTRECORD_METADATAENTRY']._serialized_start=637
-  _globals['_TRANSCRIPTRECORD_METADATAENTRY']._serialized_end=684
-  _globals['_TRANSCRIPTEND']._serialized_start=686
-  _globals['_TRANSCRIPTEND']._serialized_end=735
-  _globals['_TRANSCRIPTFRAME']._serialized_start=738
-  _globals['_TRANSCRIPTFRAME']._serialized_end=904
+  _globals['_TRANSCRIPTHEADER']._serialized_end=410
+  _globals['_TRANSCRIPTRECORD']._serialized_start=413
+  _globals['_TRANSCRIPTRECORD']._serialized_end=702
+  _globals['_TRANSCRIPTRECORD_METADATAENTRY']._serialized_start=655
+  _globals['_TRANSCRIPTRECORD_METADATAENTRY']._serialized_end=702
+  _globals['_TRANSCRIPTEND']._serialized_start=704
+  _globals['_TRANSCRIPTEND']._serialized_end=753
+  _globals['_TRANSCRIPTFRAME']._serialized_start=756
+  _globals['_TRANSCRIPTFRAME']._serialized_end=922
 # @@protoc_insertion_point(module_scope)

@@ -27,7 +27,7 @@ class TranscriptRoster(_message.Message):
     def __init__(self, split_id: _Optional[str] = ..., party_ids: _Optional[_Iterable[str]] = ..., n_cols: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TranscriptHeader(_message.Message):
-    __slots__ = ("format_version", "session_id", "protocol_version", "transport", "row_lower", "row_upper", "sense", "offset", "name", "roster", "started_unix", "securelp_version")
+    __slots__ = ("format_version", "session_id", "protocol_version", "transport", "row_lower", "row_upper", "sense", "offset", "name", "roster", "started_unix", "securelp_version", "protocol")
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +40,7 @@ class TranscriptHeader(_message.Message):
     ROSTER_FIELD_NUMBER: _ClassVar[int]
     STARTED_UNIX_FIELD_NUMBER: _ClassVar[int]
     SECURELP_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     format_version: int
     session_id: str
     protocol_version: int
@@ -52,7 +53,8 @@ class TranscriptHeader(_message.Message):
     roster: TranscriptRoster
     started_unix: float
     securelp_version: str
-    def __init__(self, format_version: _Optional[int] = ..., session_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., transport: _Optional[str] = ..., row_lower: _Optional[bytes] = ..., row_upper: _Optional[bytes] = ..., sense: _Optional[str] = ..., offset: _Optional[float] = ..., name: _Optional[str] = ..., roster: _Optional[_Union[TranscriptRoster, _Mapping]] = ..., started_unix: _Optional[float] = ..., securelp_version: _Optional[str] = ...) -> None: ...
+    protocol: str
+    def __init__(self, format_version: _Optional[int] = ..., session_id: _Optional[str] = ..., protocol_version: _Optional[int] = ..., transport: _Optional[str] = ..., row_lower: _Optional[bytes] = ..., row_upper: _Optional[bytes] = ..., sense: _Optional[str] = ..., offset: _Optional[float] = ..., name: _Optional[str] = ..., roster: _Optional[_Union[TranscriptRoster, _Mapping]] = ..., started_unix: _Optional[float] = ..., securelp_version: _Optional[str] = ..., protocol: _Optional[str] = ...) -> None: ...
 
 class TranscriptRecord(_message.Message):
     __slots__ = ("sequence", "party_id", "direction", "message_type", "payload", "seconds", "call", "metadata")

@@ -140,6 +140,43 @@ def test_a_second_protocol_runs_over_every_transport(transport, tmp_path):
     assert all(b > 0 for b in outcome.bytes_sent)
 
 
+def test_a_second_protocol_s_transcript_names_it_and_reads_back(tmp_path):
+    """The coordinator's transcript records at the link layer whatever protocol crosses it: a secure-sum
+    session's file names its protocol, each record its method and message type, and it reads back byte
+    for byte; a file of format 1 (whose header names no protocol) still reads, as a pplp session."""
+    import struct
+
+    from securelp.coordinator.transcript import TranscriptRecorder, read_transcript, write_transcript
+    from securelp.protos import transcript_pb2 as tpb
+    from securelp.solvers.lp.partition import PublicRows
+
+    hosts = [PartyHost(pid, [hosted_secure_sum(pid, [i, 2 * i, 3])]) for i, pid in enumerate(("t1", "t2"), 1)]
+    recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0)))
+    links = recorder.wrap_all([ProtocolLink(InProcessConnection(h), SECURE_SUM, deadline_s=10) for h in hosts])
+    outcome = run_secure_sum(links, 3)
+    assert list(outcome.total) == [3, 6, 6]
+    path = tmp_path / "sum.transcript"
+    write_transcript(recorder.transcript(), path)
+    back = read_transcript(path)
+    assert back.header.protocol == "secure-sum" and back.header.format_version == 2
+    assert back.header.session_id == outcome.session_id
+    calls = [(r.party_id, r.call, r.message_type) for r in back.records if r.party_id == "t1"]
+    assert [c[1] for c in calls] == ["hello", "hello", "share", "share", "close", "close"]
+    assert calls[2][2] == "securelp.examples.v1.SumShareRequest" and calls[3][2] == "securelp.examples.v1.SumShare"
+    share = back.of("t1", "securelp.examples.v1.SumShare")[0].message()  # parsed: the reader knows the protocol's types
+    assert share.share  # its bytes came back
+    # format 1: the header before it named its protocol
+    data = path.read_bytes()
+    (length,) = struct.unpack_from("<Q", data, 8)
+    frame = tpb.TranscriptFrame.FromString(data[16:16 + length])
+    frame.header.format_version = 1
+    frame.header.ClearField("protocol")
+    raw = frame.SerializeToString()
+    old = tmp_path / "v1.transcript"
+    old.write_bytes(data[:8] + struct.pack("<Q", len(raw)) + raw + data[16 + length:])
+    assert read_transcript(old).header.protocol == "pplp"
+
+
 def test_a_secure_sum_of_one_party_is_refused():
     host = PartyHost("solo", [hosted_secure_sum("solo", [1, 2])])
     with pytest.raises(ConfigError, match="two or more parties"):

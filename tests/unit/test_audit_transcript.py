@@ -187,11 +187,11 @@ def test_other_format_versions_and_corrupt_frames_are_refused(good_file: Path, t
     frames = _frames(data)
     start, end = frames[0]
     frame = tpb.TranscriptFrame.FromString(data[start:end])
-    frame.header.format_version = 2
+    frame.header.format_version = 3
     raw = frame.SerializeToString()
-    newer = tmp_path / "v2.bin"
+    newer = tmp_path / "v3.bin"
     newer.write_bytes(data[:start - 8] + struct.pack("<Q", len(raw)) + raw + data[end:])
-    _refused(newer, "format version 2 is not supported")
+    _refused(newer, "format version 3 is not supported")
     s, e = frames[4]
     corrupt = tmp_path / "corrupt.bin"
     corrupt.write_bytes(data[:s] + b"\xff" * (e - s) + data[e:])
