@@ -77,6 +77,7 @@ def test_a_party_lost_while_the_coordinator_solves_is_named_within_the_keepalive
         detected = time.monotonic() - links[1].hit_at
         assert time.monotonic() - start < SLOW_SOLVE_S  # not when the solve ends
         assert detected <= KEEPALIVE_S + 1.5, (detected, str(info.value))
+        print(f"{kind} party named {detected:.2f} s after the signal ({'dial-out' if connect else 'dial-in'})")
         if sig == signal.SIGSTOP:
             cluster.kill("p2", signal.SIGKILL)  # a stopped process ignores SIGTERM
         codes = cluster.wait(15)
