@@ -126,7 +126,7 @@ KILLED_COORDINATOR = textwrap.dedent("""
     ident = load_identity("certs", COORDINATOR_ID)
     listener = PartyListener(sys.argv[1], tls=ServerTls(ident.private_key, ident.certificate, ident.ca_certificate),
                              expected=["a", "b", "c"], keepalive_s=60)
-    listener.start()
+    print("LISTENING", listener.start(), flush=True)
     links = listener.links(60, deadline_s=60)
     for link in links:
         link.hello(pb.HelloRequest(session_id="killed", protocol_version=PROTOCOL_VERSION, n_rows=27,
@@ -222,6 +222,70 @@ def test_a_listening_coordinator_names_the_parties_that_never_connected(afiro_sp
         err = coordinator.stderr()
         assert "parties c did not connect within 4 s" in err and "connected: a, b" in err.replace("b, a", "a, b")
         assert all(p.p.poll() is None for p in procs[1:])
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
+def test_long_running_parties_that_listen_serve_coordinator_after_coordinator(afiro_split):
+    """``--serve`` in the dial-in direction: two coordinators, one after the other, dial the same
+    ``securelp party --listen --serve`` processes; both sessions are exact, each with its own result
+    files, and the parties stay up until SIGTERM."""
+    cwd = afiro_split
+    parties = {pid: Proc(PY + ["party", "--listen", "127.0.0.1:0", "--data", f"blocks/{pid}.npz", "--id", pid,
+                               "--certs", "certs", "--serve", "--keepalive", str(KEEPALIVE_S), "--out",
+                               f"out/{pid}-{{session}}.csv"], cwd, pid) for pid in IDS}
+    try:
+        addresses = {pid: proc.wait_line("LISTENING ").split()[1] for pid, proc in parties.items()}
+        reports = []
+        for run in ("d1", "d2"):
+            res = subprocess.run(PY + ["coordinator", "--public", "blocks/public.npz", "--certs", "certs",
+                                       "--keepalive", str(KEEPALIVE_S), "--json", f"{run}.json",
+                                       *[f"--party={pid}={addr}" for pid, addr in addresses.items()]],
+                                 check=False, cwd=str(cwd), capture_output=True, text=True, timeout=120)
+            assert res.returncode == 0, res.stderr
+            reports.append(json.loads((cwd / f"{run}.json").read_text()))
+        assert [r["direction"] for r in reports] == ["dial-in", "dial-in"]
+        assert reports[0]["session_id"] != reports[1]["session_id"]
+        for report in reports:
+            _check_exact(cwd, report)
+        for proc in parties.values():
+            assert proc.p.poll() is None
+            proc.p.send_signal(signal.SIGTERM)
+        for proc in parties.values():
+            assert proc.p.wait(30) == ExitCode.INTERRUPTED
+            assert "stopped by SIGTERM after 2 session(s)" in proc.stderr()
+    finally:
+        for proc in parties.values():
+            proc.stop()
+
+
+
+def test_a_stopped_coordinator_is_dropped_by_its_parties_within_their_keepalive(afiro_split):
+    """The coordinator stops (SIGSTOP) after its hello: nothing is closed, nothing arrives. Each
+    long-running party names it unresponsive and drops the session within its keepalive."""
+    cwd = afiro_split
+    (cwd / "killed.py").write_text(KILLED_COORDINATOR)
+    procs: list[Proc] = []
+    try:
+        stopped = Proc([sys.executable, "killed.py", "127.0.0.1:0"], cwd, "stopped")
+        procs.append(stopped)
+        address = f"127.0.0.1:{stopped.wait_line('LISTENING ').split()[1]}"
+        parties = _parties(cwd, address)
+        procs += parties.values()
+        stopped.wait_line("HELLO DONE")
+        stopped.p.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        pending = set(parties)
+        while pending and time.monotonic() - t0 < 30:
+            pending = {pid for pid in pending if "session killed (pplp) dropped" not in parties[pid].stderr()}
+            time.sleep(0.05)
+        took = time.monotonic() - t0
+        assert not pending, {pid: parties[pid].stderr()[-600:] for pid in pending}
+        assert took <= KEEPALIVE_S + 2.0, took
+        print(f"stopped coordinator dropped by every party {took:.2f} s after SIGSTOP")
+        for proc in parties.values():
+            assert "unresponsive" in proc.stderr() and proc.p.poll() is None
     finally:
         for proc in procs:
             proc.stop()
