@@ -78,7 +78,7 @@ def afiro_split(tmp_path):
                                     cwd=str(tmp_path))
     res = run("split", str(AFIRO), "--parties", "3", "--ids", ",".join(IDS), "--out", "blocks")
     assert res.returncode == 0, res.stderr
-    res = run("certs", "--out", "certs", "--parties", ",".join(IDS))
+    res = run("certs", "--out", "certs", "--ids", ",".join(IDS))
     assert res.returncode == 0, res.stderr
     (tmp_path / "out").mkdir()
     return tmp_path
