@@ -20,7 +20,7 @@ even if gRPC's shutdown or the interpreter's exit blocks (``securelp.party.serve
 
 Its result: with ``--out FILE`` the party writes its own x_j under its column names (CSV, or NPZ or
 JSON by the suffix; ``{session}`` in the name is replaced by the session id) atomically, mode
-0600, when a session closes with an optimal solution (``securelp.party.results``); the coordinator
+0600, when a session closes (without an optimum: the status and no values; ``securelp.party.results``); the coordinator
 learns only that the party keeps its result in a file and in which format, never the path. It
 never logs or prints its block, its mask or its decoded x_j.
 
@@ -76,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "exiting after one")
     p.add_argument("--out", metavar="FILE", default=None,
                    help="write this party's own decoded solution x_j, with its column names, to FILE when a session "
-                        "ends optimal (CSV; .npz or .json by the suffix; {session} in the name becomes the session "
-                        "id); the path is never sent to the coordinator")
+                        "ends (without an optimum: the status and no values; CSV, or .npz or .json by the suffix; "
+                        "{session} in the name becomes the session id); the path is never sent to the coordinator")
     p.add_argument("--keepalive", type=positive_float, default=DEFAULT_KEEPALIVE_S, metavar="S",
                    help="drop a session whose coordinator sent nothing for S seconds (heartbeats flow every S/4; "
                         f"default {DEFAULT_KEEPALIVE_S:g})")
