@@ -289,3 +289,24 @@ def test_a_stopped_coordinator_is_dropped_by_its_parties_within_their_keepalive(
     finally:
         for proc in procs:
             proc.stop()
+
+
+def test_simulate_runs_in_either_direction(tmp_path):
+    """``simulate(..., transport="grpc", direction=...)``: the same session, exact, whether the coordinator
+    dials the simulated parties or they dial it; an unknown direction is refused."""
+    from securelp.coordinator.protocol import SessionConfig
+    from securelp.coordinator.simulation import owners_consent, simulate
+    from securelp.solvers.errors import ConfigError
+    from securelp.solvers.lp.partition import split_columns
+    from tests.lp_fixtures import random_feasible_lp
+
+    lp = random_feasible_lp(np.random.default_rng(11), 8, 9)
+    public, blocks = split_columns(lp, [3, 3, 3], ids=["p1", "p2", "p3"])
+    config = SessionConfig(reveal=True)
+    for direction in ("dial-in", "dial-out"):
+        outcome, _ = simulate(public, blocks, config, transport="grpc", direction=direction, central=lp,
+                              policy=owners_consent(config), keepalive_s=2.0, audit_budget_s=0)
+        assert outcome.status.value == "optimal" and outcome.transport == "grpc"
+        assert outcome.objective_rel_diff <= 1e-9 and outcome.feasibility_violation <= 1e-6
+    with pytest.raises(ConfigError, match="direction 'sideways'"):
+        simulate(public, blocks, config, transport="grpc", direction="sideways")
