@@ -171,6 +171,29 @@ def _host(**kw):  # type: ignore[no-untyped-def]
     return PartyHost("p1", [HostedProtocol(PPLP, lambda sid: PartySession(_block()))], **kw)
 
 
+def test_a_peer_of_another_runtime_version_is_refused_naming_it():
+    """The runtime's version is checked in the Open frames: a peer that speaks another one is a
+    ProtocolError naming it (the control: the same Open with this version is accepted)."""
+    from securelp.protos import runtime_pb2 as rpb
+    from securelp.protos.stream import RUNTIME_VERSION
+
+    for version, ok in ((RUNTIME_VERSION, True), (RUNTIME_VERSION + 1, False)):
+        coordinator = FrameStream(peer="party p1", role="coordinator", keepalive_s=5)
+        frames = iter([rpb.Frame(open=rpb.Open(runtime_version=version, sender="p1", heartbeat_s=1, keepalive_s=5))])
+        wire = Wire(frames)
+        coordinator.send_open("coordinator")
+        coordinator.attach(wire, cancel=wire.broken.set)
+        try:
+            if ok:
+                assert coordinator.wait_open(5).sender == "p1"
+            else:
+                with pytest.raises(ProtocolError, match=rf"party p1 speaks runtime version {version}, this side "
+                                                        rf"{RUNTIME_VERSION}"):
+                    coordinator.wait_open(5)
+        finally:
+            coordinator.close()
+
+
 def test_one_session_at_a_time_and_a_fresh_state_machine_for_each():
     ended = []
     host = _host(on_session_end=ended.append)
