@@ -107,3 +107,31 @@ def test_party_missing_block_is_an_input_error(tmp_path, capsys):
     assert main(["party", "--listen", "127.0.0.1:0", "--data", str(tmp_path / "none.npz"), "--id", "a",
                  "--insecure"]) == ExitCode.INPUT
     assert "none.npz" in capsys.readouterr().err
+
+
+def test_a_listening_coordinator_checks_its_party_set_before_listening(tiny, tmp_path, capsys):
+    """--listen takes party names (--party NAME) or a count (--expect N) that must fit the split's roster;
+    every mistake is one line and exit 3 before any socket opens; --expect without --listen too."""
+    out = tmp_path / "blocks"
+    assert main(["split", str(tiny), "--parties", "2", "--ids", "ann,bob", "--out", str(out)]) == 0
+    capsys.readouterr()
+    base = ["coordinator", "--public", str(out / "public.npz"), "--insecure"]
+    cases = [
+        (["--listen", "127.0.0.1:0", "--party", "ann=h:1", "--party", "bob=h:2"], "give their names only"),
+        (["--listen", "127.0.0.1:0"], "--party NAME (repeat per party) or --expect N"),
+        (["--listen", "127.0.0.1:0", "--expect", "3"], "the split's roster has 2 parties: ann, bob"),
+        (["--listen", "127.0.0.1:0", "--party", "ann"], "the --party set"),
+        (["--listen", "127.0.0.1:0", "--party", "ann", "--party", "bob", "--expect", "3"], "--expect 3 but"),
+        (["--party", "ann=h:1", "--party", "bob=h:2", "--expect", "2"], "--expect N applies to --listen"),
+        (["--listen", "nowhere"], "HOST:PORT"),
+    ]
+    for extra, message in cases:
+        assert main(base + extra) == ExitCode.INPUT, extra
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, (extra, err)
+
+
+def test_a_party_listens_or_connects_never_both(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["party", "--listen", "127.0.0.1:0", "--connect", "h:1", "--data", "x.npz", "--id", "a", "--insecure"])
+    assert info.value.code == ExitCode.USAGE and "not allowed with argument" in capsys.readouterr().err
