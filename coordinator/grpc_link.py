@@ -40,6 +40,7 @@ from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from securelp.coordinator.certs import COORDINATOR_ID, load_identity, write_session_certs
+from securelp.coordinator.shaping import LinkShape, shaped_addresses
 from securelp.coordinator.transport import CLOSE_AFTER_TIMEOUT_S, CLOSE_DEADLINE_S, Connection, PartyLink, PPLPLink
 from securelp.party.runtime import describe_offers
 from securelp.protos import runtime_pb2 as rpb
@@ -364,9 +365,11 @@ def session_certificates(workdir: Path, ids: Sequence[str], sessions: Sequence[o
 @contextlib.contextmanager
 def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: float = DEFAULT_DEADLINE_S,
                      insecure: bool = False, host: str = "127.0.0.1", bind_keys: bool = True,
-                     keepalive_s: float = DEFAULT_KEEPALIVE_S) -> Iterator[list[PartyLink]]:
+                     keepalive_s: float = DEFAULT_KEEPALIVE_S,
+                     link_shapes: Mapping[str, LinkShape] | None = None) -> Iterator[list[PartyLink]]:
     """Dial-in, in this process: real gRPC servers (one per session or ``PartyHost``, port 0) and links
-    to them.
+    to them, through a shaped link (``securelp.coordinator.shaping``) for each party ``link_shapes``
+    shapes.
 
     Uses fresh session certificates in ``workdir`` (mutual TLS) unless ``insecure``; with
     ``bind_keys``, each session that has no identity yet gets its certificate as the identity that
@@ -383,21 +386,26 @@ def local_grpc_links(sessions: Sequence[object], workdir: Path, *, deadline_s: f
     channel_tls = None if insecure else ChannelTls.from_dir(tls_dir)
     servers: list[grpc.Server] = []
     links: list[GrpcPartyLink] = []
-    try:
-        for session in sessions:
-            pid = session.party_id  # type: ignore[attr-defined]
-            server_tls = None
-            if not insecure:
-                ident = load_identity(tls_dir, pid)
-                server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-            server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure,
-                                         keepalive_s=keepalive_s)
-            servers.append(server)
-            links.append(GrpcPartyLink(pid, f"{host}:{port}", tls=channel_tls, insecure=insecure,
-                                       deadline_s=deadline_s, keepalive_s=keepalive_s))
-        yield list(links)
-    finally:
-        for link in links:
-            link.shutdown()
-        for server in servers:
-            server.stop(0)
+    with contextlib.ExitStack() as stack:
+        try:
+            endpoints = {}
+            for session in sessions:
+                pid = session.party_id  # type: ignore[attr-defined]
+                server_tls = None
+                if not insecure:
+                    ident = load_identity(tls_dir, pid)
+                    server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+                server, port = create_server(f"{host}:0", session, tls=server_tls, insecure=insecure,
+                                             keepalive_s=keepalive_s)
+                servers.append(server)
+                endpoints[pid] = f"{host}:{port}"
+            addresses = stack.enter_context(shaped_addresses(endpoints, link_shapes))
+            for pid in ids:
+                links.append(GrpcPartyLink(pid, addresses[pid], tls=channel_tls, insecure=insecure,
+                                           deadline_s=deadline_s, keepalive_s=keepalive_s))
+            yield list(links)
+        finally:
+            for link in links:
+                link.shutdown()
+            for server in servers:
+                server.stop(0)

@@ -31,6 +31,7 @@ No orphan on any exit path:
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import logging
@@ -40,11 +41,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from securelp.coordinator.certs import validate_party_ids, write_session_certs
+from securelp.coordinator.shaping import LinkShape, shaped_addresses
 from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.solvers.errors import TransportError
 from securelp.solvers.lp.partition import ColumnBlock, save_block
@@ -100,13 +102,16 @@ class LocalParties:
     serve : long-running parties (``--serve``): one session after another.
     keepalive_s : the runtime's keepalive, on both sides (``--keepalive``).
     outputs : each party writes its x_j to ``WORKDIR/<id>-x.csv`` (``--out``; :meth:`result_path`).
+    link_shapes : each party's shaped link (``securelp.coordinator.shaping``): the coordinator reaches
+        a listening party, or a dialing party reaches the coordinator, through a proxy of that shape.
     """
 
     def __init__(self, blocks: Sequence[ColumnBlock], workdir: Path, *, insecure: bool = False,
                  seed: str | None = None, startup_timeout: float = 30.0, idle_timeout: float = 600.0,
                  grace_s: float = 5.0, blas_threads: int | None = None,
                  policy: PartyPolicy = DEFAULT_POLICY, connect: bool = False, serve: bool = False,
-                 keepalive_s: float = 10.0, outputs: bool = False) -> None:
+                 keepalive_s: float = 10.0, outputs: bool = False,
+                 link_shapes: Mapping[str, LinkShape] | None = None) -> None:
         self.blocks = list(blocks)
         self.ids = validate_party_ids([b.party_id for b in self.blocks])
         self.workdir = Path(workdir)
@@ -122,6 +127,9 @@ class LocalParties:
         self.serve = serve
         self.keepalive_s = keepalive_s
         self.outputs = outputs
+        self.link_shapes = dict(link_shapes or {})
+        self._proxies: contextlib.ExitStack = contextlib.ExitStack()
+        self._party_addresses: dict[str, str] = {}  # dial-in: where the coordinator reaches each party
         self.listener: object | None = None  # dial-out: the PartyListener the parties dial
         self.coordinator_address = ""
         self._sessions_handed = 0
@@ -160,8 +168,11 @@ class LocalParties:
             raise TransportError(f"work directory {self.workdir} does not exist")
         if not self.insecure:
             write_session_certs(self.certs_dir, self.ids, force=True)
+        dial_to: dict[str, str] = {}
         if self.connect:
             self._listen()
+            dial_to = self._proxies.enter_context(
+                shaped_addresses({pid: self.coordinator_address for pid in self.ids}, self.link_shapes))
         env = dict(os.environ)
         env[PARENT_PID_ENV] = str(os.getpid())
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -171,7 +182,7 @@ class LocalParties:
             pid = block.party_id
             data = self.workdir / f"{pid}.npz"
             save_block(block, data)
-            where = ["--connect", self.coordinator_address] if self.connect else ["--listen", "127.0.0.1:0"]
+            where = ["--connect", dial_to[pid]] if self.connect else ["--listen", "127.0.0.1:0"]
             cmd = [sys.executable, "-m", "securelp.coordinator.cli", "party", *where, "--data", str(data),
                    "--id", pid, "--idle-timeout", str(self.idle_timeout), "--keepalive", str(self.keepalive_s)]
             if self.serve:
@@ -280,7 +291,10 @@ class LocalParties:
             timeout = self.startup_timeout if ready_timeout is None else ready_timeout
             return list(self.listener.links(timeout, deadline_s))  # type: ignore[attr-defined]
         tls = None if self.insecure else ChannelTls.from_dir(self.certs_dir)
-        made = [GrpcPartyLink(pid, self.endpoints[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s,
+        if not self._party_addresses:  # the shaped links, once, for every session of these parties
+            self._party_addresses = self._proxies.enter_context(
+                shaped_addresses({pid: self.endpoints[pid] for pid in self.ids}, self.link_shapes))
+        made = [GrpcPartyLink(pid, self._party_addresses[pid], tls=tls, insecure=self.insecure, deadline_s=deadline_s,
                               keepalive_s=self.keepalive_s)
                 for pid in self.ids]
         self._links.extend(made)
@@ -324,6 +338,7 @@ class LocalParties:
             self._links.clear()
             if self.listener is not None:
                 self.listener.stop()  # type: ignore[attr-defined]
+            self._proxies.close()
             if not error:  # after Close the parties exit on their own; give them a moment
                 self.wait(1.0)
             for proc in self._procs.values():

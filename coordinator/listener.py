@@ -28,7 +28,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import grpc
@@ -36,6 +36,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from securelp.coordinator.certs import COORDINATOR_ID, RESERVED_IDS, load_identity, validate_party_ids
 from securelp.coordinator.grpc_link import DEFAULT_DEADLINE_S, StreamConnection, session_certificates
+from securelp.coordinator.shaping import LinkShape, shaped_addresses
 from securelp.coordinator.transport import PartyLink, PPLPLink
 from securelp.protos import runtime_pb2 as rpb
 from securelp.protos import runtime_pb2_grpc as rpb_grpc
@@ -292,11 +293,13 @@ def _dialout_party(session: object, address: str, tls_dir: Path | None, insecure
 def local_dialout_links(sessions: Sequence[object], workdir: Path, *, deadline_s: float = DEFAULT_DEADLINE_S,
                         insecure: bool = False, host: str = "127.0.0.1", bind_keys: bool = True,
                         keepalive_s: float = DEFAULT_KEEPALIVE_S, wait_s: float = 30.0,
-                        serve_forever: bool = False) -> Iterator[list[PartyLink]]:
+                        serve_forever: bool = False,
+                        link_shapes: Mapping[str, LinkShape] | None = None) -> Iterator[list[PartyLink]]:
     """Dial-out, in this process: a listening coordinator on port 0 and one party per session (or
     ``PartyHost``) in a thread that dials it, with fresh session certificates in ``workdir`` unless
     ``insecure`` (``bind_keys`` as for ``local_grpc_links``). Yields the secure LP's links once
-    every party is connected; everything is stopped on exit. For simulations and contract tests."""
+    every party is connected; everything is stopped on exit. A party ``link_shapes`` shapes dials
+    through its own shaped link (``securelp.coordinator.shaping``). For simulations and contract tests."""
     ids = [s.party_id for s in sessions]  # type: ignore[attr-defined]
     tls_dir = session_certificates(workdir, ids, sessions, insecure=insecure, bind_keys=bind_keys)
     server_tls = None
@@ -305,10 +308,11 @@ def local_dialout_links(sessions: Sequence[object], workdir: Path, *, deadline_s
         server_tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
     stop = threading.Event()
     threads: list[threading.Thread] = []
-    with PartyListener(f"{host}:0", tls=server_tls, insecure=insecure, expected=ids, keepalive_s=keepalive_s) as lst:
+    with PartyListener(f"{host}:0", tls=server_tls, insecure=insecure, expected=ids, keepalive_s=keepalive_s) as lst, \
+            shaped_addresses({pid: f"{host}:{lst.port}" for pid in ids}, link_shapes) as addresses:
         try:
-            for session in sessions:
-                threads.append(_dialout_party(session, f"{host}:{lst.port}", None if insecure else tls_dir, insecure,
+            for session, pid in zip(sessions, ids):
+                threads.append(_dialout_party(session, addresses[pid], None if insecure else tls_dir, insecure,
                                               keepalive_s, stop, serve_forever))
             links = lst.links(wait_s, deadline_s)
             yield links

@@ -20,12 +20,13 @@ network path, and TLS passes through untouched (the proxy never sees plaintext).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from securelp.solvers.errors import ConfigError
@@ -255,8 +256,14 @@ class ShapingProxy:
         ends = (writer, up_writer)
         self._writers.update(ends)
         crossed = [0]
-        await asyncio.gather(self._pump(reader, up_writer, crossed, ends), self._pump(up_reader, writer, crossed, ends),
-                             return_exceptions=True)
+        try:
+            await asyncio.gather(self._pump(reader, up_writer, crossed, ends),
+                                 self._pump(up_reader, writer, crossed, ends), return_exceptions=True)
+        except asyncio.CancelledError:
+            # the proxy is closing: end this connection quietly (a cancelled connection task is
+            # otherwise logged by asyncio's stream protocol as an error)
+            for end in ends:
+                _reset(end)
         for w in ends:
             self._writers.discard(w)
             w.close()
@@ -337,3 +344,16 @@ def start_proxies(targets: Mapping[str, str], shapes: Mapping[str, LinkShape], *
         raise
     return proxies
 
+
+
+@contextlib.contextmanager
+def shaped_addresses(targets: Mapping[str, str], shapes: Mapping[str, LinkShape] | None, *,
+                     seed: int | None = None) -> Iterator[dict[str, str]]:
+    """Where to connect instead of each target: a started proxy's address for each party whose
+    shape is not plain, the target itself otherwise; the proxies are closed on exit."""
+    proxies = start_proxies(targets, shapes or {}, seed=seed)
+    try:
+        yield {pid: proxies[pid].address if pid in proxies else target for pid, target in targets.items()}
+    finally:
+        for proxy in proxies.values():
+            proxy.close()

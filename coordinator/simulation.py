@@ -17,7 +17,7 @@ policy of owners who agree to exactly what the session asks.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from securelp.coordinator.audit import (
 from securelp.coordinator.audit.view import own_product
 from securelp.coordinator.exit_cleanups import private_tempdir
 from securelp.coordinator.protocol import SessionConfig, SessionOutcome, run_secure_lp, session_k
+from securelp.coordinator.shaping import LinkShape
 from securelp.coordinator.sizing import session_memory
 from securelp.coordinator.transcript import Transcript, run_recorded
 from securelp.coordinator.transport import InProcessLink, PartyLink
@@ -109,23 +110,27 @@ def party_seed(seed: int | str | None, party_id: str) -> str | None:
 def simulated_links(blocks: Sequence[ColumnBlock], transport: str, *, seed: int | str | None = None,
                     deadline_s: float = 120.0, insecure: bool = False,
                     policy: PartyPolicy = DEFAULT_POLICY, keepalive_s: float = DEFAULT_KEEPALIVE_S,
-                    direction: str = "dial-in") -> Iterator[list[PartyLink]]:
+                    direction: str = "dial-in",
+                    link_shapes: Mapping[str, LinkShape] | None = None) -> Iterator[list[PartyLink]]:
     """Links to one simulated party per block, each with ``policy``; servers and channels are closed
     on exit."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy) for b in blocks]
     with links_to(sessions, transport, deadline_s=deadline_s, insecure=insecure, keepalive_s=keepalive_s,
-                  direction=direction) as links:
+                  direction=direction, link_shapes=link_shapes) as links:
         yield links
 
 
 @contextlib.contextmanager
 def links_to(sessions: Sequence[PartySession], transport: str, *, deadline_s: float = 120.0,
              insecure: bool = False, keepalive_s: float = DEFAULT_KEEPALIVE_S,
-             direction: str = "dial-in") -> Iterator[list[PartyLink]]:
+             direction: str = "dial-in",
+             link_shapes: Mapping[str, LinkShape] | None = None) -> Iterator[list[PartyLink]]:
     """Links to these party sessions, in-process or through gRPC on loopback (closed on exit): party
     servers the coordinator dials (``direction="dial-in"``), or a listening coordinator the parties
-    dial (``"dial-out"``)."""
+    dial (``"dial-out"``); over gRPC, each party ``link_shapes`` shapes behind its shaped link."""
     if transport == "inprocess":
+        if link_shapes and any(not shape.is_plain for shape in link_shapes.values()):
+            raise ConfigError("shaped links (--link) need --transport grpc: in-process parties have no network")
         yield [InProcessLink(s) for s in sessions]
         return
     if transport != "grpc":
@@ -138,7 +143,8 @@ def links_to(sessions: Sequence[PartySession], transport: str, *, deadline_s: fl
     local = local_grpc_links if direction == "dial-in" else local_dialout_links
     # removed on every exit, SIGTERM included (securelp.coordinator.cli): it holds every party's private key
     with private_tempdir("securelp-sim-") as tmp, \
-            local(sessions, tmp, deadline_s=deadline_s, insecure=insecure, keepalive_s=keepalive_s) as links:
+            local(sessions, tmp, deadline_s=deadline_s, insecure=insecure, keepalive_s=keepalive_s,
+                  link_shapes=link_shapes) as links:
         yield links
 
 
@@ -160,20 +166,22 @@ def simulate(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionC
              seed: int | str | None = None, central: LinearProgram | None = None, insecure: bool = False,
              transcript_path: str | None = None, audit_budget_s: float | None = DEFAULT_SESSION_BUDGET_S,
              policy: PartyPolicy = DEFAULT_POLICY, sessions_out: list[PartySession] | None = None,
-             keepalive_s: float = DEFAULT_KEEPALIVE_S, direction: str = "dial-in") -> tuple[SessionOutcome, SessionAudit]:
+             keepalive_s: float = DEFAULT_KEEPALIVE_S, direction: str = "dial-in",
+             link_shapes: Mapping[str, LinkShape] | None = None) -> tuple[SessionOutcome, SessionAudit]:
     """Run one session with simulated parties, each enforcing ``policy`` (default: the default of
     ``securelp party``; :func:`owners_consent` for owners who agree to what ``config`` asks); returns
     the outcome and the audit of its transcript (evaluated against the blocks). ``transcript_path``:
     also write the transcript file there. ``sessions_out``: a list that receives the simulated parties
     (each holds what it decoded, ``PartySession.outcome``, and its own result, ``PartySession.result()``).
     Over gRPC: ``direction`` (``dial-in``, the coordinator dials the parties, or ``dial-out``, the
-    parties dial a listening coordinator) and the runtime's ``keepalive_s``."""
+    parties dial a listening coordinator), the runtime's ``keepalive_s`` and each party's shaped link
+    (``link_shapes``, from ``securelp.coordinator.shaping.parse_link_specs``)."""
     sessions = [PartySession(b, seed=party_seed(seed, b.party_id), policy=policy,
                              record_contribution=config.secure_aggregation) for b in blocks]
     if sessions_out is not None:
         sessions_out.extend(sessions)
     with links_to(sessions, transport, deadline_s=config.deadline_s, insecure=insecure, keepalive_s=keepalive_s,
-                  direction=direction) as links:
+                  direction=direction, link_shapes=link_shapes) as links:
         outcome, transcript = run_recorded(public, links, config, central=central, path=transcript_path,
                                            run=run_secure_lp)
     return outcome, audit_simulation(transcript, blocks, budget_s=audit_budget_s, sessions=sessions)

@@ -31,6 +31,7 @@ import numpy as np
 from securelp.coordinator.audit import SessionAudit
 from securelp.coordinator.protocol import SessionConfig, SessionOutcome
 from securelp.coordinator.report import build_report
+from securelp.coordinator.shaping import parse_link_specs
 from securelp.coordinator.simulation import TRANSPORTS, check_session_fits, owners_consent, simulate
 from securelp.party.policy import PartyPolicy
 from securelp.party.results import default_column_names, write_party_solution
@@ -138,7 +139,8 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
           transport: str = "inprocess", bounds: str = "monomial", seed: int | str | None = None,
           k: int | None = None, reveal: bool = True, secure_aggregation: bool = False, deadline_s: float = 120.0,
           audit_budget_s: float | None = 30.0, transcript: str | os.PathLike[str] | None = None,
-          compare: bool = True, insecure: bool = False, keepalive_s: float | None = None) -> SecureLPResult:
+          compare: bool = True, insecure: bool = False, keepalive_s: float | None = None,
+          direction: str = "dial-in", link: str | Sequence[str] = ()) -> SecureLPResult:
     """Solve an LP securely with one simulated data owner per column block.
 
     Parameters
@@ -160,6 +162,10 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
     compare : also solve the whole LP centrally (``central_objective``).
     insecure : gRPC without TLS (debugging only; logged as a warning).
     keepalive_s : over gRPC, the protocol runtime's liveness interval (None: its default).
+    direction : over gRPC, ``"dial-in"`` (the coordinator dials the parties) or ``"dial-out"`` (the
+        parties dial a listening coordinator).
+    link : over gRPC, shaped links as ``--link`` takes them: ``"latency=50ms,bandwidth=10mbit"`` for
+        every party, ``"party2:latency=200ms"`` for one (a list for several).
 
     Returns
     -------
@@ -181,13 +187,16 @@ def solve(problem: LinearProgram | str | os.PathLike[str], parties: int | Sequen
     check_session_fits(public, blocks, config)
     if transcript is not None:
         check_writable(str(transcript), "transcript")
+    specs = [link] if isinstance(link, str) else list(link)
+    shapes = parse_link_specs(specs, [b.party_id for b in blocks]) if specs else None
     sessions: list[PartySession] = []
     outcome, session_audit = simulate(public, blocks, config, transport=transport, seed=seed,
                                       central=lp if compare else None,
                                       transcript_path=None if transcript is None else str(transcript),
                                       audit_budget_s=audit_budget_s,
                                       policy=owners_consent(config), sessions_out=sessions, insecure=insecure,
-                                      keepalive_s=DEFAULT_KEEPALIVE_S if keepalive_s is None else keepalive_s)
+                                      keepalive_s=DEFAULT_KEEPALIVE_S if keepalive_s is None else keepalive_s,
+                                      direction=direction, link_shapes=shapes)
     return _result(lp, blocks, outcome, session_audit, sessions)
 
 

@@ -18,10 +18,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from securelp.solvers.errors import ExitCode, InputError
 from securelp.solvers.lp import SolveStatus
+
+if TYPE_CHECKING:
+    from securelp.coordinator.shaping import LinkShape
 
 STATUS_EXIT = {
     SolveStatus.OPTIMAL: ExitCode.OK,
@@ -110,6 +114,22 @@ def add_keepalive_argument(p: argparse.ArgumentParser, *, grpc_only: bool = Fals
                    help="name a peer from which nothing arrived for S seconds as unresponsive, in every phase of a "
                         f"session (heartbeats flow every S/4; default {DEFAULT_KEEPALIVE_S:g})"
                         + ("; gRPC only" if grpc_only else ""))
+
+
+def add_link_argument(p: argparse.ArgumentParser) -> None:
+    """--link SPEC (repeatable): shaped links between the coordinator and the parties (gRPC only)."""
+    p.add_argument("--link", action="append", default=[], metavar="SPEC",
+                   help="shape the links between coordinator and parties through a user-space proxy: "
+                        "latency=50ms,jitter=5ms,bandwidth=10mbit,cut=2MB,down=3s (any subset; every party), or "
+                        "ID:latency=200ms for one party on top of that; repeatable; gRPC only "
+                        "(docs/howto/hosts.md)")
+
+
+def link_shapes(args: argparse.Namespace, ids: Sequence[str]) -> dict[str, LinkShape]:
+    """Each party's shape from ``--link`` (ConfigError for a malformed spec or an unknown id)."""
+    from securelp.coordinator.shaping import parse_link_specs
+
+    return parse_link_specs(args.link, list(ids)) if args.link else {}
 
 
 def add_session_arguments(p: argparse.ArgumentParser, *, reveal_default: bool) -> None:

@@ -15,8 +15,10 @@ from securelp.coordinator.commands.audit import add_transcript_arguments, check_
 from securelp.coordinator.commands.common import (
     STATUS_EXIT,
     add_keepalive_argument,
+    add_link_argument,
     add_output_arguments,
     add_secure_aggregation_argument,
+    link_shapes,
     non_negative_int,
     not_private_seed_help,
     positive_float,
@@ -26,8 +28,10 @@ from securelp.coordinator.examples import EXAMPLES, mangasarian_example
 from securelp.coordinator.protocol import SessionConfig, run_secure_lp
 from securelp.coordinator.report import build_report, format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
-from securelp.coordinator.simulation import audit_simulation, owners_consent, simulate
+from securelp.coordinator.simulation import DIRECTIONS, audit_simulation, owners_consent, simulate
 from securelp.coordinator.transcript import run_recorded
+from securelp.solvers.errors import ConfigError, TransportError
+from securelp.solvers.files import write_atomically
 from securelp.solvers.lp.partition import split_columns
 
 
@@ -48,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=not_private_seed_help("every owner's mask", "the masks and so unmask the data"))
     p.add_argument("--deadline", type=positive_float, default=120.0, metavar="S")
     add_keepalive_argument(p, grpc_only=True)
+    p.add_argument("--direction", choices=DIRECTIONS, default="dial-in",
+                   help="dial-in: the coordinator dials the parties (default); dial-out: the parties dial a "
+                        "listening coordinator (no inbound port at a party)")
+    p.add_argument("--hosts", choices=["local", "netns"], default="local",
+                   help="local: every process on this host's loopback (default); netns: the coordinator and each "
+                        "party in its own Linux network namespace with its own address on a private bridge "
+                        "(root only; everything is removed afterwards)")
+    add_link_argument(p)
     add_output_arguments(p)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
@@ -57,8 +69,19 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.json, "--json")
     check_transcript_path(args.transcript)
     check_distinct([("--json", args.json), ("--transcript", args.transcript)])
+    if args.transport == "inprocess" and (args.hosts != "local" or args.link or args.direction != "dial-in"):
+        raise ConfigError("--hosts netns, --link and --direction dial-out need --transport grpc (in-process parties "
+                          "have no network)")
+    if args.hosts == "netns":
+        if args.link:
+            raise ConfigError("--link shapes loopback links of --hosts local; namespace hosts have real (virtual) "
+                              "links of their own")
+        from securelp.coordinator.netns import check_netns_available
+
+        check_netns_available()
     lp, split, known_value = mangasarian_example(args.example, seed=args.data_seed)
     public, blocks = split_columns(lp, split, ids=[f"owner{i + 1}" for i in range(len(split))])
+    shapes = link_shapes(args, [b.party_id for b in blocks])
     config = SessionConfig(bounds_mode=args.bounds, reveal=args.reveal, deadline_s=args.deadline,
                            secure_aggregation=args.secure_aggregation)
     policy = owners_consent(config)  # the demo plays every owner: they agree to what it asks
@@ -68,13 +91,16 @@ def run(args: argparse.Namespace) -> int:
                                   transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy,
                                   keepalive_s=args.keepalive)
         startup = 0.0
+    elif args.hosts == "netns":
+        return _run_on_namespaces(args, public, blocks, config, policy, known_value)
     else:
         from securelp.coordinator.exit_cleanups import private_tempdir
         from securelp.coordinator.launcher import LocalParties  # lazy: processes only when asked for
 
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
         with private_tempdir("securelp-demo-") as tmp, \
-                LocalParties(blocks, tmp, policy=policy, seed=args.seed, keepalive_s=args.keepalive) as cluster:
+                LocalParties(blocks, tmp, policy=policy, seed=args.seed, keepalive_s=args.keepalive,
+                             connect=args.direction == "dial-out", link_shapes=shapes) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,
@@ -89,3 +115,28 @@ def run(args: argparse.Namespace) -> int:
         write_json_report(args.json, build_report(outcome, audit, extra={
             "example": args.example, "known_objective": known_value, "process_start_s": startup}))
     return int(STATUS_EXIT[outcome.status])
+
+
+def _run_on_namespaces(args: argparse.Namespace, public, blocks, config: SessionConfig, policy, known_value: float) -> int:
+    """``--hosts netns``: the coordinator and every party as processes in their own namespaces; prints
+    the coordinator's summary and writes its report with the hosts' addresses."""
+    from securelp.coordinator.exit_cleanups import private_tempdir
+    from securelp.coordinator.netns_session import run_on_namespaces
+
+    with private_tempdir("securelp-demo-") as tmp:
+        run = run_on_namespaces(public, blocks, config, tmp, policy=policy, direction=args.direction,
+                                keepalive_s=args.keepalive, transcript=args.transcript is not None, seed=args.seed)
+        if run.transcript is not None and args.transcript:
+            write_atomically(args.transcript, run.transcript.read_bytes())
+    hosts = ", ".join(f"{h} {a}" for h, a in run.addresses.items())
+    print_summary(args, "\n".join([run.summary.rstrip("\n"),
+                                   f"  known optimal value {known_value:.15g} (from the construction)",
+                                   f"  hosts: network namespaces on a private bridge ({hosts}), {args.direction}; "
+                                   "removed"]))
+    if run.report is None:
+        raise TransportError(f"the coordinator exited with code {run.exit_code} without a report")
+    if args.json:
+        write_json_report(args.json, {**run.report, "example": args.example, "known_objective": known_value,
+                                      "hosts": {"kind": "netns", "direction": args.direction,
+                                                "addresses": run.addresses}})
+    return run.exit_code

@@ -12,6 +12,7 @@ from securelp.coordinator.commands.audit import add_transcript_arguments, check_
 from securelp.coordinator.commands.common import (
     STATUS_EXIT,
     add_keepalive_argument,
+    add_link_argument,
     add_session_arguments,
     not_private_seed_help,
     positive_int,
@@ -19,7 +20,7 @@ from securelp.coordinator.commands.common import (
 )
 from securelp.coordinator.report import format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
-from securelp.coordinator.simulation import TRANSPORTS
+from securelp.coordinator.simulation import DIRECTIONS, TRANSPORTS
 from securelp.solvers.errors import ConfigError, InputError
 from securelp.solvers.lp import read_mps
 from securelp.solvers.lp.partition import parse_split
@@ -40,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--insecure", action="store_true", help="gRPC without TLS (warned; for debugging only)")
     add_session_arguments(p, reveal_default=True)
     add_keepalive_argument(p, grpc_only=True)
+    p.add_argument("--direction", choices=DIRECTIONS, default="dial-in",
+                   help="over gRPC: dial-in, the coordinator dials the parties (default), or dial-out, the parties "
+                        "dial a listening coordinator (no inbound port at a party)")
+    add_link_argument(p)
     add_transcript_arguments(p)
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write each party's x_j (with its column names) to DIR/<party>.csv and the public part "
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     result = solve(lp, parties, transport=args.transport, bounds=args.bounds, seed=args.seed, k=args.k,
                    reveal=args.reveal, secure_aggregation=args.secure_aggregation, deadline_s=args.deadline,
                    audit_budget_s=args.audit_budget, transcript=args.transcript, insecure=args.insecure,
-                   keepalive_s=args.keepalive)
+                   keepalive_s=args.keepalive, direction=args.direction, link=args.link)
     report = dict(result.report)
     text = format_report(result.session, title=f"securelp solve {lp.name}", audit=result.audit)
     if args.out:
