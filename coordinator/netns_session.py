@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +65,13 @@ def _session_flags(config: SessionConfig) -> list[str]:
 
 def run_on_namespaces(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, workdir: Path, *,
                       policy: PartyPolicy, direction: str = "dial-in", keepalive_s: float = 10.0,
-                      wait_s: float = 30.0, transcript: bool = True) -> NetnsRun:
-    """Run one session with the coordinator and every party in its own namespace (root only)."""
+                      wait_s: float = 30.0, transcript: bool = True,
+                      on_started: Callable[[NetnsHosts, dict[str, subprocess.Popen[bytes]]], None] | None = None
+                      ) -> NetnsRun:
+    """Run one session with the coordinator and every party in its own namespace (root only).
+
+    ``on_started`` is called once every process has started, with the hosts and the processes by
+    host name (fault injection in tests: kill a party, set a link down)."""
     ids = [b.party_id for b in blocks]
     certs = workdir / "certs"
     write_session_certs(certs, ids, force=True)
@@ -107,6 +112,8 @@ def run_on_namespaces(public: PublicRows, blocks: Sequence[ColumnBlock], config:
             with open(workdir / "coordinator.log", "wb") as err:
                 procs["coordinator"] = subprocess.Popen(hosts.command("coordinator", coord), stdin=subprocess.DEVNULL,
                                                         stdout=subprocess.PIPE, stderr=err, env=env, cwd=str(workdir))
+            if on_started is not None:
+                on_started(hosts, procs)
             try:
                 out, _ = procs["coordinator"].communicate(timeout=wait_s + config.deadline_s + SLACK_S)
             except subprocess.TimeoutExpired:
