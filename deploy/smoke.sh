@@ -29,7 +29,7 @@
 # another smoke run holds the lock, an unknown scenario); 130/143 interrupted by INT/TERM (after
 # cleaning up).
 #
-# Environment: SMOKE_SCENARIOS (default "dialin"), SMOKE_PROJECT (compose project, default
+# Environment: SMOKE_SCENARIOS (default "dialin dialout"), SMOKE_PROJECT (compose project, default
 # securelpsmoke), SMOKE_RECORD (the run's record, default deploy/smoke), SMOKE_COMPOSE (default
 # docker-compose), SMOKE_TOL (default 1e-9), DOCKERD_ARGS (extra dockerd flags), MIRROR (Debian
 # mirror for the base image).
@@ -39,7 +39,7 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$REPO"
 
 PROJECT="${SMOKE_PROJECT:-securelpsmoke}"
-SCENARIOS="${SMOKE_SCENARIOS:-dialin}"
+SCENARIOS="${SMOKE_SCENARIOS:-dialin dialout}"
 RECORD="${SMOKE_RECORD:-$REPO/deploy/smoke}"
 TOL="${SMOKE_TOL:-1e-9}"
 STATE=/run/securelp-smoke            # host-wide: the state found, the dockerd this test started
@@ -421,9 +421,9 @@ start_dockerd() {
 }
 
 # A scenario is a function scenario_NAME: it runs one session through docker-compose.yml and
-# checks its report. SMOKE_SCENARIOS lists the ones to run, in order. A new deployment mode (a
-# party that dials out to a listening coordinator, as its own compose profile or services) is
-# one more function here and one more name in that list; the host-state handling stays as is.
+# checks its report. SMOKE_SCENARIOS lists the ones to run, in order: dialin (the coordinator
+# dials listening parties) and dialout (the parties dial a listening coordinator). Another
+# deployment mode is one more function and one more name; the host-state handling stays as is.
 scenario_dialin() {
   local ids
   run_step dialin:init 180 "${COMPOSE[@]}" run --rm -T init
@@ -439,6 +439,28 @@ scenario_dialin() {
     return 1
   fi
   check_report dialin "$REPO/deploy/session/coordinator/report.json"
+}
+
+scenario_dialout() {
+  local coord ids
+  run_step dialout:init 180 "${COMPOSE[@]}" run --rm -T init
+  run_step dialout:coordinator-up 180 "${COMPOSE[@]}" up -d coordinator-listen
+  run_step dialout:parties-up 180 "${COMPOSE[@]}" up -d owner1-out owner2-out owner3-out
+  note_session_bridges
+  coord="$("${COMPOSE[@]}" ps -q coordinator-listen)"
+  run_step dialout:coordinator 300 docker wait "$coord"
+  if grep -qvx 0 "$RECORD/logs/dialout-coordinator.log"; then
+    say "the listening coordinator exited non-zero: $(tr '\n' ' ' <"$RECORD/logs/dialout-coordinator.log")"
+    return 1
+  fi
+  ids="$("${COMPOSE[@]}" ps -q owner1-out owner2-out owner3-out | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  run_step dialout:parties-exit 60 docker wait $ids
+  if grep -qvx 0 "$RECORD/logs/dialout-parties-exit.log"; then
+    say "a dialing party container exited non-zero: $(tr '\n' ' ' <"$RECORD/logs/dialout-parties-exit.log")"
+    return 1
+  fi
+  check_report dialout "$REPO/deploy/session/coordinator/report.json"
 }
 
 # check_report NAME REPORT: status optimal, objective within TOL (relative, floor 1) of CENTRAL
