@@ -65,11 +65,12 @@ def _session_flags(config: SessionConfig) -> list[str]:
 
 def run_on_namespaces(public: PublicRows, blocks: Sequence[ColumnBlock], config: SessionConfig, workdir: Path, *,
                       policy: PartyPolicy, direction: str = "dial-in", keepalive_s: float = 10.0,
-                      wait_s: float = 30.0, transcript: bool = True,
+                      wait_s: float = 30.0, transcript: bool = True, seed: str | None = None,
                       on_started: Callable[[NetnsHosts, dict[str, subprocess.Popen[bytes]]], None] | None = None
                       ) -> NetnsRun:
     """Run one session with the coordinator and every party in its own namespace (root only).
 
+    ``seed``: reproducible masks, party j seeded with ``f"{seed}/{id}"`` -- NOT private.
     ``on_started`` is called once every process has started, with the hosts and the processes by
     host name (fault injection in tests: kill a party, set a link down)."""
     ids = [b.party_id for b in blocks]

@@ -129,10 +129,9 @@ def _run_on_namespaces(args: argparse.Namespace, public, blocks, config: Session
         if run.transcript is not None and args.transcript:
             write_atomically(args.transcript, run.transcript.read_bytes())
     hosts = ", ".join(f"{h} {a}" for h, a in run.addresses.items())
+    where = f"  hosts: network namespaces on a private bridge ({hosts}), {args.direction}; removed"
     print_summary(args, "\n".join([run.summary.rstrip("\n"),
-                                   f"  known optimal value {known_value:.15g} (from the construction)",
-                                   f"  hosts: network namespaces on a private bridge ({hosts}), {args.direction}; "
-                                   "removed"]))
+                                   f"  known optimal value {known_value:.15g} (from the construction)", where]))
     if run.report is None:
         raise TransportError(f"the coordinator exited with code {run.exit_code} without a report")
     if args.json:
