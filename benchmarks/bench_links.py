@@ -114,7 +114,9 @@ def table(records: list[dict]) -> str:
         cells = [f"{by[(lp, bw, lat)]['session_s']:.2f}" if (lp, bw, lat) in by else "-" for lat in latencies]
         trips = "-"
         if top > 0 and (lp, bw, 0) in by and (lp, bw, top) in by:
-            trips = f"{(by[(lp, bw, top)]['session_s'] - by[(lp, bw, 0)]['session_s']) / (2 * top / 1e3):.1f}"
+            extra = by[(lp, bw, top)]["session_s"] - by[(lp, bw, 0)]["session_s"]
+            # a negative difference is the machine's noise exceeding the latency's effect
+            trips = f"{extra / (2 * top / 1e3):.1f}" if extra > 0 else "- (noise)"
         rows.append(f"| {lp} | {any_fig['bytes_to_coordinator'] / 1e6:.2f} | {any_fig['calls_per_party']} | {bw} | "
                     + " | ".join(cells) + f" | {trips} |")
     note = ("\n\nSeconds of one session (hello to close), three parties over gRPC with mutual TLS, every link shaped "
