@@ -51,8 +51,8 @@ def grid_size(args: argparse.Namespace) -> tuple[int, int, float]:
 def refuse_inapplicable(args: argparse.Namespace, option: str, choice: str,
                         applies: dict[str, tuple[str, tuple[str, ...]]]) -> None:
     """Refuse options given on the command line that the chosen ``option`` value ``choice`` does
-    not use, rather than ignore them (``--records 10`` with ``--dataset rome`` used to solve all
-    500 records). ``applies`` maps an argument's ``dest`` (default None: not given) to its flag and
+    not use, rather than ignore them (ignored, ``--records 10`` with ``--dataset rome`` would solve
+    all 500 records). ``applies`` maps an argument's ``dest`` (default None: not given) to its flag and
     the choices it applies to.
 
     Raises

@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.insecure and args.transport != "grpc":  # it used to be accepted and ignored
+    if args.insecure and args.transport != "grpc":  # refused, not ignored: it would turn off nothing
         raise ConfigError(f"--insecure applies to --transport grpc only; --transport {args.transport} has no TLS "
                           "to turn off")
     check_writable(args.json, "--json")

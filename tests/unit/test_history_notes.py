@@ -12,8 +12,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 NOTE = re.compile(r"\bstops? [0-9]+", re.IGNORECASE)
 SUFFIXES = {".py", ".md", ".toml", ".txt", ".yml", ".yaml", ".cfg", ".proto", ".sh"}
-#: pages another change rewrites as a whole (docs/reports.md: the secure-LP report keys and exit codes)
-REWRITTEN_ELSEWHERE = {"docs/reports.md"}
 
 
 def notes(texts: dict[str, str]) -> list[str]:
@@ -23,8 +21,8 @@ def notes(texts: dict[str, str]) -> list[str]:
 
 
 def tracked_texts() -> dict[str, str]:
-    """Every text file of the checkout with a suffix in :data:`SUFFIXES` (not under hidden folders,
-    build output, or the pages in :data:`REWRITTEN_ELSEWHERE`)."""
+    """Every text file of the checkout with a suffix in :data:`SUFFIXES` (not under hidden folders or
+    build output)."""
     texts = {}
     for folder, dirs, files in os.walk(REPO):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in {"build", "dist", "__pycache__"}
@@ -32,7 +30,7 @@ def tracked_texts() -> dict[str, str]:
         for name in files:
             path = Path(folder) / name
             rel = path.relative_to(REPO).as_posix()
-            if path.suffix in SUFFIXES and rel not in REWRITTEN_ELSEWHERE:
+            if path.suffix in SUFFIXES:
                 texts[rel] = path.read_text(encoding="utf-8", errors="replace")
     return texts
 
