@@ -1,5 +1,8 @@
 """``securelp audit TRANSCRIPT [--truth PATH] [--json R]``: run the attacks on a session transcript.
 
+``securelp audit --protocol census|ldp|lp ...`` is the end-to-end empirical privacy audit instead
+(:mod:`securelp.coordinator.dpaudit.command`).
+
 A thin layer over :mod:`securelp.coordinator.audit`: reads the transcript that ``--transcript``
 wrote (``securelp solve``, ``demo`` or ``coordinator``), runs every attack on it within
 ``--budget`` seconds, and prints per party what the coordinator of that session can reconstruct
@@ -51,8 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="run the leakage attacks on a session transcript",
                        description="Run every attack on what the coordinator of a session saw (a file written by "
                                    "--transcript) and say, per party, what it can reconstruct; with --truth, how much "
-                                   "of that is right.")
-    p.add_argument("transcript", metavar="TRANSCRIPT")
+                                   "of that is right. With --protocol instead of TRANSCRIPT: the end-to-end empirical "
+                                   "privacy audit of a protocol (docs/howto/privacy-audit.md).")
+    p.add_argument("transcript", metavar="TRANSCRIPT", nargs="?", default=None)
+    from securelp.coordinator.dpaudit.command import add_protocol_arguments
+
+    add_protocol_arguments(p)
     p.add_argument("--truth", metavar="PATH", default=None,
                    help="the real data: a directory of party block files (securelp split) or the original MPS file")
     p.add_argument("--known-rows", metavar="SPEC", default=None,
@@ -85,6 +92,13 @@ def _recovered_arrays(audit: Any) -> dict[str, np.ndarray]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.protocol is not None or args.transcript is None:
+        from securelp.coordinator.dpaudit.command import run_protocol_audit
+
+        return run_protocol_audit(args)
+    from securelp.coordinator.dpaudit.command import refuse_protocol_options
+
+    refuse_protocol_options(args)
     from securelp.coordinator.audit import (
         audit_entry,
         audit_transcript,
