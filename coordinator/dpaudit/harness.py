@@ -31,9 +31,9 @@ of a feature that does not differ, does not look better than it is). The event f
    for independent Gaussian-like coordinates) and the sum of the log-ratio tables (naive Bayes),
    both over the kept features whose p-value is below ``COMBINE_P / features`` (a feature that does not
    differ only adds noise to a sum);
-3. *events*: ``{score >= t}`` and ``{score < t}`` for thresholds ``t`` at the training scores'
-   distinct values (at most :data:`MAX_THRESHOLDS` quantiles), in both directions (D0 over D1,
-   D1 over D0).
+3. *events*: ``{score >= t}`` and ``{score < t}`` for thresholds ``t`` midway between the
+   selecting runs' neighbouring distinct scores (at most :data:`MAX_THRESHOLDS` quantiles), in
+   both directions (D0 over D1, D1 over D0).
 
 The event with the largest ``eps_lb`` on the selecting quarter (the same Clopper-Pearson bound, so a
 lucky event with few hits loses to a robust one) is evaluated once on the held-out half; only
@@ -232,9 +232,12 @@ def _scores(names: tuple[str, ...], X0: np.ndarray, X1: np.ndarray,
 
 
 def _best_event(score: _Score, s0: np.ndarray, s1: np.ndarray, confidence: float) -> ChosenEvent:
-    both = np.unique(np.concatenate([s0, s1]))
-    if both.size > MAX_THRESHOLDS:
-        both = np.unique(np.quantile(both, np.linspace(0, 1, MAX_THRESHOLDS)))
+    values = np.unique(np.concatenate([s0, s1]))
+    if values.size > MAX_THRESHOLDS:
+        values = np.unique(np.quantile(values, np.linspace(0, 1, MAX_THRESHOLDS)))
+    # midpoints between neighbouring values: the same events on these runs, and a margin on new runs
+    # (a float that varies in its last bits from run to run stays on its side)
+    both = np.concatenate([values[:1], (values[:-1] + values[1:]) / 2]) if values.size > 1 else values
     n0, n1 = s0.size, s1.size
     k0 = np.array([(s0 >= t).sum() for t in both])
     k1 = np.array([(s1 >= t).sum() for t in both])
