@@ -36,7 +36,9 @@ of a feature that does not differ, does not look better than it is). The event f
    both directions (D0 over D1, D1 over D0).
 
 The event with the largest ``eps_lb`` on the selecting quarter (the same Clopper-Pearson bound, so a
-lucky event with few hits loses to a robust one) is evaluated once on the held-out half; only
+lucky event with few hits loses to a robust one; ties, as when the selecting runs are too few for
+any bound above 0, go to the largest gap between the two inputs' rates, then to the threshold in
+the widest gap between observed scores) is evaluated once on the held-out half; only
 that evaluation gives the reported bound. It is a *lower* bound: a protocol it does not flag may
 still violate its claim through an event outside this family or beyond the runs' resolution
 (:func:`max_detectable_eps`).
@@ -119,6 +121,7 @@ class ChosenEvent:
     threshold: float
     favours: int
     train_eps_lb: float
+    train_gap: float = 0.0
 
     def describe(self) -> str:
         op = ">=" if self.above else "<"
@@ -238,6 +241,7 @@ def _best_event(score: _Score, s0: np.ndarray, s1: np.ndarray, confidence: float
     # midpoints between neighbouring values: the same events on these runs, and a margin on new runs
     # (a float that varies in its last bits from run to run stays on its side)
     both = np.concatenate([values[:1], (values[:-1] + values[1:]) / 2]) if values.size > 1 else values
+    margin = np.concatenate([[0.0], np.diff(values)])  # the gap each threshold sits in
     n0, n1 = s0.size, s1.size
     k0 = np.array([(s0 >= t).sum() for t in both])
     k1 = np.array([(s1 >= t).sum() for t in both])
@@ -246,9 +250,17 @@ def _best_event(score: _Score, s0: np.ndarray, s1: np.ndarray, confidence: float
              (True, 1): eps_lower_bound(k1, n1, k0, n0, confidence),
              (False, 0): eps_lower_bound(n0 - k0, n0, n1 - k1, n1, confidence),
              (False, 1): eps_lower_bound(n1 - k1, n1, n0 - k0, n0, confidence)}
-    (above, favours), vals = max(cands.items(), key=lambda kv: float(kv[1].max()))
-    i = int(np.argmax(vals))
-    return ChosenEvent(score.name, score.features, above, float(both[i]), favours, float(vals[i]))
+    # ties (all bounds 0 when the selecting runs are few) go to the largest gap between the two rates,
+    # then to the threshold in the widest gap between observed scores
+    gap = {(True, 0): k0 / n0 - k1 / n1, (True, 1): k1 / n1 - k0 / n0}
+    gap[(False, 0)], gap[(False, 1)] = -gap[(True, 0)], -gap[(True, 1)]
+    best_key, best = (-1.0, -2.0, -1.0), ((True, 0), 0)
+    for key, vals in cands.items():
+        i = int(np.lexsort((margin, gap[key], vals))[-1])
+        if (float(vals[i]), float(gap[key][i]), float(margin[i])) > best_key:
+            best_key, best = (float(vals[i]), float(gap[key][i]), float(margin[i])), (key, i)
+    (above, favours), i = best
+    return ChosenEvent(score.name, score.features, above, float(both[i]), favours, best_key[0], best_key[1])
 
 
 def distinguish(d0: ViewBatch, d1: ViewBatch, confidence: float = 0.95, *, top: int = TOP_FEATURES
@@ -287,7 +299,7 @@ def distinguish(d0: ViewBatch, d1: ViewBatch, confidence: float = 0.95, *, top: 
     best_score: _Score | None = None
     for score in scores:
         ev = _best_event(score, score(X0[f:h]), score(X1[f:h]), confidence)
-        if best is None or ev.train_eps_lb > best.train_eps_lb:
+        if best is None or (ev.train_eps_lb, ev.train_gap) > (best.train_eps_lb, best.train_gap):
             best, best_score = ev, score
     assert best is not None and best_score is not None
     t0, t1 = best_score(X0[h:]), best_score(X1[h:])

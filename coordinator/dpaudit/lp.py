@@ -28,8 +28,8 @@ __all__ = ["LpSessionViews", "small_lp"]
 
 
 def small_lp(c1: float = -2.0) -> LinearProgram:
-    """A 3-row, 4-column LP with bounded columns (``x >= 0``); ``c1`` is column 1's cost (party 1's
-    first column when split in two)."""
+    """A 3-row, 4-column LP with bounded columns (``x >= 0``); ``c1`` is column 1's cost (the second
+    column of the first party's block when split in two)."""
     A = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 3.0, 1.0]])
     return LinearProgram(c=np.array([-1.0, c1, -1.0, -1.0]), A=A, row_lower=np.full(3, -np.inf),
                          row_upper=np.array([4.0, 5.0, 6.0]), col_lower=np.zeros(4), col_upper=np.full(4, np.inf))

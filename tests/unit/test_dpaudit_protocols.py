@@ -102,6 +102,29 @@ def test_lp_has_no_claim_and_its_objective_tells_the_inputs_apart() -> None:
     assert audit.eps_lb == pytest.approx(audit.result.max_detectable_eps)
 
 
+def test_lp_transcript_files_are_views_like_the_in_process_sessions(tmp_path) -> None:
+    from securelp.coordinator.dpaudit import TranscriptViews
+    from securelp.coordinator.protocol import run_secure_lp
+    from securelp.coordinator.simulation import links_to, owners_consent
+    from securelp.coordinator.transcript import run_recorded
+    from securelp.party.session import PartySession
+
+    src = LpSessionViews()
+    files: dict[int, list[str]] = {0: [], 1: []}
+    for side in (0, 1):
+        public, blocks = src.splits[side]
+        for i in range(24):
+            path = str(tmp_path / f"d{side}-{i}.transcript")
+            sessions = [PartySession(b, policy=owners_consent(src.config)) for b in blocks]
+            with links_to(sessions, "inprocess") as links:
+                run_recorded(public, links, src.config, path=path, run=run_secure_lp)
+            files[side].append(path)
+    audit = audit_protocol(TranscriptViews(files[0], files[1]), 24)
+    assert audit.verdict == NO_CLAIM
+    assert audit.result.event.features[0].endswith("SolutionNotice#0.objective")
+    assert audit.result.hits in ((12, 0), (0, 12))  # the held-out runs fall apart by input
+
+
 # --------------------------------------------------------------------------- command
 
 
@@ -139,3 +162,25 @@ def test_cli_refuses_mixed_options(argv: list[str], message: str, capsys) -> Non
     assert main(argv) == 4
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- slow: larger runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["cdp", "hdp", "topdown"])
+def test_census_mechanisms_at_4000_runs(mechanism: str) -> None:
+    ok = audit_protocol(CensusFederatedViews(1, mechanism=mechanism), 4000)
+    assert ok.verdict == CONSISTENT, ok.summary()
+    for plant in ("count-in-message", "half-noise", "report-field"):
+        bad = audit_protocol(CensusFederatedViews(1, mechanism=mechanism, plant=plant), 4000)
+        assert bad.verdict == VIOLATES, bad.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["le", "grr", "oue", "pl"])
+def test_ldp_mechanisms_at_10000_runs(mechanism: str) -> None:
+    ok = audit_protocol(LdpCollectionViews(1.0, mechanism=mechanism), 10000)
+    assert ok.verdict == CONSISTENT, ok.summary()
+    bad = audit_protocol(LdpCollectionViews(1.0, mechanism=mechanism, plant="half-noise"), 10000)
+    assert bad.verdict == VIOLATES, bad.summary()
