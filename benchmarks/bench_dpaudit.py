@@ -7,7 +7,8 @@ claimed scale, the truth in a report field); the secure LP (no DP claim). Every 
 audit of ``securelp.coordinator.dpaudit`` with fresh entropy (no seed) at claimed eps 1 and 95 %
 confidence. Figures per case: runs per input, seconds, the held-out eps lower bound, the verdict,
 the chosen event, the most eps the held-out runs could show. Results are appended as JSON lines
-(machine, command, commit, date, figures) to ``benchmarks/results/dpaudit.jsonl``. Usage::
+(:func:`benchmarks.results.append_run`: bench, run_id, date, commit, command, machine, case,
+figures) to ``benchmarks/results/dpaudit.jsonl``; :func:`table` renders the newest run. Usage::
 
     python -m benchmarks.bench_dpaudit --runs 2000 --lp-runs 200
 """
@@ -15,49 +16,18 @@ the chosen event, the most eps the held-out runs could show. Results are appende
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
-import os
-import platform
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import append_run, latest_run, load, results_path, run_context
 from securelp.coordinator.commands.common import positive_int
 from securelp.coordinator.dpaudit import audit_protocol
 from securelp.coordinator.dpaudit.census import CENSUS_PLANTS, CensusFederatedViews
 from securelp.coordinator.dpaudit.ldp import LDP_PLANTS, LdpCollectionViews
 from securelp.coordinator.dpaudit.lp import LpSessionViews
-from securelp.solvers.files import write_atomically
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results" / "dpaudit.jsonl"
-
-
-def _machine() -> dict[str, object]:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "load_average_at_start": list(os.getloadavg())}
-
-
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{'+uncommitted' if dirty else ''}"
+RESULTS = results_path("dpaudit")
 
 
 def _cases(runs: int, lp_runs: int) -> list[tuple[str, str, str | None, Any, int]]:
@@ -72,30 +42,45 @@ def _cases(runs: int, lp_runs: int) -> list[tuple[str, str, str | None, Any, int
     return cases
 
 
-def run(runs: int, lp_runs: int, only: list[str], out: Path) -> list[dict[str, object]]:
-    header = {"machine": _machine(),
-              "command": " ".join(shlex.quote(a) for a in ["python", "-m", "benchmarks.bench_dpaudit", *sys.argv[1:]]),
-              "commit": _commit(), "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    lines = []
+def run(runs: int, lp_runs: int, only: list[str], out: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Audit every case and append one line per case to ``out``; returns the (case, figures) pairs."""
+    context = run_context("dpaudit")
+    cases = []
     for protocol, mechanism, plant, source, n in _cases(runs, lp_runs):
         if only and protocol not in only:
             continue
         audit = audit_protocol(source, n, 0.95)
         r = audit.result
-        line = {**header, "protocol": protocol, "mechanism": mechanism, "plant": plant,
-                "figures": {"runs_per_input": n, "seconds": audit.seconds, "claimed_eps": audit.claimed_eps,
-                            "eps_lower_bound": audit.eps_lb, "verdict": audit.verdict, "confidence": r.confidence,
-                            "event": r.event.describe(), "max_detectable_eps": r.max_detectable_eps,
-                            "features": audit.setup["features"]}}
-        lines.append(line)
+        case = {"protocol": protocol, "mechanism": mechanism, "plant": plant}
+        figures = {"runs_per_input": n, "seconds": audit.seconds, "claimed_eps": audit.claimed_eps,
+                   "eps_lower_bound": audit.eps_lb, "verdict": audit.verdict, "confidence": r.confidence,
+                   "event": r.event.describe(), "max_detectable_eps": r.max_detectable_eps,
+                   "features": audit.setup["features"]}
+        cases.append((case, figures))
         print(f"{protocol} {mechanism} plant={plant or '-'}: eps_lb {audit.eps_lb:.3f} (claim "
               f"{audit.claimed_eps if audit.claimed_eps is not None else 'none'}) {audit.verdict}, {n} runs, "
               f"{audit.seconds:.1f} s", flush=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    previous = out.read_text() if out.exists() else ""
-    write_atomically(out, previous + "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines),
-                     what="benchmark results ")
-    return lines
+    append_run(out, context, cases)
+    return cases
+
+
+def table(records: list[dict[str, Any]] | None = None) -> str:
+    """The markdown table of the newest run in ``records`` (default: the committed results)."""
+    lines = latest_run(load(RESULTS) if records is None else records)
+    if not lines:
+        return "No results yet: run `python -m benchmarks.bench_dpaudit`.\n"
+    head = lines[0]
+    title = (f"Run of {head['date']} at commit `{head['commit']}` on {head['machine']['cpu']} "
+             f"({head['machine']['cores']} cores): `{head['command']}`")
+    columns = ("| protocol | mechanism | planted leak | runs per input | claimed eps | eps lower bound (95 %) | verdict "
+               "| seconds |")
+    out = [title, "", columns, "|---|---|---|---:|---:|---:|---|---:|"]
+    for r in lines:
+        c, f = r["case"], r["figures"]
+        claim = "none" if f["claimed_eps"] is None else f"{f['claimed_eps']:g}"
+        out.append(f"| {c['protocol']} | {c['mechanism']} | {c['plant'] or '-'} | {f['runs_per_input']} | {claim} "
+                   f"| {f['eps_lower_bound']:.3f} | {f['verdict']} | {f['seconds']:.1f} |")
+    return "\n".join(out) + "\n"
 
 
 def main() -> int:
@@ -103,11 +88,11 @@ def main() -> int:
     p.add_argument("--runs", type=positive_int, default=2000, help="runs per input of census and ldp (default 2000)")
     p.add_argument("--lp-runs", type=positive_int, default=200, help="runs per input of the secure LP (default 200)")
     p.add_argument("--only", nargs="*", default=[], choices=["census", "ldp", "lp"], help="only these protocols")
-    p.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS.relative_to(REPO)})")
+    p.add_argument("--out", type=Path, default=RESULTS, help="results file (default benchmarks/results/dpaudit.jsonl)")
     args = p.parse_args()
-    lines = run(args.runs, args.lp_runs, args.only, args.out)
-    wrong = [ln for ln in lines if (ln["plant"] is None) == (ln["figures"]["verdict"] == "VIOLATES its claim")
-             and ln["protocol"] != "lp"]
+    cases = run(args.runs, args.lp_runs, args.only, args.out)
+    wrong = [c for c, f in cases if (c["plant"] is None) == (f["verdict"] == "VIOLATES its claim")
+             and c["protocol"] != "lp"]
     if wrong:
         print(f"{len(wrong)} case(s) with an unexpected verdict", file=sys.stderr)
         return 1
