@@ -28,7 +28,12 @@ of a feature that does not differ, does not look better than it is). The event f
 2. *scores*: each kept feature's value; for a discrete feature its log-ratio table
    ``ln((c1(v) + 1/2) / (c0(v) + 1/2))`` (unseen values 0); the diagonal linear discriminant
    ``sum_f (mean1_f - mean0_f) x_f / var_f`` (a likelihood-ratio score
-   for independent Gaussian-like coordinates) and the sum of the log-ratio tables (naive Bayes),
+   for independent Gaussian-like coordinates); the Laplace likelihood ratio
+   ``sum_f (|x_f - med0_f| - |x_f - med1_f|) / b_f`` (medians per input, ``b_f`` the mean absolute
+   deviation: the exact log-likelihood ratio of independent Laplace or two-sided geometric noise
+   shifted between the inputs, whose largest value marks the event where every shifted coordinate
+   lies on the far side, the event that shows a pure-DP loss best); and the sum of the log-ratio
+   tables (naive Bayes),
    both over the kept features whose p-value is below ``COMBINE_P / features`` (a feature that does not
    differ only adds noise to a sum);
 3. *events*: ``{score >= t}`` and ``{score < t}`` for thresholds ``t`` midway between the
@@ -156,7 +161,7 @@ class DistinguishingResult:
 class _Score:
     name: str
     features: tuple[str, ...]
-    kind: str  # "value", "table", "linear", "bayes"
+    kind: str  # "value", "table", "linear", "laplace", "bayes"
     index: tuple[int, ...]
     weights: np.ndarray | None = None
     tables: tuple[dict[float, float], ...] = ()
@@ -167,6 +172,11 @@ class _Score:
         if self.kind == "linear":
             assert self.weights is not None
             return X[:, list(self.index)] @ self.weights
+        if self.kind == "laplace":
+            assert self.weights is not None
+            centre0, centre1, scale = self.weights
+            Z = X[:, list(self.index)]
+            return ((np.abs(Z - centre0) - np.abs(Z - centre1)) / scale).sum(axis=1)
         total = np.zeros(X.shape[0])
         for j, table in zip(self.index, self.tables):
             total += np.array([table.get(v, 0.0) for v in X[:, j].tolist()])
@@ -227,6 +237,10 @@ def _scores(names: tuple[str, ...], X0: np.ndarray, X1: np.ndarray,
         if np.all(np.isfinite(weights)) and np.any(weights != 0):
             scores.append(_Score(f"linear discriminant of {len(joint)} features",
                                  tuple(names[j] for j in joint), "linear", tuple(joint), weights=weights))
+        med0, med1 = np.median(X0[:, joint], axis=0), np.median(X1[:, joint], axis=0)
+        spread = (np.abs(X0[:, joint] - med0).mean(axis=0) + np.abs(X1[:, joint] - med1).mean(axis=0)) / 2
+        scores.append(_Score(f"Laplace likelihood ratio of {len(joint)} features", tuple(names[j] for j in joint),
+                             "laplace", tuple(joint), weights=np.vstack([med0, med1, np.maximum(spread, 1e-12)])))
     idx = tuple(j for j in joint if j in tables)
     if len(idx) > 1:
         scores.append(_Score(f"naive Bayes of {len(idx)} discrete features", tuple(names[j] for j in idx), "bayes",
