@@ -11,6 +11,7 @@ the chosen event, the most eps the held-out runs could show. Results are appende
 figures) to ``benchmarks/results/dpaudit.jsonl``; :func:`table` renders the newest run. Usage::
 
     python -m benchmarks.bench_dpaudit --runs 2000 --lp-runs 200
+    python -m benchmarks.bench_dpaudit --only census --mechanisms hdp --plants half-noise --runs 8000
 """
 
 from __future__ import annotations
@@ -42,12 +43,16 @@ def _cases(runs: int, lp_runs: int) -> list[tuple[str, str, str | None, Any, int
     return cases
 
 
-def run(runs: int, lp_runs: int, only: list[str], out: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Audit every case and append one line per case to ``out``; returns the (case, figures) pairs."""
+def run(runs: int, lp_runs: int, only: list[str], out: Path, mechanisms: list[str] | None = None,
+        plants: list[str] | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Audit every case (or those of the protocols ``only``, the ``mechanisms``, the ``plants``, where
+    ``none`` names the correct protocol) and append one line per case to ``out``; returns the (case,
+    figures) pairs."""
     context = run_context("dpaudit")
     cases = []
     for protocol, mechanism, plant, source, n in _cases(runs, lp_runs):
-        if only and protocol not in only:
+        if (only and protocol not in only) or (mechanisms and mechanism not in mechanisms) or (
+                plants and (plant or "none") not in plants):
             continue
         audit = audit_protocol(source, n, 0.95)
         r = audit.result
@@ -88,9 +93,12 @@ def main() -> int:
     p.add_argument("--runs", type=positive_int, default=2000, help="runs per input of census and ldp (default 2000)")
     p.add_argument("--lp-runs", type=positive_int, default=200, help="runs per input of the secure LP (default 200)")
     p.add_argument("--only", nargs="*", default=[], choices=["census", "ldp", "lp"], help="only these protocols")
+    p.add_argument("--mechanisms", nargs="*", default=[], help="only these mechanisms (cdp, hdp, le, grr, oue, monomial)")
+    p.add_argument("--plants", nargs="*", default=[], choices=["none", *CENSUS_PLANTS],
+                   help="only these planted leaks ('none': the correct protocols)")
     p.add_argument("--out", type=Path, default=RESULTS, help="results file (default benchmarks/results/dpaudit.jsonl)")
     args = p.parse_args()
-    cases = run(args.runs, args.lp_runs, args.only, args.out)
+    cases = run(args.runs, args.lp_runs, args.only, args.out, args.mechanisms, args.plants)
     wrong = [c for c, f in cases if (c["plant"] is None) == (f["verdict"] == "VIOLATES its claim")
              and c["protocol"] != "lp"]
     if wrong:
