@@ -26,16 +26,15 @@ of a feature that does not differ, does not look better than it is). The event f
    homogeneity for a feature with at most :data:`DISCRETE_MAX` distinct values; else the smaller of
    Welch's t and Kolmogorov-Smirnov), the :data:`TOP_FEATURES` smallest are kept;
 2. *scores*: each kept feature's value; for a discrete feature its log-ratio table
-   ``ln((c1(v) + 1/2) / (c0(v) + 1/2))`` (unseen values 0); the diagonal linear discriminant
-   ``sum_f (mean1_f - mean0_f) x_f / var_f`` (a likelihood-ratio score
-   for independent Gaussian-like coordinates); the Laplace likelihood ratio
-   ``sum_f (|x_f - med0_f| - |x_f - med1_f|) / b_f`` (medians per input, ``b_f`` the mean absolute
-   deviation: the exact log-likelihood ratio of independent Laplace or two-sided geometric noise
-   shifted between the inputs, whose largest value marks the event where every shifted coordinate
-   lies on the far side, the event that shows a pure-DP loss best); and the sum of the log-ratio
-   tables (naive Bayes),
-   both over the kept features whose p-value is below ``COMBINE_P / features`` (a feature that does not
-   differ only adds noise to a sum);
+   ``ln((c1(v) + 1/2) / (c0(v) + 1/2))`` (unseen values 0); and, over the kept features whose
+   p-value is below ``COMBINE_P / features`` (a feature that does not differ only adds noise to a
+   sum): the diagonal linear discriminant ``sum_f (mean1_f - mean0_f) x_f / var_f`` (a
+   likelihood-ratio score for independent Gaussian-like coordinates); the Laplace likelihood
+   ratio ``sum_f (|x_f - med0_f| - |x_f - med1_f|) / b_f`` (medians per input, ``b_f`` the mean
+   absolute deviation: the exact log-likelihood ratio of independent Laplace or two-sided
+   geometric noise shifted between the inputs, whose largest value marks the event where every
+   shifted coordinate lies on the far side, the event that shows a pure-DP loss best); the sum of
+   the log-ratio tables (naive Bayes);
 3. *events*: ``{score >= t}`` and ``{score < t}`` for thresholds ``t`` midway between the
    selecting runs' neighbouring distinct scores (at most :data:`MAX_THRESHOLDS` quantiles), in
    both directions (D0 over D1, D1 over D0).
