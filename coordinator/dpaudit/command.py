@@ -18,6 +18,9 @@ from securelp.solvers.errors import ConfigError, ExitCode
 __all__ = ["PROTOCOLS", "add_protocol_arguments", "refuse_protocol_options", "run_protocol_audit"]
 
 PROTOCOLS = ("census", "ldp", "lp")
+#: the mechanisms of each protocol's ``--mechanism``
+CENSUS_MECHANISMS = ("hdp", "cdp", "chain", "hqp", "cqp", "topdown")
+LDP_MECHANISMS = ("le", "grr", "oue", "em", "pl")
 #: options of the protocol audit only (dest -> flag)
 _PROTOCOL_ONLY = {"runs": "--runs", "eps": "--eps", "confidence": "--confidence", "plant": "--plant",
                   "mechanism": "--mechanism", "views": "--views", "save_views": "--save-views"}
@@ -49,7 +52,7 @@ def add_protocol_arguments(p: argparse.ArgumentParser) -> None:
                    help="the claimed eps the protocol runs with (default 1; ldp: per distance unit)")
     g.add_argument("--confidence", type=_confidence, default=None, metavar="C",
                    help="confidence of the Clopper-Pearson lower bound (default 0.95)")
-    g.add_argument("--mechanism", default=None,
+    g.add_argument("--mechanism", default=None, choices=(*CENSUS_MECHANISMS, *LDP_MECHANISMS),
                    help="census: hdp, cdp (default), chain, hqp, cqp, topdown; ldp: le (default), grr, oue, em, pl")
     g.add_argument("--plant", default=None, choices=("count-in-message", "half-noise", "report-field"),
                    help="TEST ONLY: run the protocol with a planted leak (the true count in a message; noise at half "
@@ -82,6 +85,10 @@ def _source(args: argparse.Namespace, eps: float) -> Any:
         if args.protocol is not None and source.protocol not in (args.protocol, "recorded"):
             raise ConfigError(f"{args.views} holds views of protocol {source.protocol!r}, not {args.protocol!r}")
         return source
+    wrong = {"census": LDP_MECHANISMS, "ldp": CENSUS_MECHANISMS}.get(args.protocol, ())
+    if args.mechanism in wrong:
+        raise ConfigError(f"--mechanism {args.mechanism} is not a mechanism of {args.protocol}; choose one of "
+                          f"{', '.join(CENSUS_MECHANISMS if args.protocol == 'census' else LDP_MECHANISMS)}")
     if args.protocol == "census":
         return CensusFederatedViews(str(eps), mechanism=args.mechanism or "cdp", plant=args.plant)
     if args.protocol == "ldp":
@@ -114,10 +121,11 @@ class _Recording:
 
 def run_protocol_audit(args: argparse.Namespace) -> int:
     """Run the audit the options ask for; 9 when the protocol violates its claim, else 0."""
+    from securelp.coordinator.commands.common import summary_stream
     from securelp.coordinator.dpaudit.audit import audit_protocol
     from securelp.coordinator.dpaudit.views import write_views
     from securelp.coordinator.report import REPORT_VERSION
-    from securelp.coordinator.reporting import check_distinct, check_writable, human_stream, write_json_report
+    from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 
     if args.protocol is None and args.views is None:
         raise ConfigError("give TRANSCRIPT (the leakage attacks on a session transcript) or --protocol "
@@ -136,10 +144,11 @@ def run_protocol_audit(args: argparse.Namespace) -> int:
     source = _source(args, eps)
     recording = _Recording(source) if args.save_views else None
     result = audit_protocol(recording or source, runs, confidence, seed=args.seed)
-    out = human_stream(args.json)
-    print(result.summary(), file=out)
-    if args.plant:
-        print(f"  (TEST ONLY: the protocol ran with the planted leak {args.plant!r})", file=out)
+    out = summary_stream(args)
+    if out is not None:  # --quiet: no summary
+        print(result.summary(), file=out)
+        if args.plant:
+            print(f"  (TEST ONLY: the protocol ran with the planted leak {args.plant!r})", file=out)
     if recording is not None:
         write_views(args.save_views, recording.kept,
                     {"protocol": result.protocol, "claimed_eps": result.claimed_eps, **result.setup})

@@ -150,6 +150,8 @@ def test_cli_correct_protocol_exits_0_and_views_round_trip(tmp_path, capsys) -> 
     assert main(["audit", "--views", str(views), "--runs", "200"]) == 0
     again = capsys.readouterr().out
     assert first.split("eps >= ")[1][:5] == again.split("eps >= ")[1][:5]
+    assert main(["audit", "--views", str(views), "--runs", "200", "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -158,6 +160,7 @@ def test_cli_correct_protocol_exits_0_and_views_round_trip(tmp_path, capsys) -> 
     (["audit", "t.bin", "--runs", "10"], "--runs belong to the protocol audit"),
     (["audit", "--protocol", "lp", "--eps", "1"], "no DP claim"),
     (["audit", "--protocol", "ldp", "--truth", "x"], "--truth belong to the transcript audit"),
+    (["audit", "--protocol", "ldp", "--mechanism", "hdp"], "not a mechanism of ldp"),
 ])
 def test_cli_refuses_mixed_options(argv: list[str], message: str, capsys) -> None:
     assert main(argv) == 4
