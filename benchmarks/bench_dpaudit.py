@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results import append_run, latest_run, load, results_path, run_context
+from benchmarks.results import append_run, describe_run, load, results_path, run_context
 from securelp.coordinator.commands.common import positive_int
 from securelp.coordinator.dpaudit import audit_protocol
 from securelp.coordinator.dpaudit.census import CENSUS_PLANTS, CensusFederatedViews
@@ -70,22 +70,25 @@ def run(runs: int, lp_runs: int, only: list[str], out: Path, mechanisms: list[st
 
 
 def table(records: list[dict[str, Any]] | None = None) -> str:
-    """The markdown table of the newest run in ``records`` (default: the committed results)."""
-    lines = latest_run(load(RESULTS) if records is None else records)
-    if not lines:
+    """The markdown table of the newest result of each case (protocol, mechanism, planted leak, runs)
+    in ``records`` (default: the committed results), with the runs they come from."""
+    records = load(RESULTS) if records is None else records
+    if not records:
         return "No results yet: run `python -m benchmarks.bench_dpaudit`.\n"
-    head = lines[0]
-    title = (f"Run of {head['date']} at commit `{head['commit']}` on {head['machine']['cpu']} "
-             f"({head['machine']['cores']} cores): `{head['command']}`")
+    newest: dict[tuple, dict[str, Any]] = {}
+    for r in records:  # oldest first: a later line of the same case replaces an earlier one
+        c = r["case"]
+        newest[(c["protocol"], c["mechanism"], c["plant"] or "", r["figures"]["runs_per_input"])] = r
     columns = ("| protocol | mechanism | planted leak | runs per input | claimed eps | eps lower bound (95 %) | verdict "
                "| seconds |")
-    out = [title, "", columns, "|---|---|---|---:|---:|---:|---|---:|"]
-    for r in lines:
+    out = [columns, "|---|---|---|---:|---:|---:|---|---:|"]
+    for r in newest.values():
         c, f = r["case"], r["figures"]
         claim = "none" if f["claimed_eps"] is None else f"{f['claimed_eps']:g}"
         out.append(f"| {c['protocol']} | {c['mechanism']} | {c['plant'] or '-'} | {f['runs_per_input']} | {claim} "
                    f"| {f['eps_lower_bound']:.3f} | {f['verdict']} | {f['seconds']:.1f} |")
-    return "\n".join(out) + "\n"
+    runs = {r["run_id"]: r for r in newest.values()}
+    return "\n".join(out) + "\n\n" + " ".join(describe_run(r) for r in runs.values()) + "\n"
 
 
 def main() -> int:

@@ -64,6 +64,7 @@ TABLES = (
     Table("netlib", "docs/benchmarks/pplp.md", "benchmarks.bench_netlib", "table", "netlib"),
     Table("grpc", "docs/benchmarks/grpc.md", "benchmarks.bench_grpc", "table", "grpc"),
     Table("links", "docs/benchmarks/grpc.md", "benchmarks.bench_links", "table", "links"),
+    Table("dpaudit", "docs/benchmarks/privacy-audit.md", "benchmarks.bench_dpaudit", "table", "dpaudit"),
     Table("secagg", "docs/benchmarks/secagg.md", "benchmarks.bench_secagg", "table", "secagg"),
     Table("mpyc", "docs/benchmarks/mpc.md", "benchmarks.bench_mpyc", "render_table", "mpyc"),
     Table("leakage", "docs/threat_model.md", "benchmarks.bench_leakage", "table", "leakage",
