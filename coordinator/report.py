@@ -93,7 +93,10 @@ def format_report(outcome: SessionOutcome, title: str = "secure LP session", aud
     lines = [(f"{title}: {outcome.n_rows} rows x {outcome.n_cols} columns, {len(outcome.parties)} parties, "
               f"transport {outcome.transport}, bounds mode {outcome.bounds_mode}, k = {outcome.k}")]
     if outcome.reproducible:
-        lines.append("  WARNING: reproducible-simulation mode: masks were drawn from a seed, not fresh entropy")
+        lines.append("  WARNING: reproducible-simulation mode: masks were drawn from a seed, not fresh entropy. Anyone "
+                     "who knows or guesses the seed recomputes every seeded party's mask and has all its columns "
+                     "exactly and in place; --seed S gives each party the seed 'S/<party id>', so the parties' masks "
+                     "are not independent. For simulations only, never for real data.")
     agg = outcome.aggregation
     if agg is not None:
         keys = ("bound to the parties' certificates" if agg.keys_bound

@@ -38,9 +38,16 @@ Mangasarian (2011) hides A_d (m x n) behind a random B (k x n, k >= n): any inve
 ``dense_costs``
     Once all n columns are known up to scale (A_d = V L, L diagonal), L B' = V^+ M follows, then
     L^-1 c = (V^+ M)'^+ (B c): every cost up to the same scale as its column. The normalization
-    of round numbers (securelp.coordinator.audit.monomial.fit_scales, here with any scale) then
-    proposes values; with x revealed, x_i = (V^+ M u)_i / l_i gives the scales, their signs and
-    positions (x_d = B' u).
+    of round numbers (securelp.coordinator.audit.scales.fit_scales, here with any scale; with x
+    revealed only among the factors that put x_i = (V^+ M u)_i / l_i on a value the columns can
+    take) then proposes values, signs and positions: **best guesses**, never claims, since
+    roundness does not confirm a factor.
+``dense_single_column``
+    One dense-masked column (rank-1 M = a b') and x revealed: M u = a x_f, so once x_f is known
+    (the single value the party's revealed x_j leaves to its dense column after the monomial
+    columns' matching, :mod:`securelp.coordinator.audit.monomial`), a = M u / x_f, b = M'a/|a|^2,
+    c_f = b'(B c)/|b|^2 exactly: claimed. With r >= 2 dense columns the same x gives only the
+    combination A_d x_d = M u and c_d'x_d = (B c)'u, and each column once the other r - 1 are known.
 
 Every attack takes a :class:`~securelp.coordinator.audit.view.MaskedProduct`, a product
 attributed to a set of parties: one party in the plain protocol, all of them when only a sum
@@ -58,15 +65,16 @@ import scipy.sparse as sp
 
 from securelp.coordinator.audit.budget import Budget
 from securelp.coordinator.audit.columns import ZERO_TOL
-from securelp.coordinator.audit.monomial import fit_scales
 from securelp.coordinator.audit.numbers import MAX_DIGITS, REL_TOL
 from securelp.coordinator.audit.results import (
+    GUESS,
     AttackOutcome,
     AttackStatus,
     RecoveredColumns,
     not_applicable,
     skipped,
 )
+from securelp.coordinator.audit.scales import fit_scales
 from securelp.coordinator.audit.view import MaskedProduct
 
 FAMILY = "dense"
@@ -287,6 +295,30 @@ def mask_independence(V: np.ndarray, M: np.ndarray) -> tuple[bool, float, float]
     return stat <= threshold, stat, threshold
 
 
+def exchangeable_pairs(V: np.ndarray) -> np.ndarray:
+    """Which columns of V (sparse directions, m x n) another sparsest basis could replace: for two
+    columns v_i, v_j whose supports meet, the combination that zeroes a shared row has support
+    |S_i u S_j| less the rows it zeroes; when that is no larger than max(|S_i|, |S_j|), the plane of
+    v_i, v_j holds another pair as sparse as they are (two columns with two shared rows give four
+    vectors of three nonzeros each), and sparsity alone cannot say which pair is the block's."""
+    n = V.shape[1]
+    tol = ZERO_TOL * np.maximum(np.abs(V).max(axis=0), 1e-300)
+    nz = np.abs(V) > tol
+    out = np.zeros(n, dtype=bool)
+    sizes = nz.sum(axis=0)
+    overlap = nz.T.astype(np.int32) @ nz.astype(np.int32)
+    for i, j in zip(*np.nonzero(np.triu(overlap, 1))):
+        rows = np.flatnonzero(nz[:, i] | nz[:, j])
+        vi, vj = V[rows, i], V[rows, j]
+        scale = max(np.abs(vi).max(), np.abs(vj).max())
+        for r in np.flatnonzero(nz[rows, i] & nz[rows, j]):
+            w = vi - (vi[r] / vj[r]) * vj
+            if np.count_nonzero(np.abs(w) > ZERO_TOL * scale) <= max(sizes[i], sizes[j]):
+                out[i] = out[j] = True
+                break
+    return out
+
+
 def _direction_result(found: _Found, space: ColumnSpace, M: np.ndarray, n: int) -> tuple[RecoveredColumns, dict]:
     """The found directions, and which are claimed: identifiable ones, of a complete set that passes
     :func:`mask_independence` (an incomplete or failing set claims none)."""
@@ -299,6 +331,9 @@ def _direction_result(found: _Found, space: ColumnSpace, M: np.ndarray, n: int) 
         passed, stat, threshold = mask_independence(V, M)
         figures.update({"independence_stat": stat, "independence_threshold": threshold, "independent": passed})
         certain &= passed
+        exchangeable = exchangeable_pairs(V)
+        figures["exchangeable"] = int(exchangeable.sum())
+        certain &= ~exchangeable
     else:
         certain[:] = False
     rec = RecoveredColumns(found.matrix(), np.full(q, np.nan), np.zeros(q, dtype=bool),
@@ -334,7 +369,7 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     block exactly (from the mask rows of rows mode).
 
     Returns outcomes in the order: dense_row_support, dense_column_space, dense_row_gram,
-    dense_mask_structure, dense_sparse_recovery, dense_l1_recovery, dense_costs. The column space's basis is kept on
+    dense_mask_structure, dense_single_column, dense_sparse_recovery, dense_l1_recovery, dense_costs. The column space's basis is kept on
     its outcome's artifacts (``basis``), the Gram estimate (``gram``) and the row support (``support``)
     on theirs, for the evaluation.
     """
@@ -350,7 +385,7 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     out.append(support)
 
     names = ("dense_column_space", "dense_row_gram", "dense_mask_structure", "dense_sparse_recovery",
-             "dense_l1_recovery", "dense_costs")
+             "dense_l1_recovery", "dense_costs", "dense_single_column")
     if not budget.allows_flops(_range_flops(m, k)):
         why = budget.refusal(f"the column space of the {m} x {k} masked product", _range_flops(m, k))
         out.append(skipped("dense_column_space", FAMILY, parties, why, n))
@@ -369,14 +404,15 @@ def attack_dense(product: MaskedProduct, budget: Budget, rng: np.random.Generato
     out.append(_gram(product, budget))
     structure = _structure(product, space, budget)
     out.append(structure)
+    out.append(_single_column(product, space))
 
     if not search:
         why = "the block was already recovered exactly from the mask rows"
-        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:])
+        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:6])
         return out
-    if structure.claimed == n or (structure.up_to_scale == n and n):
+    if structure.up_to_scale == n and n:
         why = "the mask does not mix the columns: dense_mask_structure has every column up to scale"
-        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:])
+        out.extend(not_applicable(a, FAMILY, parties, why) for a in names[3:6])
         return out
     if whole:
         why = (f"the column space is all of R^{m} (rank {r} = m): every vector lies in it, so it singles out "
@@ -523,25 +559,45 @@ def _l1_search(space: ColumnSpace, found: _Found, n: int, budget: Budget, partie
 class _ColumnValues:
     A: sp.csc_matrix
     c: np.ndarray
-    claimed: np.ndarray
-    position: np.ndarray
+    basis: np.ndarray
+    position_guess: np.ndarray
     figures: dict
 
 
-def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | None, x_values: np.ndarray | None,
-                           budget: Budget, *, max_digits: int, rel_tol: float, positive: bool = False) -> _ColumnValues:
-    """Values of columns known up to a factor each: a_i = l_i v_i, c_i = l_i g_i, x_i = (wu)_i / l_i.
+#: values of x allowed per column at most when they restrict the scales of dense columns
+MAX_X_CANDIDATES = 256
 
-    |l_i| comes from round numbers (:func:`securelp.coordinator.audit.monomial.fit_scales` with any
-    scale: 1/|l_i| plays the monomial d); its sign and the column's position from the revealed x
-    (the entry of x equal to +-(wu)_i / |l_i|). ``positive``: where x does not tell the sign, take
-    l_i > 0 (the hypothesis of a mask that only scales, like the monomial transform). A column is
-    claimed when its magnitude is confirmed and unambiguous and its sign is known or assumed.
+
+def _x_scale_candidates(wu: np.ndarray, x_candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(column, d) pairs the revealed values allow: |l_i| x = |(wu)_i| for some candidate x, so d = 1/|l_i|
+    = |x| / |(wu)_i| (columns with (wu)_i = 0 are left free). None when there are too many values."""
+    xs = np.unique(np.abs(x_candidates[x_candidates != 0]))
+    live = np.flatnonzero(wu != 0)
+    if not xs.size or not live.size or xs.size > MAX_X_CANDIDATES:
+        return None
+    cols = np.repeat(live, xs.size)
+    d = np.tile(xs, live.size) / np.abs(wu[cols])
+    return cols, d
+
+
+def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | None, x_values: np.ndarray | None,
+                           budget: Budget, *, max_digits: int, rel_tol: float, positive: bool = False,
+                           x_candidates: np.ndarray | None = None) -> _ColumnValues:
+    """Best guesses of the values of columns known up to a factor each: a_i = l_i v_i, c_i = l_i g_i,
+    x_i = (wu)_i / l_i.
+
+    |l_i| comes from round numbers (:func:`securelp.coordinator.audit.scales.fit_scales` with any
+    scale: 1/|l_i| plays the monomial d), restricted, when x is revealed, to the factors that put
+    x_i on one of the values the columns can take (``x_candidates``, by default every entry of
+    ``x_values``); its sign and a position from the entry of x equal to +-(wu)_i / |l_i|.
+    ``positive``: where x does not tell the sign, take l_i > 0 (a mask that only scales). Nothing
+    here is claimed: roundness does not confirm a factor (see :mod:`~securelp.coordinator.audit.scales`).
     """
     n = V.shape[1]
-    y_mag = np.abs(wu) if (wu is not None and x_values is not None) else None
-    x_mag = np.abs(x_values) if (wu is not None and x_values is not None) else None
-    fit = fit_scales(V, g, np.zeros(n), np.zeros(n), y_mag, x_mag, budget, spread=np.inf, max_digits=max_digits,
+    allowed = None
+    if wu is not None and x_values is not None:
+        allowed = _x_scale_candidates(wu, x_values if x_candidates is None else x_candidates)
+    fit = fit_scales(V, g, np.zeros(n), np.zeros(n), budget, spread=np.inf, allowed=allowed, max_digits=max_digits,
                      rel_tol=rel_tol)
     lam = 1.0 / fit.scale  # |l|
     sign = np.zeros(n)
@@ -566,10 +622,72 @@ def values_from_directions(V: sp.csc_matrix, g: np.ndarray, wu: np.ndarray | Non
     if positive:
         sign[sign == 0] = 1.0
     signed_lam = np.where(sign != 0, sign, 1.0) * lam
-    claimed = fit.claimed & (sign != 0)
+    basis = fit.classes(learnt=False)
+    basis = np.array([GUESS + "dense_" + str(b)[len(GUESS):] if b else "" for b in basis], dtype=object)
     figures = {"round_scales": int(fit.every_round.sum()), "ambiguous": int(fit.ambiguous.sum()),
-               "signs_from_x": from_x}
-    return _ColumnValues(sp.csc_matrix(V @ sp.diags(signed_lam)), g * signed_lam, claimed, position, figures)
+               "signs_from_x": from_x, "best_guess": int(fit.has.sum())}
+    return _ColumnValues(sp.csc_matrix(V @ sp.diags(signed_lam)), g * signed_lam, basis, position, figures)
+
+
+def _single_column(product: MaskedProduct, space: ColumnSpace) -> AttackOutcome:
+    """``dense_single_column``: one dense-masked column, M = a b' (rank 1), with x revealed. M u = a x_f,
+    so a = M u / x_f, b = M'a / |a|^2 and c_f = b'(B c) / |b|^2: exactly, once x_f is known. x_f is
+    known when the values the party's dense column can take (what the revealed x_j leaves after the
+    monomial columns' matching) are a single nonzero value."""
+    parties, M = product.parties, product.M
+    name = "dense_single_column"
+    if product.n_cols != 1 or space.rank != 1:
+        return not_applicable(name, FAMILY, parties, f"{product.n_cols} dense-masked columns (this attack needs one)")
+    if product.u is None or product.u.size != M.shape[1]:
+        return not_applicable(name, FAMILY, parties, "no optimal solution was sent")
+    cand = product.x_candidates if product.x_candidates is not None else product.x_values
+    if cand is None:
+        return not_applicable(name, FAMILY, parties, "x_j was not revealed: the column is known up to a factor (its "
+                              "direction, and its cost in the same ratio)")
+    t0 = time.perf_counter()
+    values = np.unique(cand)
+    live = values[values != 0]
+    figures: dict = {"values_possible": int(values.size)}
+    if not live.size:
+        return AttackOutcome(name, FAMILY, parties, AttackStatus.RAN, columns=1, figures=figures,
+                             reason="its value in the solution is 0, so M u = 0 gives no scale",
+                             seconds=time.perf_counter() - t0)
+    Mu = M @ product.u
+    cols, costs = [], []
+    for v in live:
+        a = Mu / v
+        b = M.T @ a / float(a @ a)
+        cols.append(a)
+        costs.append(float(b @ product.Bc) / float(b @ b))
+    A = np.column_stack(cols)
+    A[np.abs(A) <= ZERO_TOL * np.abs(A).max(axis=0, keepdims=True)] = 0.0
+    c = np.array(costs)
+    certain = live.size == 1 and values.size == 1
+    position = np.full(1, -1, dtype=np.int64)
+    if certain and product.x_values is not None:
+        hits = np.flatnonzero(np.abs(product.x_values - live[0]) <= X_MATCH_TOL * abs(live[0]))
+        if hits.size == 1:
+            position[0] = int(hits[0])
+    if certain:
+        rec = RecoveredColumns(sp.csc_matrix(A), c, np.ones(1, dtype=bool), position, signed_scale=True,
+                               basis=np.array(["single_dense_column"], dtype=object))
+        return AttackOutcome(name, FAMILY, parties, AttackStatus.RAN, columns=1, claimed=1, up_to_scale=1,
+                             positions=int(position[0] >= 0), figures=figures, seconds=time.perf_counter() - t0,
+                             recovered=rec)
+    # several values possible: the roundest reading is the best guess
+    d = np.abs(live) / np.abs(live[0])  # A[:, i] = +-A[:, 0] / d_i
+    fit = fit_scales(sp.csc_matrix(A[:, :1]), c[:1], np.zeros(1), np.zeros(1), Budget(None), spread=np.inf,
+                     allowed=(np.zeros(live.size, dtype=np.int64), d), max_digits=DENSE_MAX_DIGITS,
+                     rel_tol=DENSE_REL_TOL)
+    pick = int(np.argmin(np.abs(d - fit.scale[0])))
+    basis = fit.classes(learnt=False)
+    basis = np.array([GUESS + "single_dense_" + str(basis[0])[len(GUESS):]], dtype=object)
+    rec = RecoveredColumns(sp.csc_matrix(A[:, [pick]]), c[[pick]], np.zeros(1, dtype=bool), position,
+                           signed_scale=True, basis=basis)
+    figures["values_nonzero"] = int(live.size)
+    return AttackOutcome(name, FAMILY, parties, AttackStatus.RAN, columns=1, up_to_scale=1, figures=figures,
+                         reason=f"{live.size} values of x_j could be this column's; the roundest reading is a best guess",
+                         seconds=time.perf_counter() - t0, recovered=rec)
 
 
 def _structure(product: MaskedProduct, space: ColumnSpace, budget: Budget) -> AttackOutcome:
@@ -589,11 +707,12 @@ def _structure(product: MaskedProduct, space: ColumnSpace, budget: Budget) -> At
     V = sp.csc_matrix(M[:, live])
     wu = product.u[live] if product.u is not None and product.u.size == M.shape[1] else None
     vals = values_from_directions(V, product.Bc[live], wu, product.x_values, budget, max_digits=MAX_DIGITS,
-                                  rel_tol=REL_TOL, positive=True)
+                                  rel_tol=REL_TOL, positive=True, x_candidates=product.x_candidates)
     figures.update(vals.figures)
-    rec = RecoveredColumns(vals.A, vals.c, vals.claimed, vals.position, signed_scale=True)
-    return AttackOutcome("dense_mask_structure", FAMILY, parties, AttackStatus.RAN, columns=n,
-                         claimed=int(vals.claimed.sum()), up_to_scale=n, positions=int((vals.position >= 0).sum()),
+    rec = RecoveredColumns(vals.A, vals.c, np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64), signed_scale=True,
+                           basis=vals.basis, position_guess=vals.position_guess,
+                           position_basis=np.where(vals.position_guess >= 0, GUESS + "dense_x_scale", "").astype(object))
+    return AttackOutcome("dense_mask_structure", FAMILY, parties, AttackStatus.RAN, columns=n, up_to_scale=n,
                          figures=figures, seconds=time.perf_counter() - t0, recovered=rec)
 
 
@@ -613,8 +732,9 @@ def _costs(product: MaskedProduct, space: ColumnSpace, found: _Found, budget: Bu
     g = np.linalg.lstsq(W.T, product.Bc, rcond=None)[0]  # = L^-1 c
     wu = W @ product.u if product.u is not None and product.u.size == M.shape[1] else None
     vals = values_from_directions(sp.csc_matrix(V), g, wu, product.x_values, budget, max_digits=DENSE_MAX_DIGITS,
-                                  rel_tol=DENSE_REL_TOL)
-    rec = RecoveredColumns(vals.A, vals.c, vals.claimed, vals.position, signed_scale=True)
-    return AttackOutcome("dense_costs", FAMILY, parties, AttackStatus.RAN, columns=n, claimed=int(vals.claimed.sum()),
-                         up_to_scale=n, positions=int((vals.position >= 0).sum()), figures=vals.figures,
+                                  rel_tol=DENSE_REL_TOL, x_candidates=product.x_candidates)
+    rec = RecoveredColumns(vals.A, vals.c, np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64), signed_scale=True,
+                           basis=vals.basis, position_guess=vals.position_guess,
+                           position_basis=np.where(vals.position_guess >= 0, GUESS + "dense_x_scale", "").astype(object))
+    return AttackOutcome("dense_costs", FAMILY, parties, AttackStatus.RAN, columns=n, up_to_scale=n, figures=vals.figures,
                          seconds=time.perf_counter() - t0, recovered=rec)

@@ -7,24 +7,27 @@ private permutation (Bednarz, Bean, Roughan, *Hiccups on the road to privacy-pre
 programming*, WPES 2009, propose the transform; Mangasarian 2011 the protocol). Column t of S
 is d_t a_pi(t): the direction of every bounded column (its zero pattern, signs, ratios, and its
 cost and bounds in the same ratios) is revealed exactly, and only one positive number per column
-is hidden. Two attacks recover it:
+is hidden. Anyone who knows one number of a column (an entry, its cost, a bound) has all of it.
 
-``monomial_normalization``
-    Real data are round: an entry of magnitude 1 in most columns, few significant digits
-    everywhere (:mod:`securelp.coordinator.audit.numbers`). Candidates for d_t: every entry's
-    magnitude (the entry is +-1), the cost's, 1 over each finite bound's (the cost or bound is
-    +-1), and, with the revealed x_j, x_i / y_t; if none makes the column round, two-digit round
-    values of its first entries. Only candidates inside the public range [1/s, s] count. Each is
-    scored by how many of the column's entries, its cost and its finite nonzero bounds become
-    round numbers; ties go to more values of size 1 (an entry counting twice a cost or bound),
-    then fewer digits, then the scale nearest 1. The best candidate is *confirmed* when it makes
-    every value round or, with x_j revealed and y_t != 0, puts d_t y_t on an entry of x_j (as it
-    must: x_b = D P y) and makes at least two values round; a scale that puts d_t y_t on no entry
-    of x_j is never confirmed. The attack claims a confirmed column unless another scale is as
-    good on those keys (then the column is *ambiguous*: known up to a few round factors).
-``monomial_positions``
-    With x_j revealed, x_pi(t) = d_t y_t: a column with y_t != 0 whose d_t y_t equals exactly one
-    entry of x_j is placed at that entry's position.
+``monomial_positions`` (matching to the revealed solution; certain)
+    With x_j revealed, x_pi(t) = d_t y_t exactly, d_t in [1/s, s]: column t may take an entry x_i
+    only when x_i / y_t lies in that range, each entry is taken once, and the party's dense columns
+    take the entries left (:mod:`securelp.coordinator.audit.matching`). Where a column can take a
+    single value in every complete assignment, its factor d_t = x_i / y_t is **certain** (no other
+    reading of the transcript exists), and where that value occurs once in x_j, so is its position.
+    Columns with y_t = 0 have x = 0 whatever d_t is. The values the dense columns can take are
+    passed on to the dense attacks.
+``monomial_normalization`` (best guesses)
+    For the other columns, the factor that makes the column's numbers round
+    (:mod:`securelp.coordinator.audit.scales`: an entry, the cost or a bound of +-1, primitive
+    integers, two-digit round values; with x_j revealed only among the values the matching
+    allows), between equally round candidates the hypothesis that held on the confirmed columns of
+    the session. Roundness does not confirm a factor (any rational multiple of a round column is
+    round), so these are best guesses, with a class and the hit rate measured for it; never claims.
+``monomial_column_order`` (best guesses of positions)
+    MPS files usually list columns in the order of the first row they touch (staircase and
+    block structure): sorting the shuffled columns by their row pattern guesses their order.
+    Scored on the columns whose positions are certain, in the run itself.
 """
 
 from __future__ import annotations
@@ -36,299 +39,143 @@ import numpy as np
 import scipy.sparse as sp
 
 from securelp.coordinator.audit.budget import Budget
-from securelp.coordinator.audit.numbers import MAX_DIGITS, REL_TOL, significant_digits
-from securelp.coordinator.audit.results import AttackOutcome, AttackStatus, RecoveredColumns, not_applicable
+from securelp.coordinator.audit.matching import MAX_EDGES, complete_assignments, group_values
+from securelp.coordinator.audit.results import (
+    GUESS,
+    AttackOutcome,
+    AttackStatus,
+    RecoveredColumns,
+    not_applicable,
+    skipped,
+)
+from securelp.coordinator.audit.scales import Priors, fit_scales
 from securelp.party.session import SCALE_SPREAD
 
 FAMILY = "monomial"
-#: entries per column (its first, in row order) whose magnitudes are tried as "this entry is +-1"
-ENTRY_CANDIDATES = 12
-#: values per column scored for each candidate (all of them are checked for the winner)
-SCORED_VALUES = 32
-#: x_i / y_t candidates per column at most (more: the column takes none from x)
-X_CANDIDATES = 64
-#: values of a column from which round two-digit guesses are made when nothing else fits
-GUESS_VALUES = 3
-#: scales closer than this (relative) are the same scale
-SAME_SCALE = 1e-6
-#: round values a scale proposed by x must make to be confirmed
-X_CONFIRM_ROUND = 2
-#: relative tolerance of "d y_t is an entry of x_j"
+#: relative tolerance of "x_i / y_t is in the public range" and of "two entries of x are equal"
 X_MATCH_TOL = 1e-9
-#: candidate-value pairs scored per chunk (memory bound of the vectorized scoring)
-CHUNK_PAIRS = 2_000_000
-_ROUND_MANTISSAS = np.round(np.arange(10, 100) / 10.0, 1)  # 1.0, 1.1, ..., 9.9
-
-
-class _Values:
-    """The values of each column that a scale acts on, flattened: entries and cost are divided
-    by d, finite nonzero bounds multiplied by it."""
-
-    def __init__(self, S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-                 max_digits: int = MAX_DIGITS, rel_tol: float = REL_TOL) -> None:
-        self.max_digits, self.rel_tol = max_digits, rel_tol
-        n = S.shape[1]
-        cols = [np.repeat(np.arange(n), np.diff(S.indptr)), np.arange(n), np.arange(n), np.arange(n)]
-        vals = [S.data, cost, lower, upper]
-        power = [np.full(S.nnz, -1), np.full(n, -1), np.ones(n), np.ones(n)]
-        col = np.concatenate(cols)
-        val = np.concatenate(vals)
-        pw = np.concatenate(power).astype(np.int8)
-        entry = np.concatenate([np.ones(S.nnz, dtype=bool), np.zeros(3 * n, dtype=bool)])
-        keep = np.isfinite(val) & (val != 0)
-        col, val, pw, entry = col[keep], val[keep], pw[keep], entry[keep]
-        order = np.argsort(col, kind="stable")  # entries first within a column, then cost, bounds
-        self.col, self.val, self.power, self.entry = col[order], val[order], pw[order], entry[order]
-        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(self.col, minlength=n))]).astype(np.int64)
-        self.count = np.diff(self.ptr)
-        self.rank = np.arange(self.col.size) - self.ptr[self.col]
-
-    def digits_under(self, cand_col: np.ndarray, cand_d: np.ndarray, cap: int | None) -> tuple[np.ndarray, ...]:
-        """(round values, values equal to +-1 (an entry counting 2, a cost or bound 1), digit sum, values
-        scored) per candidate, over at most ``cap`` values of its column."""
-        per = self.count[cand_col] if cap is None else np.minimum(self.count[cand_col], cap)
-        score = np.zeros(cand_col.size, dtype=np.int64)
-        ones = np.zeros(cand_col.size, dtype=np.int64)
-        digit_sum = np.zeros(cand_col.size, dtype=np.int64)
-        start = 0
-        while start < cand_col.size:  # chunks keep the pair arrays small
-            cum = np.cumsum(per[start:])
-            stop = start + max(1, int(np.searchsorted(cum, CHUNK_PAIRS, side="right")))
-            sl = slice(start, stop)
-            reps = per[sl]
-            owner = np.repeat(np.arange(start, stop), reps)
-            offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-            idx = self.ptr[cand_col[owner]] + offset
-            w = self.val[idx] * np.power(cand_d[owner], self.power[idx].astype(np.float64))
-            dg = significant_digits(w, self.max_digits, self.rel_tol).astype(np.int64)
-            score[sl] = np.bincount(owner - start, weights=(dg <= self.max_digits), minlength=stop - start)
-            # a unit entry counts twice a unit cost or bound: the hypothesis is an entry of size 1
-            unit = (np.abs(np.abs(w) - 1.0) <= self.rel_tol) * np.where(self.entry[idx], 2.0, 1.0)
-            ones[sl] = np.bincount(owner - start, weights=unit, minlength=stop - start)
-            digit_sum[sl] = np.bincount(owner - start, weights=np.minimum(dg, self.max_digits + 1),
-                                        minlength=stop - start)
-            start = stop
-        return score, ones, digit_sum, per
-
-
-def _in_range(d: np.ndarray, spread: float) -> np.ndarray:
-    return (d >= (1 - 1e-12) / spread) & (d <= spread * (1 + 1e-12)) & (d > 0) & np.isfinite(d)
-
-
-def _dedupe(col: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.lexsort((d, col))
-    col, d = col[order], d[order]
-    keep = np.ones(col.size, dtype=bool)
-    keep[1:] = (col[1:] != col[:-1]) | (np.abs(d[1:] - d[:-1]) > 1e-12 * d[1:])
-    return col[keep], d[keep]
-
-
-def _basic_candidates(S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                      spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """"This value is +-1" for entries (the first :data:`ENTRY_CANDIDATES` of each column), cost, bounds."""
-    n = S.shape[1]
-    ent_col = np.repeat(np.arange(n), np.diff(S.indptr))
-    ent_rank = np.arange(S.nnz) - S.indptr[ent_col]
-    pick = (ent_rank < ENTRY_CANDIDATES) & (S.data != 0)
-    cols = [ent_col[pick], np.arange(n), np.arange(n), np.arange(n)]
-    with np.errstate(divide="ignore"):
-        ds = [np.abs(S.data[pick]), np.abs(cost), 1.0 / np.abs(lower), 1.0 / np.abs(upper)]
-    col = np.concatenate(cols)
-    d = np.concatenate(ds)
-    ok = _in_range(d, spread)
-    return col[ok], d[ok]
-
-
-def _x_candidates(y: np.ndarray, x: np.ndarray, spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """d = x_i / y_t for the entries of x in the public range of y_t (at most X_CANDIDATES each)."""
-    xs = np.sort(x[x != 0])
-    cols, ds = [], []
-    for t in np.flatnonzero(y):
-        yt = y[t]
-        lo, hi = sorted((yt / spread, yt * spread)) if np.isfinite(spread) else sorted((0.0, np.inf * yt))
-        a, b = np.searchsorted(xs, lo * (1 - 1e-12)), np.searchsorted(xs, hi * (1 + 1e-12), side="right")
-        if 0 < b - a <= X_CANDIDATES:
-            cols.append(np.full(b - a, t))
-            ds.append(xs[a:b] / yt)
-    if not cols:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    d = np.concatenate(ds)
-    col = np.concatenate(cols)
-    ok = _in_range(d, spread)
-    return col[ok], d[ok]
-
-
-def _guess_candidates(values: _Values, columns: np.ndarray, spread: float) -> tuple[np.ndarray, np.ndarray]:
-    """Two-digit round guesses r * 10^e for the first GUESS_VALUES values of each column."""
-    cols, ds = [], []
-    for j in range(GUESS_VALUES):
-        has = values.count[columns] > j
-        c = columns[has]
-        v = np.abs(values.val[values.ptr[c] + j])
-        pw = values.power[values.ptr[c] + j].astype(np.float64)
-        for e in range(-4, 5):  # values 1e-4 .. 9.9e4; the scale range filters below
-            mant = _ROUND_MANTISSAS * 10.0 ** e
-            # value / d = mant (entry, cost) or value * d = mant (bound)
-            d = np.where(pw[:, None] < 0, v[:, None] / mant[None, :], mant[None, :] / v[:, None])
-            cols.append(np.repeat(c, mant.size))
-            ds.append(d.ravel())
-    if not cols:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    col, d = np.concatenate(cols), np.concatenate(ds)
-    ok = _in_range(d, spread)
-    return col[ok], d[ok]
-
-
-def _x_consistent(cand_col: np.ndarray, cand_d: np.ndarray, y: np.ndarray | None,
-                  x: np.ndarray | None) -> np.ndarray:
-    """Whether d y_t is an entry of x (False where y_t = 0 or nothing is revealed)."""
-    out = np.zeros(cand_col.size, dtype=bool)
-    if y is None or x is None or not cand_col.size:
-        return out
-    xs = np.sort(x)
-    if not xs.size:
-        return out
-    target = cand_d * y[cand_col]
-    live = target != 0
-    pos = np.searchsorted(xs, target[live])
-    above = xs[np.minimum(pos, xs.size - 1)]
-    below = xs[np.maximum(pos - 1, 0)]
-    near = np.minimum(np.abs(above - target[live]), np.abs(below - target[live]))
-    out[live] = near <= X_MATCH_TOL * np.abs(target[live])
-    return out
-
-
-class _Candidates:
-    """Candidate scales (column, d) with their scores."""
-
-    def __init__(self) -> None:
-        self.col = np.zeros(0, dtype=np.int64)
-        self.d = np.zeros(0)
-        self.score = np.zeros(0, dtype=np.int64)
-        self.ones = np.zeros(0, dtype=np.int64)
-        self.digits = np.zeros(0, dtype=np.int64)
-        self.scored = np.zeros(0, dtype=np.int64)
-        self.xcons = np.zeros(0, dtype=bool)
-
-    def add(self, values: _Values, col: np.ndarray, d: np.ndarray, y: np.ndarray | None,
-            x: np.ndarray | None) -> None:
-        col, d = _dedupe(col, d)
-        score, ones, digits, scored = values.digits_under(col, d, SCORED_VALUES)
-        xcons = _x_consistent(col, d, y, x)
-        for name, arr in (("col", col), ("d", d), ("score", score), ("ones", ones), ("digits", digits),
-                          ("scored", scored), ("xcons", xcons)):
-            setattr(self, name, np.concatenate([getattr(self, name), arr]))
-
-    def best(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per column: the best candidate's index (-1: none), and whether another candidate at
-        another scale is as good on every key that decides a claim (x consistency, round values,
-        values equal to +-1): the column is then ambiguous."""
-        best = np.full(n, -1, dtype=np.int64)
-        ambiguous = np.zeros(n, dtype=bool)
-        if not self.col.size:
-            return best, ambiguous
-        # prefer: consistent with x, more round values, more values +-1, fewer digits, the scale
-        # nearest 1 (the centre of the log-uniform prior)
-        order = np.lexsort((np.abs(np.log(self.d)), self.digits, -self.ones, -self.score, ~self.xcons, self.col))
-        c_sorted = self.col[order]
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = c_sorted[1:] != c_sorted[:-1]
-        best[c_sorted[first]] = order[first]
-        # the same column's candidates as good as its best on those keys, at a scale that differs
-        # by more than rounding (candidates of different stages can repeat a scale)
-        top = order[first]
-        lead = np.repeat(top, np.diff(np.concatenate([np.flatnonzero(first), [order.size]])))
-        same = ((self.xcons[order] == self.xcons[lead]) & (self.score[order] == self.score[lead])
-                & (self.ones[order] == self.ones[lead]))
-        other = np.abs(self.d[order] - self.d[lead]) > SAME_SCALE * self.d[lead]
-        ambiguous[self.col[order[same & other]]] = True
-        return best, ambiguous
+#: rows of a column's pattern compared when sorting columns by row pattern
+ORDER_DEPTH = 8
 
 
 @dataclass(frozen=True, eq=False)
-class ScaleFit:
-    """The normalization's result for n columns: the best scale of each, whether it is confirmed
-    (``every_round``: it makes every value round or, where x is revealed and y_t != 0, it puts
-    d_t y_t on an entry of x and makes X_CONFIRM_ROUND values round), whether another scale is as good
-    (ambiguous), and whether it agrees with x."""
+class SolutionMatch:
+    """What the revealed x_j fixes for a party's monomial columns (and leaves to its dense ones).
 
+    ``ran`` is False when nothing could be matched (``reason`` says why). Per column t: ``certain``
+    (one value possible: d_t known), ``scale`` (that d_t, 1 elsewhere), ``position`` (certain original
+    position or -1), ``zero`` (y_t = 0: x = 0). ``allowed`` the (column, d) pairs every complete
+    assignment allows (the candidates of the columns with y_t != 0). ``dense_values`` the values the
+    dense columns can take (one per group, with ``dense_counts`` entries of x_j each, ``dense_only``
+    where no monomial column can take them), ``dense_slots`` how many nonzero entries they take.
+    """
+
+    ran: bool
+    reason: str
+    certain: np.ndarray
     scale: np.ndarray
-    every_round: np.ndarray
-    ambiguous: np.ndarray
-    x_consistent: np.ndarray
-    candidates: int
-    guess_columns: int
-    guessed: int
+    position: np.ndarray
+    zero: np.ndarray
+    allowed: tuple[np.ndarray, np.ndarray]
+    dense_values: np.ndarray
+    dense_counts: np.ndarray
+    dense_only: np.ndarray
+    dense_index: np.ndarray  # per dense value: the index of its entry in x_j when it occurs once, else -1
+    dense_slots: int
+    edges: int
 
-    @property
-    def claimed(self) -> np.ndarray:
-        return self.every_round & ~self.ambiguous
+    @staticmethod
+    def none(n: int, reason: str, zero: np.ndarray | None = None) -> SolutionMatch:
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        return SolutionMatch(False, reason, np.zeros(n, dtype=bool), np.ones(n), np.full(n, -1, dtype=np.int64),
+                             np.zeros(n, dtype=bool) if zero is None else zero, empty, np.zeros(0), np.zeros(0, dtype=np.int64),
+                             np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64), 0, 0)
 
 
-def fit_scales(S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray, y: np.ndarray | None,
-               x: np.ndarray | None, budget: Budget, *, spread: float = SCALE_SPREAD, max_digits: int = MAX_DIGITS,
-               rel_tol: float = REL_TOL) -> ScaleFit:
-    """Guess d_t for every column t of S = A D (true column a_t = s_t / d_t) from round numbers.
+def match_solution(y: np.ndarray, x: np.ndarray, n_dense: int, spread: float = SCALE_SPREAD) -> SolutionMatch:
+    """Match the revealed x_j to the monomial columns (see the module docstring).
 
     Parameters
     ----------
-    S, cost, lower, upper : the scaled columns, costs (divided by d to undo) and bounds
-        (multiplied by d to undo); non-finite or zero values carry no information.
-    y, x : when both are given, x_pi(t) = d_t y_t must hold for some entry of x (y_t != 0).
-    spread : scales lie in [1/spread, spread] (``np.inf``: anywhere).
-    max_digits, rel_tol : what counts as round (looser for values computed through a
-        factorization, which carry errors of 1e-12 and more).
+    y : the party's monomial variables (one per scaled column).
+    x : the revealed x_j (original order, all of the party's columns).
+    n_dense : the party's dense-masked columns (free slots).
+    spread : the public scale range [1/spread, spread].
     """
-    n = S.shape[1]
+    n = y.size
+    zero = y == 0
+    if x.size != n + n_dense:
+        return SolutionMatch.none(n, f"x_j has {x.size} entries, the party {n + n_dense} columns", zero)
+    live_t = np.flatnonzero(~zero)
+    live_x = np.flatnonzero(x != 0)
+    slots = live_x.size - live_t.size
+    if slots < 0 or slots > n_dense:
+        return SolutionMatch.none(n, f"{live_t.size} columns are nonzero in y but {live_x.size} entries of x_j, with "
+                                     f"{n_dense} dense columns: no assignment fits", zero)
+    reps, counts, group = group_values(x[live_x], X_MATCH_TOL)
+    # edges: t may take group g when x_g / y_t lies in [1/s, s] (same sign)
+    yt = y[live_t]
+    lo = np.where(yt > 0, yt / spread, yt * spread) * (1 - X_MATCH_TOL * np.sign(yt))
+    hi = np.where(yt > 0, yt * spread, yt / spread) * (1 + X_MATCH_TOL * np.sign(yt))
+    a = np.searchsorted(reps, np.minimum(lo, hi), side="left")
+    b = np.searchsorted(reps, np.maximum(lo, hi), side="right")
+    per = np.maximum(b - a, 0)
+    edges = int(per.sum())
+    if edges > MAX_EDGES:
+        return SolutionMatch.none(n, f"{edges:,} possible pairs of columns and entries of x_j (limit {MAX_EDGES:,})",
+                                  zero)
+    e_left = np.repeat(np.arange(live_t.size), per)
+    e_group = a[e_left] + (np.arange(edges) - np.repeat(np.cumsum(per) - per, per))
+    fit = complete_assignments(live_t.size, e_left, e_group, counts, slots)
+    if not fit.feasible:
+        return SolutionMatch.none(n, "no assignment of x_j to the columns fits the public scale range", zero)
+    use = fit.usable
+    u_left, u_group = e_left[use], e_group[use]
+    n_usable = np.bincount(u_left, minlength=live_t.size)
+    certain = np.zeros(n, dtype=bool)
+    scale = np.ones(n)
+    position = np.full(n, -1, dtype=np.int64)
+    one = np.flatnonzero(n_usable == 1)
+    first_of = np.full(live_t.size, -1, dtype=np.int64)
+    first_of[u_left[::-1]] = u_group[::-1]
+    t_one = live_t[one]
+    g_one = first_of[one]
+    certain[t_one] = True
+    scale[t_one] = reps[g_one] / y[t_one]
+    index_of_group = np.full(reps.size, -1, dtype=np.int64)
+    single = counts == 1
+    index_of_group[group[single[group]]] = live_x[single[group]]
+    position[t_one] = index_of_group[g_one]
+    allowed = (live_t[u_left], reps[u_group] / y[live_t[u_left]])
+    dense = np.flatnonzero(fit.slots_usable)
+    return SolutionMatch(True, "", certain, scale, position, zero, allowed, reps[dense], counts[dense],
+                         fit.slots_only[dense], index_of_group[dense], slots, edges)
+
+
+def column_order(S: sp.csc_matrix) -> np.ndarray:
+    """The guessed original order of the columns: sorted by their row pattern (the rows they touch,
+    first to last, up to ORDER_DEPTH rows, then their count). Returns the rank of each column."""
     S = sp.csc_matrix(S)
     S.sort_indices()
-    values = _Values(S, cost, lower, upper, max_digits=max_digits, rel_tol=rel_tol)
-    reveal = x is not None and y is not None
-    ys, xs = (y, x) if reveal else (None, None)
-    cands = _Candidates()
-    col, d = _basic_candidates(S, cost, lower, upper, spread)
-    if reveal:
-        xc, xd = _x_candidates(y, x, spread)
-        col, d = np.concatenate([col, xc]), np.concatenate([d, xd])
-    cands.add(values, col, d, ys, xs)
-    best, ambiguous = cands.best(n)
-    ok = best >= 0
-    all_round = np.zeros(n, dtype=bool)
-    all_round[ok] = cands.score[best[ok]] == cands.scored[best[ok]]
-    # two-digit round guesses for what the +-1 hypotheses left unexplained or ambiguous, as far
-    # as the budget reaches
-    guess_cols = np.flatnonzero((~all_round | ambiguous) & (values.count > 0))
-    guessed = 0
-    for chunk in np.array_split(guess_cols, max(1, guess_cols.size // 2000)) if guess_cols.size else []:
-        if budget.expired():
-            break
-        gc, gd = _guess_candidates(values, chunk, spread)
-        cands.add(values, gc, gd, ys, xs)
-        guessed += int(chunk.size)
-    if guessed:
-        best, ambiguous = cands.best(n)
-    has = best >= 0
-    scale = np.ones(n)
-    scale[has] = cands.d[best[has]]
-    # the winner is checked on all of its column's values, not only the scored ones
-    full_score, _, _, full_count = values.digits_under(np.arange(n), scale, None)
-    every_round = has & (full_score == full_count) & (full_count > 0)
-    xcons = np.zeros(n, dtype=bool)
-    xcons[has] = cands.xcons[best[has]]
-    confirmed = every_round
-    if reveal:
-        # x_b = D P y: a scale that puts d_t y_t on no entry of x is wrong; one that does and makes
-        # X_CONFIRM_ROUND values round has two independent confirmations (x proposes it among
-        # n_j candidates, and a wrong scale makes a value round with probability about 2e-5)
-        live = y != 0
-        confirmed = np.where(live, xcons & (every_round | (full_score >= X_CONFIRM_ROUND)), every_round)
-    return ScaleFit(scale, confirmed, ambiguous & confirmed, xcons, int(cands.col.size), int(guess_cols.size),
-                    guessed)
+    n, m = S.shape[1], S.shape[0]
+    counts = np.diff(S.indptr)
+    keys = []
+    for j in range(ORDER_DEPTH):
+        has = counts > j
+        k = np.full(n, m + 1, dtype=np.int64)
+        k[has] = S.indices[S.indptr[:-1][has] + j]
+        keys.append(k)
+    order = np.lexsort([counts] + keys[::-1])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    return rank
 
 
 def attack_monomial(party: str, S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                    y: np.ndarray | None, x: np.ndarray | None, budget: Budget) -> list[AttackOutcome]:
-    """Run ``monomial_normalization`` and ``monomial_positions`` on one party's monomial part.
+                    y: np.ndarray | None, x: np.ndarray | None, budget: Budget, *, n_dense: int = 0,
+                    match: SolutionMatch | None = None, priors: Priors | None = None) -> list[AttackOutcome]:
+    """Run ``monomial_positions``, ``monomial_normalization`` and ``monomial_column_order`` on one
+    party's monomial part.
 
     Parameters
     ----------
@@ -336,57 +183,99 @@ def attack_monomial(party: str, S: sp.csc_matrix, cost: np.ndarray, lower: np.nd
     y : the party's monomial variables of the solution (None: no optimal solution).
     x : x_j as revealed by the party (None: kept).
     budget : the audit's time budget.
+    n_dense : the party's dense-masked columns.
+    match : the matching of x_j (computed here when None and x_j is revealed).
+    priors : the session's priors for the best guesses (None: the defaults).
 
     Returns
     -------
-    Two outcomes. A column is *claimed* (values recovered exactly, by the attack's own judgement)
-    when its best scale makes every value round, no other scale tried is as good, and (with x_j
-    revealed and y_t != 0) d_t y_t is an entry of x_j. A column whose best scale ties with another
-    is *ambiguous*: its values are known up to a choice among a few round scales (often a power
-    of 10); the figure ``ambiguous`` counts them, and the best guess is kept for the evaluation.
+    Three outcomes. Claimed columns (values exactly, position where it is certain) are those the
+    matching confirms; every other column gets a best guess with its class (``basis``), and best
+    guesses of positions (from a guessed factor whose d_t y_t occurs once in x_j, else from the
+    column order when the party has no dense column).
     """
     parties = (party,)
     n = S.shape[1]
+    names = ("monomial_positions", "monomial_normalization", "monomial_column_order")
     if n == 0:
         reason = "no bounded column under a monomial transform"
-        return [not_applicable("monomial_normalization", FAMILY, parties, reason),
-                not_applicable("monomial_positions", FAMILY, parties, reason)]
+        return [not_applicable(a, FAMILY, parties, reason) for a in names]
     t0 = time.perf_counter()
     S = sp.csc_matrix(S)
     reveal = x is not None and y is not None
-    fit = fit_scales(S, cost, lower, upper, y, x, budget)
-    claimed = fit.claimed
-    A_hat = sp.csc_matrix(S @ sp.diags(1.0 / fit.scale))
-    c_hat = cost / fit.scale
-    position = _positions(fit.scale, y, x, claimed) if reveal else np.full(n, -1, dtype=np.int64)
-    placed = int((position >= 0).sum())
-    rec = RecoveredColumns(A_hat, c_hat, claimed, position, signed_scale=False)
-    figures = {"candidates": fit.candidates, "ambiguous": int(fit.ambiguous.sum()),
-               "not_round": int((~fit.every_round).sum()), "round_guess_columns": fit.guess_columns,
-               "round_guess_done": fit.guessed, "scale_range": [1.0 / SCALE_SPREAD, SCALE_SPREAD]}
+    if match is None:
+        match = match_solution(y, x, n_dense) if reveal else SolutionMatch.none(n, "x_j was not revealed")  # type: ignore[arg-type]
+    out: list[AttackOutcome] = []
+    if not reveal:
+        out.append(not_applicable("monomial_positions", FAMILY, parties,
+                                  "x_j was not revealed" if x is None else "no optimal solution was sent"))
+    elif not match.ran:
+        out.append(skipped("monomial_positions", FAMILY, parties, match.reason, n) if "limit" in match.reason
+                   else AttackOutcome("monomial_positions", FAMILY, parties, AttackStatus.RAN, reason=match.reason,
+                                      columns=n, seconds=time.perf_counter() - t0))
+    allowed = match.allowed if match.ran else None
+    fit = fit_scales(S, cost, lower, upper, budget, spread=SCALE_SPREAD, allowed=allowed, priors=priors)
+    certain = match.certain
+    scale = np.where(certain, match.scale, fit.scale)
+    basis = fit.classes(learnt=priors is not None and priors.learnt > 0)
+    basis[certain] = "solution_matching"
+    A_hat = sp.csc_matrix(S @ sp.diags(1.0 / scale))
+    c_hat = cost / scale
+    position = match.position.copy()
+    guess_pos = np.full(n, -1, dtype=np.int64)
+    guess_basis = np.full(n, "", dtype=object)
+    if reveal:
+        xs = _x_positions(scale, y, x)  # type: ignore[arg-type]
+        pick = (position < 0) & (xs >= 0) & fit.has
+        guess_pos[pick] = xs[pick]
+        guess_basis[pick] = GUESS + "x_scale"
+    order_fig: dict = {}
+    if n_dense == 0:
+        rank = column_order(S)
+        pick = (position < 0) & (guess_pos < 0)
+        guess_pos[pick] = rank[pick]
+        guess_basis[pick] = GUESS + "column_order"
+        known = position >= 0
+        order_fig = {"checked_on_certain_positions": int(known.sum()),
+                     "right_on_certain_positions": int(np.sum(rank[known] == position[known]))}
+    rec = RecoveredColumns(A_hat, c_hat, certain.copy(), position, signed_scale=False, basis=basis,
+                           position_guess=guess_pos, position_basis=guess_basis)
+    if reveal and match.ran:
+        out.append(AttackOutcome("monomial_positions", FAMILY, parties, AttackStatus.RAN, columns=n,
+                                 claimed=int(certain.sum()), up_to_scale=n, positions=int((position >= 0).sum()),
+                                 figures={"nonzero_in_solution": int((~match.zero).sum()), "pairs": match.edges,
+                                          "dense_values": int(match.dense_values.size)},
+                                 seconds=time.perf_counter() - t0, recovered=rec))
+    classes = {str(k): int(v) for k, v in zip(*np.unique(basis[~certain].astype(str), return_counts=True))}
+    figures = {"candidates": fit.candidates, "ambiguous": int((fit.ambiguous & ~certain).sum()),
+               "not_round": int((~fit.every_round & ~certain).sum()), "round_guess_columns": fit.guess_columns,
+               "round_guess_done": fit.guessed, "scale_range": [1.0 / SCALE_SPREAD, SCALE_SPREAD],
+               "best_guess": int((~certain & fit.has).sum()), "classes": classes,
+               "priors": priors.source if priors is not None else "default"}
     norm = AttackOutcome("monomial_normalization", FAMILY, parties, AttackStatus.RAN, columns=n,
-                         claimed=int(claimed.sum()), up_to_scale=n, positions=placed, figures=figures,
-                         seconds=time.perf_counter() - t0, recovered=rec)
+                         claimed=int(certain.sum()), up_to_scale=n, positions=int((position >= 0).sum()),
+                         figures=figures, seconds=time.perf_counter() - t0, recovered=rec)
     if fit.guessed < fit.guess_columns:
         norm.reason = (f"the budget ended the round-number guesses after {fit.guessed} of {fit.guess_columns} "
                        "columns")
-    if reveal:
-        pos = AttackOutcome("monomial_positions", FAMILY, parties, AttackStatus.RAN, columns=n,
-                            claimed=int(claimed.sum()), up_to_scale=n, positions=placed,
-                            figures={"nonzero_in_solution": int(np.count_nonzero(y))}, recovered=rec)
+    out.append(norm)
+    if n_dense == 0:
+        out.append(AttackOutcome("monomial_column_order", FAMILY, parties, AttackStatus.RAN, columns=n,
+                                 figures={"guessed": int(np.sum(guess_basis == GUESS + "column_order")), **order_fig},
+                                 recovered=rec))
     else:
-        pos = not_applicable("monomial_positions", FAMILY, parties,
-                             "x_j was not revealed" if x is None else "no optimal solution was sent")
-    return [norm, pos]
+        out.append(not_applicable("monomial_column_order", FAMILY, parties,
+                                  "the party's dense columns sit at unknown positions among its bounded ones"))
+    return out
 
 
-def _positions(scale: np.ndarray, y: np.ndarray, x: np.ndarray, claimed: np.ndarray) -> np.ndarray:
-    """Original positions: the unique entry of x equal to d_t y_t (columns with y_t != 0)."""
+def _x_positions(scale: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per column with y_t != 0: the index of the single entry of x equal to d_t y_t (-1: none or several)."""
     position = np.full(scale.size, -1, dtype=np.int64)
     order = np.argsort(x, kind="stable")
     xs = x[order]
     taken: dict[int, int] = {}
-    for t in np.flatnonzero((y != 0) & claimed):
+    for t in np.flatnonzero(y != 0):
         target = scale[t] * y[t]
         tol = X_MATCH_TOL * abs(target)
         a, b = np.searchsorted(xs, target - tol), np.searchsorted(xs, target + tol, side="right")
@@ -398,4 +287,3 @@ def _positions(scale: np.ndarray, y: np.ndarray, x: np.ndarray, claimed: np.ndar
             taken[i] = int(t)
             position[t] = i
     return position
-

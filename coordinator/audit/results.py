@@ -18,6 +18,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+#: prefix of the basis of a best guess (values or a position the attack does not claim)
+GUESS = "guess:"
+#: the checks that confirm a claimed column (RecoveredColumns.basis), in words
+CHECKS = {
+    "solution_matching": "the revealed solution, whose entries fit the scaled columns in one way only, with every "
+                         "factor in the public range",
+    "mask_rows": "the mask rows sent as bound rows, which fix the mask (Bednarz et al.)",
+    "single_dense_column": "the revealed solution: with one dense-masked column a and its value x_f, a = M u / x_f",
+    "seed": "the mask recomputed from a guessed seed, which reproduces the masked block exactly",
+    "known_rows": "rows of A assumed known",
+}
+
 
 class AttackStatus(enum.Enum):
     """Whether an attack ran."""
@@ -45,6 +57,14 @@ class RecoveredColumns:
     direction_claimed : (q,) whether the attack claims the column's direction (that it is one of
         the target's columns up to a factor); None: every column's (the attack's output are columns
         by construction).
+    basis : (q,) how each column's values were obtained: for a claimed column the check that
+        confirms it (one of :data:`CHECKS`), for another column with values the class of its best
+        guess (``guess:...``, scored by the evaluation into the measured hit rates of
+        :mod:`~securelp.coordinator.audit.hit_rates`), ``""`` where the attack has no values (a
+        direction only). None: ``""`` everywhere.
+    position_guess : (q,) a best guess of the original position where ``position`` has none (-1: no
+        guess); None: no guesses.
+    position_basis : (q,) the class of each position guess (``guess:...``); None: ``""``.
     """
 
     A: sp.csc_matrix
@@ -53,10 +73,36 @@ class RecoveredColumns:
     position: np.ndarray
     signed_scale: bool
     direction_claimed: np.ndarray | None = None
+    basis: np.ndarray | None = None
+    position_guess: np.ndarray | None = None
+    position_basis: np.ndarray | None = None
 
     @property
     def directions_claimed(self) -> np.ndarray:
         return np.ones(self.count, dtype=bool) if self.direction_claimed is None else self.direction_claimed
+
+    @property
+    def bases(self) -> np.ndarray:
+        """:attr:`basis`, with ``""`` where it is None."""
+        return np.full(self.count, "", dtype=object) if self.basis is None else self.basis
+
+    @property
+    def guessed(self) -> np.ndarray:
+        """Columns with values that are a best guess (not claimed)."""
+        b = self.bases.astype(str)
+        return np.char.startswith(b, GUESS) & ~np.asarray(self.scale_known, dtype=bool) if b.size \
+            else np.zeros(0, dtype=bool)
+
+    @property
+    def position_guesses(self) -> np.ndarray:
+        """Best-guess positions where no position is claimed (-1: none)."""
+        if self.position_guess is None:
+            return np.full(self.count, -1, dtype=np.int64)
+        return np.where(self.position >= 0, -1, self.position_guess)
+
+    @property
+    def position_bases(self) -> np.ndarray:
+        return np.full(self.count, "", dtype=object) if self.position_basis is None else self.position_basis
 
     @property
     def count(self) -> int:

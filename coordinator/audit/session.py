@@ -19,6 +19,7 @@ non-private evaluation path.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,9 +36,12 @@ from securelp.coordinator.audit.known_rows import (
     attack_known_mask_rows,
     attack_known_rows,
     attack_known_rows_monomial,
+    attack_mask_rows_free,
 )
-from securelp.coordinator.audit.monomial import attack_monomial
+from securelp.coordinator.audit.monomial import SolutionMatch, attack_monomial, match_solution
 from securelp.coordinator.audit.results import AttackOutcome, AttackStatus, RecoveredColumns, not_applicable
+from securelp.coordinator.audit.scales import MIN_LEARNT, Priors, default_priors, learn_priors, single_round_reading
+from securelp.coordinator.audit.seeds import attack_seed
 from securelp.coordinator.audit.solution import attack_solution
 from securelp.coordinator.audit.truth import Truth, TruthColumns, score_columns
 from securelp.coordinator.audit.view import (
@@ -144,28 +148,80 @@ def audit_transcript(transcript: Transcript, *, truth: Truth | None = None, know
                       own_products=own_products)
 
 
+def _session_priors(views: Sequence[PartyView], matches: Mapping[str, SolutionMatch]) -> Priors | None:
+    """Priors learnt from every column of the session whose factor the revealed solution confirmed,
+    or narrowed down to a single round reading; without MIN_LEARNT of them, the defaults over all of
+    the session's monomial columns (None: no monomial column)."""
+    mono = [v for v in views if v.n_monomial]
+    if not mono:
+        return None
+    S_parts, c, lo, hi, d = [], [], [], [], []
+    for v in mono:
+        mt = matches.get(v.party_id)
+        if mt is None or not mt.ran:
+            continue
+        narrow, narrow_d = single_round_reading(v.scaled_a, v.scaled_c, v.scaled_lower, v.scaled_upper, mt.allowed)
+        sure = np.flatnonzero(mt.certain)
+        keep = ~np.isin(narrow, sure)
+        cols = np.concatenate([sure, narrow[keep]])
+        scales = np.concatenate([mt.scale[sure], narrow_d[keep]])
+        if not cols.size:
+            continue
+        S_parts.append(sp.csc_matrix(v.scaled_a)[:, cols])
+        c.append(v.scaled_c[cols])
+        lo.append(v.scaled_lower[cols])
+        hi.append(v.scaled_upper[cols])
+        d.append(scales)
+    if sum(p.shape[1] for p in S_parts) >= MIN_LEARNT:
+        return learn_priors(sp.hstack(S_parts, format="csc"), np.concatenate(c), np.concatenate(lo),
+                            np.concatenate(hi), np.concatenate(d))
+    S = sp.hstack([sp.csc_matrix(v.scaled_a) for v in mono], format="csc")
+    return default_priors(S)
+
+
+def _with_candidates(product: MaskedProduct, view: PartyView, match: SolutionMatch | None) -> MaskedProduct:
+    """A party's product with the values its dense columns can take in the revealed x_j (the monomial
+    columns' matching leaves them; zeros where the dense columns take fewer nonzero entries than they
+    number)."""
+    if match is None or not match.ran:
+        return product
+    values = np.concatenate([np.repeat(match.dense_values, match.dense_counts),
+                             np.zeros(max(0, view.n_dense - match.dense_slots))])
+    return dataclasses.replace(product, x_candidates=values)
+
+
 def _audit(transcript: Transcript, *, truth: Truth | None, known_rows: KnownRows | None, budget_s: float | None,
            seed: int | None, own_products: Mapping[str, MaskedProduct] | None) -> SessionAudit:
     t_start = time.perf_counter()
     budget = Budget(budget_s)
     rng = np.random.default_rng(seed)
     views = party_views(transcript)
-    products = plain_products(views) + aggregated_products(views)
     audits = {v.party_id: PartyAudit(v) for v in views}
+    by_id = {v.party_id: v for v in views}
     mode = next((v.mode for v in views if v.mode), "")
-    # 1. monomial columns: cheap, linear in the nonzeros
+    # 1. monomial columns: the revealed solutions first (certain factors), priors learnt from them
+    # across the session, then every party's best guesses; cheap, linear in the nonzeros
+    matches = {v.party_id: match_solution(v.y, v.x, v.n_dense) for v in views
+               if v.n_monomial and v.x is not None and v.y is not None}
+    priors = _session_priors(views, matches)
     for v in views:
         audits[v.party_id].outcomes.extend(attack_monomial(v.party_id, v.scaled_a, v.scaled_c, v.scaled_lower,
-                                                           v.scaled_upper, v.y, v.x, budget))
+                                                           v.scaled_upper, v.y, v.x, budget, n_dense=v.n_dense,
+                                                           match=matches.get(v.party_id), priors=priors))
         if known_rows is not None:
             audits[v.party_id].assumed.append(attack_known_rows_monomial(v, known_rows))
+        if v.reproducible:
+            audits[v.party_id].outcomes.append(attack_seed(v, budget))
     # 2. dense products, each with its share of what is left
+    products = [_with_candidates(pr, by_id[pr.parties[0]], matches.get(pr.parties[0]))
+                for pr in plain_products(views)] + aggregated_products(views)
     shared: list[AttackOutcome] = []
-    by_id = {v.party_id: v for v in views}
     for i, pr in enumerate(products):
         sub = _sub_budget(budget, len(products) - i)
         outs = [attack_known_mask_rows(pr, sub)]
         exact = outs[0].claimed == pr.n_cols and pr.n_cols > 0
+        if len(pr.parties) == 1 and pr.known_mask_rows.shape[0] and not exact:
+            outs.append(attack_mask_rows_free(pr, sub, rng))
         outs.extend(attack_dense(pr, sub, rng, search=not exact))
         if len(pr.parties) == 1:
             audits[pr.parties[0]].outcomes.extend(outs)
@@ -236,16 +292,22 @@ def _attributed(outs: Sequence[AttackOutcome], product: MaskedProduct,
             v, off = views[pid], offsets[pid]
             figures = {"from_sum": product.label}
             if rec is not None:
-                sel = (rec.position >= off) & (rec.position < off + v.n_cols)
+                placed = np.where(rec.position >= 0, rec.position, rec.position_guesses)
+                sel = (placed >= off) & (placed < off + v.n_cols)
                 if sel.any():
                     claimed = rec.direction_claimed[sel] if rec.direction_claimed is not None else None
+                    pos = np.where(rec.position[sel] >= 0, rec.position[sel] - off, -1)
+                    guess = np.where(rec.position_guesses[sel] >= 0, rec.position_guesses[sel] - off, -1)
                     mine = RecoveredColumns(sp.csc_matrix(rec.A[:, np.flatnonzero(sel)]), rec.c[sel],
-                                            rec.scale_known[sel], rec.position[sel] - off, rec.signed_scale, claimed)
+                                            rec.scale_known[sel], pos, rec.signed_scale, claimed,
+                                            basis=rec.bases[sel], position_guess=guess,
+                                            position_basis=rec.position_bases[sel])
                     out.append((pid, AttackOutcome(o.attack, o.family, (pid,), AttackStatus.RAN, columns=v.n_dense,
                                                    claimed=int(mine.scale_known.sum()), up_to_scale=mine.count,
-                                                   positions=mine.count, figures=figures, recovered=mine,
+                                                   positions=int((pos >= 0).sum()), figures=figures, recovered=mine,
                                                    reason=f"found in the sum {product.label} and placed among this "
-                                                          "party's columns")))
+                                                          "party's columns" + ("" if (pos >= 0).all() else
+                                                                               " (positions partly best guesses)"))))
                     continue
             if o.attack == "known_mask_rows" and v.mode == "rows" and v.bound_rows.shape[0]:
                 figures["mask_rows"] = int(v.bound_rows.shape[0])
@@ -266,52 +328,86 @@ def _merged_monomial(pa: PartyAudit, with_assumed: bool) -> RecoveredColumns | N
     if with_assumed:
         kr = next((o for o in pa.assumed if o.attack == "known_rows_monomial" and o.recovered is not None), None)
         if kr is not None and kr.recovered is not None:
-            pin = kr.recovered.scale_known
+            pin = kr.recovered.scale_known & ~rec.scale_known
             A = rec.A @ sp.diags((~pin).astype(float)) + kr.recovered.A @ sp.diags(pin.astype(float))
+            basis = np.where(pin, "known_rows", rec.bases).astype(object)
+            position = np.where(pin & (kr.recovered.position >= 0), kr.recovered.position, rec.position)
             rec = RecoveredColumns(sp.csc_matrix(A), np.where(pin, kr.recovered.c, rec.c), rec.scale_known | pin,
-                                   np.where(pin, kr.recovered.position, rec.position), signed_scale=False)
+                                   position, signed_scale=False, basis=basis,
+                                   position_guess=np.where(position >= 0, -1, rec.position_guesses),
+                                   position_basis=rec.position_bases)
     return rec
 
 
+#: dense outcomes in the order their recovered columns are preferred (the first that has some)
+DENSE_ORDER = ("known_mask_rows", "mask_rows_free_columns", "dense_single_column", "dense_mask_structure",
+               "dense_costs", "dense_l1_recovery", "dense_sparse_recovery")
+
+
 def _merged_dense(pa: PartyAudit, with_assumed: bool) -> RecoveredColumns | None:
-    order = ["known_mask_rows", "dense_mask_structure", "dense_costs", "dense_l1_recovery", "dense_sparse_recovery"]
+    order = list(DENSE_ORDER)
     if with_assumed:
         order.insert(0, "known_rows")
     for name in order:
         o = pa.outcome(name)
         if o is not None and o.ran and o.recovered is not None and (o.claimed or o.up_to_scale or
-                                                                     name.startswith("dense_")):
+                                                                     name.startswith("dense_") or
+                                                                     name == "mask_rows_free_columns"):
             return o.recovered
     return None
 
 
+def _seeded(pa: PartyAudit) -> AttackOutcome | None:
+    o = pa.outcome("seed_guess")
+    return o if o is not None and o.ran and o.claimed and o.recovered is not None else None
+
+
+def _counts(values: np.ndarray) -> dict[str, int]:
+    if not values.size:
+        return {}
+    keys, counts = np.unique(values.astype(str), return_counts=True)
+    return {str(k): int(c) for k, c in zip(keys, counts) if k}
+
+
 def summarize(pa: PartyAudit, *, with_assumed: bool = False) -> dict[str, Any]:
-    """Per party: columns whose values the attacks claim (``recovered_exact``), columns known up
-    to a factor, columns placed, and the ambiguous ones (a few round alternatives)."""
+    """Per party: columns whose values the attacks claim (``recovered_exact``, each confirmed by a check,
+    ``exact_by``), columns with a best guess of their values (``best_guess``, by class), columns known
+    up to a factor, columns placed (claimed) and columns with a best guess of their position."""
     v = pa.view
     mono = _merged_monomial(pa, with_assumed)
     dense = _merged_dense(pa, with_assumed)
     norm = pa.outcome("monomial_normalization")
+    parts = [r for r in (mono, dense) if r is not None]
+    seeded = _seeded(pa)
+    if seeded is not None and seeded.recovered is not None:
+        parts = [seeded.recovered]
     m_claimed = int(mono.scale_known.sum()) if mono is not None else 0
     d_claimed = int(dense.scale_known.sum()) if dense is not None else 0
     d_up = min(int(dense.directions_claimed.sum()), v.n_dense) if dense is not None else 0
-    m_pos = int((mono.position >= 0).sum()) if mono is not None else 0
-    d_pos = int((dense.position >= 0).sum()) if dense is not None else 0
-    out = {"columns": v.n_cols, "recovered_exact": m_claimed + d_claimed,
-           "recovered_up_to_scale": v.n_monomial + d_up, "positions": m_pos + d_pos,
+    exact = sum(int(r.scale_known.sum()) for r in parts)
+    guessed = np.concatenate([r.bases[r.guessed] for r in parts]) if parts else np.zeros(0, dtype=object)
+    claimed_by = np.concatenate([r.bases[np.asarray(r.scale_known, dtype=bool)] for r in parts]) if parts \
+        else np.zeros(0, dtype=object)
+    pos_guess = np.concatenate([r.position_bases[r.position_guesses >= 0] for r in parts]) if parts \
+        else np.zeros(0, dtype=object)
+    positions = sum(int((r.position >= 0).sum()) for r in parts)
+    out = {"columns": v.n_cols, "recovered_exact": exact,
+           "recovered_up_to_scale": v.n_cols if seeded is not None else v.n_monomial + d_up, "positions": positions,
            "ambiguous": int(norm.figures.get("ambiguous", 0)) if norm is not None and norm.ran else 0,
            "monomial_columns": v.n_monomial, "monomial_exact": m_claimed, "dense_columns": v.n_dense,
-           "dense_exact": d_claimed, "dense_up_to_scale": d_up}
+           "dense_exact": d_claimed, "dense_up_to_scale": d_up,
+           "exact_by": _counts(claimed_by), "best_guess": int(guessed.size), "best_guess_classes": _counts(guessed),
+           "positions_guessed": int(pos_guess.size), "position_guess_classes": _counts(pos_guess)}
     out["not_recovered"] = v.n_cols - out["recovered_exact"]
     return out
 
 
 # -- evaluation against the truth -------------------------------------------------------------------
-def _targets(pa: PartyAudit, truth: Truth) -> tuple[TruthColumns | None, TruthColumns | None]:
-    """True columns of the monomial part and of the dense part of one party."""
+def _targets(pa: PartyAudit, truth: Truth) -> tuple[TruthColumns | None, TruthColumns | None, TruthColumns | None]:
+    """True columns of the monomial part, of the dense part, and all of one party's."""
     blk = truth.block(pa.party_id)
     if blk is None:
-        return None, None
+        return None, None, None
     bounded = blk.bounded_mask()
     if pa.view.mode == "rows":
         mono_idx, dense_idx = np.zeros(0, dtype=np.int64), np.arange(blk.n_cols)
@@ -320,7 +416,8 @@ def _targets(pa: PartyAudit, truth: Truth) -> tuple[TruthColumns | None, TruthCo
     A = sp.csc_matrix(blk.A)
     mono = TruthColumns(A[:, mono_idx], blk.c[mono_idx], mono_idx)
     dense = TruthColumns(A[:, dense_idx], blk.c[dense_idx], dense_idx)
-    return mono, dense
+    whole = TruthColumns(A, blk.c, np.arange(blk.n_cols))
+    return mono, dense, whole
 
 
 def _subspace_truth(basis: np.ndarray, A: sp.csc_matrix) -> dict[str, Any]:
@@ -343,10 +440,14 @@ def _subspace_truth(basis: np.ndarray, A: sp.csc_matrix) -> dict[str, Any]:
     return out
 
 
-def _evaluate_outcome(o: AttackOutcome, mono: TruthColumns | None, dense: TruthColumns | None) -> None:
+def _evaluate_outcome(o: AttackOutcome, mono: TruthColumns | None, dense: TruthColumns | None,
+                      whole: TruthColumns | None = None) -> None:
     if not o.ran:
         return
-    target = mono if o.family == "monomial" or o.attack == "known_rows_monomial" else dense
+    if o.family == "seed":
+        target = whole
+    else:
+        target = mono if o.family == "monomial" or o.attack == "known_rows_monomial" else dense
     if target is None:
         return
     if o.recovered is not None:
@@ -366,19 +467,30 @@ def _evaluate_outcome(o: AttackOutcome, mono: TruthColumns | None, dense: TruthC
 def _merge_truth(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     keys = ("columns", "recovered_exact", "recovered_up_to_scale", "claimed_right", "claimed_wrong",
             "unclaimed_right", "direction_claimed_wrong", "positions_assigned", "positions_right")
-    out = {k: int(sum(p.get(k, 0) for p in parts)) for k in keys}
+    out: dict[str, Any] = {k: int(sum(p.get(k, 0) for p in parts)) for k in keys}
     n = out["columns"]
     out["fraction_exact"] = out["recovered_exact"] / n if n else 0.0
     out["fraction_up_to_scale"] = out["recovered_up_to_scale"] / n if n else 0.0
     errs = [p["rel_error_max"] for p in parts if p.get("rel_error_max") is not None]
     out["rel_error_max"] = max(errs) if errs else None
+    for key in ("guesses", "position_guesses"):
+        merged: dict[str, dict[str, int]] = {}
+        for p in parts:
+            for cls, e in p.get(key, {}).items():
+                slot = merged.setdefault(cls, {"guessed": 0, "right": 0})
+                slot["guessed"] += int(e["guessed"])
+                slot["right"] += int(e["right"])
+        out[key] = merged
     out["claims_hold"] = (out["claimed_wrong"] == 0 and out["direction_claimed_wrong"] == 0
                           and out["positions_right"] == out["positions_assigned"])
     return out
 
 
 def _party_truth(pa: PartyAudit, mono: TruthColumns | None, dense: TruthColumns | None,
-                 with_assumed: bool) -> dict[str, Any]:
+                 whole: TruthColumns | None, with_assumed: bool) -> dict[str, Any]:
+    seeded = _seeded(pa)
+    if seeded is not None and seeded.recovered is not None and whole is not None:
+        return _merge_truth([score_columns(seeded.recovered, whole)])
     parts = []
     m_rec, d_rec = _merged_monomial(pa, with_assumed), _merged_dense(pa, with_assumed)
     if mono is not None and mono.count:
@@ -393,12 +505,12 @@ def evaluate(audit: SessionAudit, truth: Truth) -> None:
     t0 = time.perf_counter()
     audit.truth_source = truth.source
     for pa in audit.parties.values():
-        mono, dense = _targets(pa, truth)
+        mono, dense, whole = _targets(pa, truth)
         for o in pa.outcomes + pa.assumed:
-            _evaluate_outcome(o, mono, dense)
-        pa.truth = _party_truth(pa, mono, dense, with_assumed=False)
+            _evaluate_outcome(o, mono, dense, whole)
+        pa.truth = _party_truth(pa, mono, dense, whole, with_assumed=False)
         if pa.assumed:
-            pa.assumed_truth = _party_truth(pa, mono, dense, with_assumed=True)
+            pa.assumed_truth = _party_truth(pa, mono, dense, whole, with_assumed=True)
     for o in audit.shared:  # a product of several parties: against their dense columns, party after party
         parts = [_targets(audit.parties[p], truth)[1] for p in o.parties if p in audit.parties]
         if parts and all(part is not None for part in parts):

@@ -1,38 +1,81 @@
 """Leakage statements that follow from the attacks that ran, in words a data owner understands.
 
 Each party's ``leakage`` entry in a report (docs/reports.md) is built here from its
-:class:`~securelp.coordinator.audit.session.PartyAudit`: what the coordinator saw, what the
-attacks on this run's transcript recovered (``coordinator_can_reconstruct``), and what they did
-not (``not_recovered_by_our_attacks``, always worded "our attacks did not recover ...", and only
-for attacks that ran; an attack that was skipped is named with its reason and nothing is
-claimed for it). With the truth (simulations), the ``truth`` entry says how many of those claims
-were right: ``claims_hold`` is false as soon as one claimed column or position is wrong.
+:class:`~securelp.coordinator.audit.session.PartyAudit`, in three strengths:
+
+* **exact** (``coordinator_can_reconstruct``): what a check confirms from the transcript alone,
+  naming the check (:data:`~securelp.coordinator.audit.results.CHECKS`: the revealed solution
+  fitting the scaled columns one way only, the mask rows of rows mode, a single dense column
+  with its value, a recomputed seeded mask), and what the protocol reveals by construction
+  (directions of bounded columns, the column space, row activity, message sizes);
+* **best guesses** (also under ``coordinator_can_reconstruct``): values or positions an attack
+  guesses from round numbers, sparsity or the usual order of columns, never claimed, each with
+  the hit rate measured for its class (:mod:`~securelp.coordinator.audit.hit_rates`);
+* **not recovered** (``not_recovered_by_our_attacks``): only what no attack guessed with any
+  strength, worded "our attacks ... did not ..." or "only weak guesses", with what would give it
+  away (one number of a monomial column gives all of it); a skipped attack is named with its
+  reason and nothing is claimed for it.
+
+With the truth (simulations), the ``truth`` entry says how many claims were right
+(``claims_hold`` is false as soon as one claimed column or position is wrong) and how many best
+guesses of each class.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from securelp.coordinator.audit.results import AttackOutcome, AttackStatus
-from securelp.coordinator.audit.session import PartyAudit, SessionAudit
+import numpy as np
+
+from securelp.coordinator.audit.hit_rates import hit_rate
+from securelp.coordinator.audit.results import CHECKS, GUESS, AttackOutcome, AttackStatus
+from securelp.coordinator.audit.session import PartyAudit, SessionAudit, _merged_dense, _merged_monomial
 from securelp.party.session import SCALE_SPREAD
 
 #: attack names in words
 ATTACK_WORDS = {
-    "monomial_normalization": "normalization (an entry of size 1, round-number scales in the public range)",
+    "monomial_normalization": "normalization (an entry, the cost or a bound of size 1, primitive integers, "
+                              "round-number scales in the public range)",
     "monomial_positions": "matching to the revealed solution",
+    "monomial_column_order": "the usual column order of MPS files (sorting by row pattern)",
     "known_mask_rows": "the mask rows sent as bound rows (Bednarz et al.)",
+    "mask_rows_free_columns": "the bound rows with free columns: the sparsest reading off the free columns' span",
     "dense_row_support": "zero rows of the masked product",
     "dense_column_space": "the column space of the masked product",
     "dense_row_gram": "the row Gram estimate M M'/k",
     "dense_mask_structure": "a check for a mask that does not mix columns",
+    "dense_single_column": "a single dense column from the revealed solution (a = M u / x_f)",
     "dense_sparse_recovery": "sparse recovery by random pivot rows",
     "dense_l1_recovery": "sparse recovery by l1 minimization",
     "dense_costs": "costs from the masked costs, then normalization and the revealed solution",
+    "seed_guess": "guessing the seed of a seeded mask",
     "known_rows": "equations from rows of A assumed known",
     "known_rows_monomial": "rows of A assumed known, against the scaled columns",
     "solution_row_activity": "the row activity at the solution",
     "solution_revealed": "the revealed solution",
+}
+
+#: classes of best guesses of values, in words (``x_`` prefixed: among the factors the revealed
+#: solution allows; ``dense_``, ``single_dense_``: the same readings of dense columns' factors)
+GUESS_WORDS = {
+    "round": "the one factor that makes every number of the column round",
+    "round_alternatives": "a factor that makes every number round where other factors do too (integer data "
+                          "read with an entry of 1, say)",
+    "partly_round": "the factor that makes the most numbers round (two or more)",
+    "learnt": "one number of size 1, on a pattern that held on the confirmed columns (a row of ones, upper bounds "
+              "of 1)",
+    "weak": "one number made round (an entry, the cost or a bound of size 1)",
+    "ambiguous": "one of several equally round factors",
+    "sparsest_decomposition": "the sparsest reading of each bounded column off the free columns' span, checked "
+                              "(the free columns' mask rows it implies are independent of your bound rows)",
+    "sparsest_unchecked": "the sparsest reading off the free columns' span, failing that check",
+}
+POSITION_WORDS = {
+    "x_scale": "the single entry of your revealed x_j equal to d_t y_t under the guessed factor",
+    "column_order": "the usual column order of MPS files (sorting your columns by the rows they touch)",
+    "dense_x_scale": "the entry of your revealed x_j that the guessed factor of a dense column gives",
+    "bound_rows_x": "the entry of your revealed x_j equal to x_b = B_b'u (exact for the mask row; the column's "
+                    "values there are the guess above)",
 }
 
 
@@ -50,6 +93,46 @@ def _skipped_lines(pa: PartyAudit) -> list[str]:
             "for it" for o in pa.outcomes if o.status is AttackStatus.SKIPPED]
 
 
+def measured(cls: str, *, positions: bool = False) -> str:
+    """How often guesses of class ``cls`` were right where they were measured, in words."""
+    rate = hit_rate(cls, positions=positions)
+    if rate is None or rate[1] == 0:
+        return "such guesses were not measured yet"
+    right, guessed = rate
+    return f"such guesses were right in {right:,} of {guessed:,} cases we measured (docs/threat_model.md)"
+
+
+def _class_words(cls: str) -> str:
+    key = cls.removeprefix(GUESS)
+    lead = ""
+    for prefix, words in (("single_dense_", "(the value of your single dense column among those x_j allows) "),
+                          ("dense_", "(the dense columns' factors) ")):
+        if key.startswith(prefix):
+            key, lead = key[len(prefix):], words
+            break
+    tail = ""
+    if key.startswith("x_"):
+        key, tail = key[2:], ", among the factors your revealed solution allows"
+    return lead + GUESS_WORDS.get(key, key) + tail
+
+
+def _guess_line(counts: dict[str, int], what: str) -> str:
+    parts = [f"{n} by {_class_words(cls)} ({measured(cls)})" for cls, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return f"best guesses (not confirmed) of the values of {what}: " + "; ".join(parts)
+
+
+def _position_guess_line(counts: dict[str, int], total: int, extra: str = "") -> str:
+    parts = [f"{n} from {POSITION_WORDS.get(cls.removeprefix(GUESS), cls)} ({measured(cls, positions=True)})"
+             for cls, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return (f"best guesses (not confirmed) of the original positions of {sum(counts.values())} of these {total} "
+            "columns: " + "; ".join(parts) + extra)
+
+
+def _split(counts: dict[str, int], weak: tuple[str, ...]) -> tuple[dict[str, int], dict[str, int]]:
+    strong = {k: v for k, v in counts.items() if k.removeprefix(GUESS).removeprefix("x_") not in weak}
+    return strong, {k: v for k, v in counts.items() if k not in strong}
+
+
 def _monomial_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
     v = pa.view
     nb = v.n_monomial
@@ -63,35 +146,58 @@ def _monomial_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
         can.append(f"your {_plural(nb, 'bounded column')} are not under the dense mask: the coordinator receives "
                    "each multiplied by a secret positive factor, in a shuffled order")
     can.append(f"for each of these {nb} columns: which constraints it touches, its signs and the ratios between its "
-               "entries, its cost and its bounds, exactly (only one positive factor per column is hidden)")
+               "entries, its cost and its bounds, exactly; only one positive factor per column is hidden, so anyone "
+               "who knows or guesses one number of a column (an entry, its cost or a bound, such as a coefficient "
+               "or an upper bound of 1) has all of it")
+    rec = _merged_monomial(pa, with_assumed=False)
     norm = _ran(pa, "monomial_normalization")
-    if norm is None:
+    if rec is None or norm is None:
         return
-    amb = int(norm.figures.get("ambiguous", 0))
-    if norm.claimed:
-        can.append(f"the exact values (entries and cost) of {norm.claimed} of these {nb} columns: our normalization "
-                   "attack took the factor that makes the column's numbers round (an entry of size 1, few digits) "
-                   f"within the public range [1/{SCALE_SPREAD:g}, {SCALE_SPREAD:g}]"
-                   + (", checked against your revealed solution" if v.x is not None else ""))
-    if amb:
-        can.append(f"for {amb} more of these columns the values up to a choice among a few round factors (such as "
-                   "10 or 2)")
-    rest = nb - norm.claimed - amb
-    if rest > 0:
-        not_rec.append(f"our attacks ({ATTACK_WORDS['monomial_normalization']}"
-                       + (f", {ATTACK_WORDS['monomial_positions']}" if v.x is not None else "")
-                       + f") did not recover the exact values of {rest} of your {nb} bounded columns")
-    pos = _ran(pa, "monomial_positions")
-    if pos is not None:
-        if pos.positions:
-            can.append(f"the original position of {pos.positions} of these columns (matching d_t y_t to the values "
-                       "of your revealed solution)")
-        if nb - pos.positions > 0:
-            not_rec.append(f"our attacks did not place {nb - pos.positions} of your {nb} bounded columns at their "
-                           "original position")
-    elif nb:
-        not_rec.append(f"our attacks did not place any of your {nb} bounded columns at its original position "
-                       "(no revealed solution to match)")
+    certain = np.asarray(rec.scale_known, dtype=bool)
+    if certain.any():
+        placed = int((rec.position[certain] >= 0).sum())
+        can.append(f"the exact values (entries and cost) of {int(certain.sum())} of these {nb} columns, confirmed by "
+                   f"{CHECKS['solution_matching']} [1/{SCALE_SPREAD:g}, {SCALE_SPREAD:g}]"
+                   + (f"; {placed} of them at their original position" if placed else ""))
+    guessed = rec.bases[rec.guessed]
+    counts = {str(k): int(n) for k, n in zip(*np.unique(guessed.astype(str), return_counts=True))} if guessed.size else {}
+    strong, weak = _split(counts, ("weak", "ambiguous"))
+    if strong:
+        can.append(_guess_line(strong, f"{sum(strong.values())} {'more ' if certain.any() else ''}of these columns"))
+    if weak:
+        not_rec.append(f"for {sum(weak.values())} of your {nb} bounded columns our attacks have only weak guesses: "
+                       + "; ".join(f"{n} by {_class_words(c)} ({measured(c)})" for c, n in weak.items())
+                       + "; anyone who knows one number of such a column has it exactly")
+    none = nb - int(certain.sum()) - int(guessed.size)
+    if none > 0:
+        not_rec.append(f"our attacks ({ATTACK_WORDS['monomial_normalization']}) found no candidate factor for "
+                       f"{none} of your {nb} bounded columns; anyone who knows one number of such a column has it "
+                       "exactly")
+    if norm.reason:
+        not_rec.append(f"our normalization stopped early: {norm.reason}")
+    # positions
+    pos = int((rec.position >= 0).sum())
+    if pos and not certain.any():
+        can.append(f"the original position of {pos} of these columns")
+    pg = rec.position_guesses >= 0
+    pcounts = {str(k): int(n) for k, n in zip(*np.unique(rec.position_bases[pg].astype(str), return_counts=True))} \
+        if pg.any() else {}
+    if pcounts:
+        order = _ran(pa, "monomial_column_order")
+        extra = ""
+        if order is not None and order.figures.get("checked_on_certain_positions"):
+            extra = (f"; on the {order.figures['checked_on_certain_positions']} of your columns whose positions are "
+                     f"certain, that order was right for {order.figures['right_on_certain_positions']}")
+        can.append(_position_guess_line(pcounts, nb, extra))
+    unplaced = nb - pos - int(pg.sum())
+    if unplaced > 0:
+        how = [ATTACK_WORDS["monomial_positions"]] if v.x is not None else []
+        if _ran(pa, "monomial_column_order") is not None:
+            how.append(ATTACK_WORDS["monomial_column_order"])
+        which = ", ".join(how) or ("none applies: no revealed solution, and dense columns sit at unknown positions "
+                                   "among the bounded ones")
+        not_rec.append(f"our attacks ({which}) have no guess of the original position of {unplaced} of your {nb} "
+                       "bounded columns")
 
 
 def _aggregated_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: list[str]) -> None:
@@ -131,6 +237,15 @@ def _aggregated_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_r
                else "matching them to your revealed solution x_j")
         can.append(f"{placed} of your {nd} dense-masked columns told apart from the others' and placed at their "
                    f"original position ({how})" + (f", {exact} of them with their exact values and costs" if exact else ""))
+    guessed = max((int((o.recovered.position_guesses >= 0).sum()) for o in mine if o.recovered is not None),
+                  default=0)
+    if guessed:
+        cls = next(str(c) for o in mine if o.recovered is not None
+                   for c in o.recovered.position_bases[o.recovered.position_guesses >= 0])
+        can.append(f"best guesses (not confirmed): {guessed} of your {nd} dense-masked columns told apart from the "
+                   f"others' and placed among your columns by {POSITION_WORDS.get(cls.removeprefix(GUESS), cls)} "
+                   f"({measured(cls, positions=True)}), with guesses of their values")
+        placed += guessed
     can.append("a power-of-two bound on the magnitude of your dense product and of your masked costs (reported for "
                "the fixed-point encoding)")
     full = next((c for c in audit.collusion if c.honest == (pa.party_id,)), None)
@@ -152,6 +267,34 @@ def _aggregated_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_r
                        "aggregating parties' columns")
 
 
+def _rows_free_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
+    """Rows mode with free columns: the bound rows fix the bounded columns up to the free columns' span."""
+    v = pa.view
+    o = _ran(pa, "mask_rows_free_columns")
+    if o is None or o.recovered is None:
+        return
+    f = o.figures
+    can.append(f"the mask rows and the bounds of your {_plural(f['bound_rows'], 'bounded column')} (sent as constraint "
+               f"rows in rows mode): with your {_plural(f['free_columns'], 'free column')} they fix each bounded "
+               f"column up to a vector of the span of your free columns, which the masked block reveals (dimension "
+               f"{f['free_rank']})")
+    if v.u is not None:
+        can.append(f"the solution values of your {_plural(f['bound_rows'], 'bounded column')} exactly: x_b = B_b'u "
+                   "from your bound rows")
+    if f["free_columns"] == 1 and f["free_rank"] == 1:
+        can.append("your free column up to a factor (its direction is the span above)")
+    rec = o.recovered
+    guessed = rec.bases[rec.guessed]
+    counts = {str(k): int(n) for k, n in zip(*np.unique(guessed.astype(str), return_counts=True))} if guessed.size else {}
+    if counts:
+        can.append(_guess_line(counts, f"{int(guessed.size)} of your {v.n_dense} columns (entries and costs"
+                               + (", the free column's from M u = A_b x_b + a_f x_f" if f.get("free_values_from_x")
+                                  else "") + ")"))
+    pg = rec.position_guesses >= 0
+    if pg.any():
+        can.append(_position_guess_line({"bound_rows_x": int(pg.sum())}, v.n_dense))
+
+
 def _dense_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: list[str]) -> None:
     v = pa.view
     nd = v.n_dense
@@ -159,11 +302,12 @@ def _dense_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: l
         return
     kmr = _ran(pa, "known_mask_rows")
     if kmr is not None and kmr.claimed == nd:
-        can.append(f"your whole block (all {nd} columns and their costs) exactly and in its original order: in rows "
-                   "mode every bound travels as a row of your mask, which gives the mask and then the block (Bednarz "
-                   "et al.)")
+        can.append(f"your whole block (all {nd} columns and their costs) exactly and in its original order, confirmed "
+                   f"by {CHECKS['mask_rows']}: in rows mode every bound travels as a row of your mask")
         return
-    if kmr is not None:
+    if _ran(pa, "mask_rows_free_columns") is not None:
+        _rows_free_lines(pa, can, not_rec)
+    elif kmr is not None:
         can.append(f"the mask rows and the bounds of your {_plural(int(kmr.figures.get('mask_rows', 0)), 'bounded column')} "
                    "(sent as constraint rows in rows mode)")
     if v.aggregated:
@@ -184,6 +328,15 @@ def _dense_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: l
     if gram is not None and gram.figures.get("expected_rel_error") is not None:
         can.append("an estimate of the inner products between the rows of these columns (A A'), with a relative "
                    f"error of about {gram.figures['expected_rel_error']:.2g}")
+    if v.x is not None and v.u is not None and v.masked_a.shape[1]:
+        can.append("with your revealed x_j: the combination A_d x_d = M u of your dense columns weighted by their "
+                   "solution values, and their share c_d'x_d = (B c)'u of the optimal value, exactly"
+                   + ("; with one dense column that is the column itself once its value is known" if nd == 1 else
+                      f"; each of your {nd} dense columns follows exactly once the other {nd - 1} are known"))
+    single = _ran(pa, "dense_single_column")
+    if single is not None and single.claimed:
+        can.append(f"the exact values (entries and cost) of your dense-masked column, confirmed by "
+                   f"{CHECKS['single_dense_column']}" + (", at its original position" if single.positions else ""))
     structure = _ran(pa, "dense_mask_structure")
     search_names = ("dense_mask_structure", "dense_sparse_recovery", "dense_l1_recovery")
     found = max((o.up_to_scale for o in pa.outcomes if o.attack in search_names and o.ran), default=0)
@@ -193,26 +346,117 @@ def _dense_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: l
                    "masked product is one of your columns, scaled)")
     elif found:
         can.append(f"{found} of these {nd} columns up to a factor each (the sparsest vectors of that subspace, each "
-                   "the only one with its zero pattern)")
-    costs = structure if structure is not None and structure.up_to_scale else _ran(pa, "dense_costs")
-    if costs is not None and costs.claimed:
-        can.append(f"the exact values (entries and cost) of {costs.claimed} of them"
-                   + (f", {costs.positions} at their original position" if costs.positions else ""))
-    if searched and nd - found > 0:
+                   "the only one with its zero pattern, with no other pair as sparse in the plane of two of them, and "
+                   "independent rows of the implied mask)")
+    rec = _merged_dense(pa, with_assumed=False)
+    guessed_n = 0
+    if rec is not None and not (kmr is not None and kmr.claimed) and _ran(pa, "mask_rows_free_columns") is None:
+        guessed = rec.bases[rec.guessed]
+        guessed_n = int(guessed.size)
+        counts = {str(k): int(n) for k, n in zip(*np.unique(guessed.astype(str), return_counts=True))} \
+            if guessed.size else {}
+        if counts:
+            can.append(_guess_line(counts, f"{guessed_n} of them (entries and cost)"))
+        pg = rec.position_guesses >= 0
+        if pg.any():
+            pc = {str(k): int(n) for k, n in zip(*np.unique(rec.position_bases[pg].astype(str), return_counts=True))}
+            can.append(_position_guess_line(pc, nd))
+    elif rec is not None:
+        guessed_n = int(rec.guessed.sum())
+    direction_known = max(found, int(rec.directions_claimed.sum()) if rec is not None else 0)
+    exact = int(rec.scale_known.sum()) if rec is not None else 0
+    if searched and nd - max(direction_known, guessed_n, exact) > 0:
         candidates = max((int(o.figures.get("found", 0)) for o in searched), default=0)
         why = (f" (the sparse search proposed {candidates} sparse vectors, but they failed the checks that they are "
-               "your columns: unique with their zero pattern, and independent rows of the implied mask)"
-               if candidates > found else "")
+               "your columns: unique with their zero pattern and in their plane, and independent rows of the implied "
+               "mask)" if candidates > found else "")
         not_rec.append(f"our attacks ({', '.join(ATTACK_WORDS[o.attack] for o in searched)}) did not recover "
-                       f"{nd - found} of your {nd} dense-masked columns even up to a factor{why}")
-    exact = costs.claimed if costs is not None else 0
+                       f"{nd - max(direction_known, guessed_n, exact)} of your {nd} dense-masked columns even up to a "
+                       f"factor{why}")
     tried = [o for o in pa.outcomes if o.attack in ("dense_mask_structure", "dense_sparse_recovery",
-                                                    "dense_l1_recovery", "dense_costs")
+                                                    "dense_l1_recovery", "dense_costs", "dense_single_column")
              and o.status is not AttackStatus.SKIPPED]
-    if nd - exact > 0 and tried:
+    rest = nd - exact - guessed_n
+    if rest > 0 and tried:
         reasons = [o.reason for o in tried if o.status is AttackStatus.NOT_APPLICABLE and o.reason]
-        not_rec.append(f"our attacks did not recover the exact values of {nd - exact} of your {nd} dense-masked "
-                       "columns" + (f" ({reasons[0]})" if reasons else ""))
+        not_rec.append(f"our attacks did not guess the values of {rest} of your {nd} dense-masked columns"
+                       + (f" ({reasons[0]})" if reasons else ""))
+
+
+def _seed_lines(pa: PartyAudit, audit: SessionAudit, can: list[str], not_rec: list[str]) -> None:
+    """A party whose mask came from a seed (reproducible-simulation mode)."""
+    v = pa.view
+    if not v.reproducible:
+        return
+    can.append("your masks were drawn from a seed (reproducible-simulation mode), not fresh entropy: anyone who knows "
+               "or guesses the seed recomputes them and has every one of your columns exactly and in place; "
+               "`securelp solve --seed S` and `demo --seed S` give every party the seed 'S/<party id>', so one S "
+               "gives every party's masks (they are not independent)")
+    o = _ran(pa, "seed_guess")
+    if o is not None and o.claimed:
+        can.append(f"all {o.claimed} of your columns exactly, confirmed by {CHECKS['seed']}: our guesses found your "
+                   f"seed among {o.figures.get('guesses', 0)} tried (integers and common words)")
+    elif o is not None:
+        not_rec.append(f"our seed guesses ({o.figures.get('guesses', 0)} tried: integers 0-999 and common words) did "
+                       f"not find your seed ({o.reason}); whoever knows it has every column")
+
+
+def _size_lines(pa: PartyAudit, can: list[str]) -> None:
+    """What the sizes of the party's messages reveal (they travel in the clear around TLS records)."""
+    v = pa.view
+    if not v.sent_bytes:
+        return
+    parts = [f"n_j = {v.n_cols}"]
+    if v.n_monomial:
+        parts.append(f"the number of nonzeros of your bounded columns ({int(v.scaled_a.nnz)}: 16 bytes each in the "
+                     "masked block)")
+    if v.masked_a.shape[1] or v.aggregated:
+        parts.append(f"m and k of your dense block ({v.n_rows} x {v.k})")
+    if v.bound_rows.shape[0]:
+        parts.append(f"the number of your bounded columns ({v.bound_rows.shape[0]} bound rows)")
+    if v.x is not None:
+        parts.append("that you revealed x_j")
+    can.append(f"from the sizes of your messages alone ({v.sent_bytes:,} bytes sent, {v.block_bytes:,} of them the "
+               "masked block; visible to anyone on the network path despite TLS, and in this report's bytes_sent): "
+               + ", ".join(parts))
+
+
+def _solution_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
+    v = pa.view
+    if _ran(pa, "solution_row_activity") is not None:
+        can.append("how much of each constraint your columns use at the optimum (A_j x_j), from u and y, and your "
+                   "share of the optimal value (c_j'x_j = (B c)'u + c~'y), exactly")
+    if _ran(pa, "solution_revealed") is not None:
+        can.append("x_j, your part of the solution (revealed by agreement)")
+        return
+    if not v.status:
+        return
+    if v.y is None and v.u is None:
+        not_rec.append("x_j: you kept it, and the session sent no solution")
+        return
+    known: list[str] = []
+    mono = _merged_monomial(pa, with_assumed=False)
+    if v.n_monomial and v.y is not None:
+        zero = int(np.count_nonzero(v.y == 0))
+        known.append(f"which of your bounded columns are zero at the optimum ({zero} of {v.n_monomial}, each known by "
+                     "its values up to a factor: y_t = 0 means x = 0)")
+        if mono is not None:
+            live = v.y != 0
+            exact = int((np.asarray(mono.scale_known, dtype=bool) & live).sum())
+            guessed = int((mono.guessed & live).sum())
+            if exact:
+                known.append(f"x_i = d_t y_t exactly for the {exact} nonzero ones whose factor is confirmed")
+            if guessed:
+                known.append(f"x_i = d_t y_t as best guesses for {guessed} more (the guessed factors above)")
+    if v.mode == "rows" and v.bound_rows.shape[0] and v.u is not None:
+        if v.bound_rows.shape[0] == v.n_cols:
+            known.append("all of x_j exactly and in order: x = B'u with B' from your bound rows")
+        else:
+            known.append(f"the values of your {v.bound_rows.shape[0]} bounded columns exactly (x_b = B_b'u)")
+    if known:
+        not_rec.append("x_j: you kept it, but the coordinator computes " + "; ".join(known))
+    else:
+        not_rec.append("x_j: you kept it (the coordinator holds A_j x_j and c_j'x_j, above)")
 
 
 def describe(pa: PartyAudit, audit: SessionAudit) -> tuple[list[str], list[str]]:
@@ -220,17 +464,18 @@ def describe(pa: PartyAudit, audit: SessionAudit) -> tuple[list[str], list[str]]
     v = pa.view
     can = [f"n_j = {v.n_cols} columns ({v.n_free} free, {v.n_bounded} bounded)"]
     not_rec: list[str] = []
+    _seed_lines(pa, audit, can, not_rec)
     _monomial_lines(pa, can, not_rec)
     _dense_lines(pa, audit, can, not_rec)
-    if _ran(pa, "solution_row_activity") is not None:
-        can.append("how much of each constraint your columns use at the optimum (A_j x_j), from u and y")
-    if _ran(pa, "solution_revealed") is not None:
-        can.append("x_j, your part of the solution (revealed by agreement)")
-    elif v.status:
-        not_rec.append("x_j: you kept it (the coordinator holds only what the lines above say)")
+    _solution_lines(pa, can, not_rec)
+    _size_lines(pa, can)
     if audit.collusion and len(audit.parties) > 1:
         added = max((c.added for c in audit.collusion if pa.party_id in c.honest), default=0)
-        if added == 0:
+        seeded = [p for p, a in audit.parties.items() if a.view.reproducible]
+        if seeded and v.reproducible:
+            can.append("with colluding parties: seeded masks are not independent (one seed gives every party's), so "
+                       "any colluder who knows the session's seed recomputes yours and has every column")
+        elif added == 0:
             why = ("what colluders subtract from the sum leaves your dense product, above" if v.aggregated
                    else "their masks are independent of yours")
             not_rec.append(f"our attacks recovered nothing more of your columns exactly when the coordinator colluded "
@@ -250,6 +495,7 @@ def leakage_entry(pa: PartyAudit, audit: SessionAudit) -> dict[str, Any]:
         "mode": v.mode or audit.mode, "dense_masked_columns": v.n_dense, "monomial_columns": v.n_monomial,
         "bound_rows": int(v.bound_rows.shape[0]), "revealed_solution": v.x is not None,
         "every_column_bounded": bool(v.n_cols and v.n_bounded == v.n_cols and v.mode == "monomial"),
+        "reproducible": v.reproducible,
         "coordinator_can_reconstruct": can, "not_recovered_by_our_attacks": not_rec,
         "summary": dict(pa.summary), "attacks": [o.to_json() for o in pa.outcomes],
     }
@@ -275,6 +521,15 @@ def audit_entry(audit: SessionAudit) -> dict[str, Any]:
     return out
 
 
+def _guess_score(t: dict[str, Any]) -> str:
+    g = t.get("guesses", {})
+    right, total = sum(e["right"] for e in g.values()), sum(e["guessed"] for e in g.values())
+    pg = t.get("position_guesses", {})
+    p_right, p_total = sum(e["right"] for e in pg.values()), sum(e["guessed"] for e in pg.values())
+    out = f"; best guesses of values right: {right} of {total}" if total else ""
+    return out + (f", of positions: {p_right} of {p_total}" if p_total else "")
+
+
 def text_lines(pa: PartyAudit, audit: SessionAudit) -> list[str]:
     """The readable report's lines for one party."""
     can, not_rec = describe(pa, audit)
@@ -287,8 +542,7 @@ def text_lines(pa: PartyAudit, audit: SessionAudit) -> list[str]:
         t = pa.truth
         lines.append(f"{pa.party_id}: checked against the real data: {t['recovered_exact']} of {t['columns']} "
                      f"columns right to 1e-6, {t['claimed_wrong']} wrong claims, {t['positions_right']} of "
-                     f"{t['positions_assigned']} positions right"
-                     + (f"; best guesses not claimed but right: {t['unclaimed_right']}" if t["unclaimed_right"] else "")
+                     f"{t['positions_assigned']} claimed positions right" + _guess_score(t)
                      + ("" if t["claims_hold"] else "  -- THE STATEMENT ABOVE IS WRONG"))
     if pa.assumed_truth is not None and audit.known_rows_count:
         t = pa.assumed_truth

@@ -99,7 +99,47 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
     claimed = np.asarray(rec.scale_known, dtype=bool)
     dir_claimed = rec.directions_claimed
     # positions: the true column at the position the attack gave
-    pos = np.asarray(rec.position, dtype=np.int64)
+    assigned, pos_right = _positions_right(np.asarray(rec.position, dtype=np.int64), truth, R, rc, T, tc, claimed,
+                                           signed)
+    guessed_pos, guess_pos_right = _positions_right(rec.position_guesses, truth, R, rc, T, tc,
+                                                    claimed | rec.guessed, signed)
+    n_exact, n_up = int(exact.sum()), int(direction.sum())
+    out: dict[str, Any] = {
+        "columns": n_true, "recovered_exact": n_exact, "fraction_exact": n_exact / n_true if n_true else 0.0,
+        "recovered_up_to_scale": n_up, "fraction_up_to_scale": n_up / n_true if n_true else 0.0,
+        "claimed_right": int((claimed & exact).sum()), "claimed_wrong": int((claimed & ~exact).sum()),
+        "unclaimed_right": int((~claimed & exact).sum()),
+        "direction_claimed_wrong": int((dir_claimed & ~direction).sum()), "positions_assigned": int(assigned.size),
+        "positions_right": int(pos_right.sum()),
+        "guesses": _by_class(rec.bases, rec.guessed, exact),
+        "position_guesses": _by_class(rec.position_bases, rec.position_guesses >= 0,
+                                      _scatter(guessed_pos, guess_pos_right, q))}
+    out.update(_relative_errors(claimed_err[claimed & direction]))
+    return out
+
+
+def _scatter(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, dtype=bool)
+    out[index] = values
+    return out
+
+
+def _by_class(classes: np.ndarray, selected: np.ndarray, right: np.ndarray) -> dict[str, dict[str, int]]:
+    """Per class of best guess: how many were made and how many are right."""
+    idx = np.flatnonzero(selected)
+    if not idx.size:
+        return {}
+    keys, inverse = np.unique(classes[idx].astype(str), return_inverse=True)
+    guessed = np.bincount(inverse, minlength=keys.size)
+    hits = np.bincount(inverse, weights=right[idx].astype(float), minlength=keys.size)
+    return {str(k): {"guessed": int(g), "right": int(h)} for k, g, h in zip(keys, guessed, hits)}
+
+
+def _positions_right(pos: np.ndarray, truth: TruthColumns, R: sp.csc_matrix, rc: np.ndarray, T: sp.csc_matrix,
+                     tc: np.ndarray, valued: np.ndarray, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The recovered columns with a position, and whether the true column there is theirs (its values
+    where the attack has values for it, ``valued``; else its direction)."""
+    n_true = truth.count
     assigned = np.flatnonzero(pos >= 0)
     if truth.original is not None:
         where = np.full(int(max(truth.original.max(initial=-1), pos.max(initial=-1))) + 1, -1, dtype=np.int64)
@@ -109,21 +149,12 @@ def score_columns(rec: RecoveredColumns, truth: TruthColumns) -> dict[str, Any]:
         j = np.where(pos[assigned] < n_true, pos[assigned], -1)
     valid = j >= 0
     a_ok, j_ok = assigned[valid], j[valid]
-    pos_right = np.zeros(assigned.size, dtype=bool)
+    right = np.zeros(assigned.size, dtype=bool)
     if a_ok.size:
         val_ok = pair_errors(R, rc, a_ok, T, tc, j_ok, direction=False, signed=signed) <= MATCH_TOL
         dir_ok = pair_errors(R, None, a_ok, T, None, j_ok, direction=True, signed=signed) <= MATCH_TOL
-        pos_right[np.flatnonzero(valid)] = np.where(claimed[a_ok], val_ok, dir_ok)
-    n_exact, n_up = int(exact.sum()), int(direction.sum())
-    out: dict[str, Any] = {
-        "columns": n_true, "recovered_exact": n_exact, "fraction_exact": n_exact / n_true if n_true else 0.0,
-        "recovered_up_to_scale": n_up, "fraction_up_to_scale": n_up / n_true if n_true else 0.0,
-        "claimed_right": int((claimed & exact).sum()), "claimed_wrong": int((claimed & ~exact).sum()),
-        "unclaimed_right": int((~claimed & exact).sum()),
-        "direction_claimed_wrong": int((dir_claimed & ~direction).sum()), "positions_assigned": int(assigned.size),
-        "positions_right": int(pos_right.sum())}
-    out.update(_relative_errors(claimed_err[claimed & direction]))
-    return out
+        right[np.flatnonzero(valid)] = np.where(valued[a_ok], val_ok, dir_ok)
+    return assigned, right
 
 
 # -- loading the truth -----------------------------------------------------------------------------

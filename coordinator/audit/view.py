@@ -63,6 +63,14 @@ class PartyView:
     share_a: np.ndarray | None = None
     share_c: np.ndarray | None = None
     fraction_bits: tuple[int, int] = (0, 0)
+    #: the coordinator asked the party for secure aggregation in its hello (the party then drew a key)
+    aggregation_requested: bool = False
+    #: the party drew its masks from a seed (reproducible-simulation mode, flagged in its MaskedBlock)
+    reproducible: bool = False
+    #: serialized bytes of every message the party sent, and of its MaskedBlock (sizes travel in the
+    #: clear under TLS)
+    sent_bytes: int = 0
+    block_bytes: int = 0
 
     @property
     def aggregated(self) -> bool:
@@ -103,6 +111,10 @@ class MaskedProduct:
     u: np.ndarray | None
     x: np.ndarray | None
     x_values: np.ndarray | None  # revealed x values of these parties (positions unknown), or None
+    #: the values of x_values the product's own columns can take (what the revealed solution leaves
+    #: after the monomial columns are matched, :func:`securelp.coordinator.audit.monomial.match_solution`);
+    #: None: any of x_values
+    x_candidates: np.ndarray | None = None
 
     @property
     def label(self) -> str:
@@ -128,6 +140,7 @@ def party_view(transcript: Transcript, party: str) -> PartyView:
     """
     m = transcript.header.public.n_rows
     hello = _one(transcript, party, "securelp.v1.HelloReply", Direction.FROM_PARTY)
+    hello_req = _one(transcript, party, "securelp.v1.HelloRequest", Direction.TO_PARTY)
     req = _one(transcript, party, "securelp.v1.MaskRequest", Direction.TO_PARTY)
     blk = _one(transcript, party, "securelp.v1.MaskedBlock", Direction.FROM_PARTY)
     notice = _one(transcript, party, "securelp.v1.SolutionNotice", Direction.TO_PARTY)
@@ -180,7 +193,11 @@ def party_view(transcript: Transcript, party: str) -> PartyView:
         k=int(req.k) if req else 0, reveal_agreed=bool(req.reveal) if req else False, masked_a=masked_a,
         masked_c=masked_c, scaled_a=scaled_a, scaled_c=scaled_c, scaled_lower=scaled_lower, scaled_upper=scaled_upper,
         bound_rows=bound_rows, bound_lower=bound_lower, bound_upper=bound_upper, status=status, u=u, y=y, x=x,
-        masked=blk is not None, share_a=share_a, share_c=share_c, fraction_bits=fraction_bits)
+        masked=blk is not None, share_a=share_a, share_c=share_c, fraction_bits=fraction_bits,
+        reproducible=bool(blk.reproducible) if blk is not None else False,
+        aggregation_requested=bool(hello_req.secure_aggregation) if hello_req is not None else False,
+        sent_bytes=sum(r.size for r in transcript.of(party, None, Direction.FROM_PARTY)),
+        block_bytes=sum(r.size for r in transcript.of(party, "securelp.v1.MaskedBlock", Direction.FROM_PARTY)))
 
 
 def party_views(transcript: Transcript) -> list[PartyView]:
