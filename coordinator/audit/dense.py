@@ -637,7 +637,7 @@ def _single_column(product: MaskedProduct, space: ColumnSpace) -> AttackOutcome:
     parties, M = product.parties, product.M
     name = "dense_single_column"
     if product.n_cols != 1 or space.rank != 1:
-        return not_applicable(name, FAMILY, parties, f"{product.n_cols} dense-masked columns (this attack needs one)")
+        return not_applicable(name, FAMILY, parties, f"the guess from x_j needs a single dense-masked column; {product.n_cols} are mixed under one mask")
     if product.u is None or product.u.size != M.shape[1]:
         return not_applicable(name, FAMILY, parties, "no optimal solution was sent")
     cand = product.x_candidates if product.x_candidates is not None else product.x_values

@@ -13,7 +13,8 @@ S`` keys the party with S itself.
     dense mask B (k x n_d), then the permutation and the scales of the monomial columns), and
     keeps a seed only when a check confirms it: the masked block's rows lie in the row space of
     the recomputed B' (k > n_d makes this fail for a wrong B), or every recomputed d_t y_t is the
-    entry of the revealed x_j at the recomputed position. A confirmed seed gives every column
+    entry of the revealed x_j at the recomputed position, with at least one y_t != 0 (a solution at
+    zero fits every seed, so it confirms none). A confirmed seed gives every column
     exactly and, where the positions follow, in place.
 """
 
@@ -96,12 +97,14 @@ def attack_seed(view: PartyView, budget: Budget) -> AttackOutcome:
     n_dense = view.n_dense
     M = view.masked_a if view.masked_a.shape[1] else None
     can_check_dense = M is not None and view.k > n_dense > 0
-    can_check_x = view.x is not None and view.y is not None and view.n_monomial > 0 and n_dense == 0
+    # x_i = d_t y_t tests a guessed seed only where y_t != 0: a solution at zero fits every seed
+    can_check_x = (view.x is not None and view.y is not None and view.n_monomial > 0 and n_dense == 0
+                   and bool(np.any(view.y != 0)))
     figures: dict = {"guesses": 0}
     if not (can_check_dense or can_check_x):
         return AttackOutcome(name, FAMILY, parties, AttackStatus.RAN, columns=view.n_cols, figures=figures,
                              reason="no check could confirm a guessed seed here (no dense product to test against, "
-                                    "no revealed x_j); the masks are recomputable all the same",
+                                    "no revealed x_j with a nonzero entry); the masks are recomputable all the same",
                              seconds=time.perf_counter() - t0)
     found = None
     rows = np.flatnonzero(np.any(M != 0, axis=1))[:PROBE_ROWS] if M is not None else np.zeros(0, dtype=np.int64)

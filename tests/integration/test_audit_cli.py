@@ -19,7 +19,7 @@ from tests.audit_fixtures import NETLIB, audit, run_session
 REPO = Path(__file__).resolve().parents[2]
 LEAKAGE_KEYS = {"mode", "dense_masked_columns", "monomial_columns", "bound_rows", "revealed_solution",
                 "every_column_bounded", "coordinator_can_reconstruct", "not_recovered_by_our_attacks", "summary",
-                "attacks", "truth", "with_known_rows"}
+                "attacks", "truth", "with_known_rows", "reproducible"}
 
 
 def securelp(*args: str) -> subprocess.CompletedProcess:
@@ -28,8 +28,7 @@ def securelp(*args: str) -> subprocess.CompletedProcess:
 
 
 def _root2_lp() -> LinearProgram:
-    """Bounded columns whose entries are +-0.70710678 with cost 1.41421356 (as in netlib's scsd1):
-    the rounder reading, entries +-1 and cost 2, is what the normalization claims, and it is wrong."""
+    """Bounded columns whose entries are +-0.70710678 with cost 1.41421356 (as in netlib's scsd1)."""
     rng = np.random.default_rng(91)
     m, n = 20, 12
     rows = np.concatenate([rng.choice(m, 4, replace=False) for _ in range(n)])
@@ -40,18 +39,31 @@ def _root2_lp() -> LinearProgram:
 
 
 def test_a_wrong_claim_is_reported_as_wrong(tmp_path: Path) -> None:
-    lp = _root2_lp()
-    _, transcript, blocks = run_session(lp, parties=1, reveal=False, seed="root2", path=str(tmp_path / "t.bin"))
+    """Masks from the seed 7: the seed guess recomputes them, the revealed x_j (nonzero: the costs are
+    negative) confirms the seed, and every column is claimed; scored against an impostor truth (every
+    entry 1% off) every claim is wrong, and `securelp audit` says so."""
+    zero = _root2_lp()  # positive costs: x = 0, which fits every seed, so it confirms none
+    _, transcript, blocks = run_session(zero, parties=1, seed="7")
+    pa = audit(transcript, blocks).parties["party1"]
+    assert pa.summary["exact_by"] == {} and pa.truth["claims_hold"]
+    assert "nonzero" in pa.outcome("seed_guess").reason
+    lp = LinearProgram(c=-zero.c, A=zero.A, row_lower=zero.row_lower, row_upper=zero.row_upper,
+                       col_lower=zero.col_lower, col_upper=zero.col_upper)
+    _, transcript, blocks = run_session(lp, parties=1, seed="7", path=str(tmp_path / "t.bin"))
     a = audit(transcript, blocks)
-    t = a.parties["party1"].truth
-    assert t["claimed_wrong"] > 0 and not t["claims_hold"] and a.claims_hold is False
-    lp_file = tmp_path / "root2.mps"
+    assert a.parties["party1"].summary["exact_by"] == {"seed": 12} and a.claims_hold  # the control
+    assert a.parties["party1"].truth["positions_right"] == 12
+    impostor = LinearProgram(c=lp.c, A=lp.A * 1.01, row_lower=lp.row_lower, row_upper=lp.row_upper,
+                             col_lower=lp.col_lower, col_upper=lp.col_upper)
     from benchmarks.bench_leakage import write_mps
 
-    write_mps(lp, lp_file)
-    r = securelp("audit", str(tmp_path / "t.bin"), "--truth", str(lp_file))
-    assert r.returncode == ExitCode.VERIFICATION, r.stderr
-    assert "THE STATEMENT ABOVE IS WRONG" in r.stdout and "Traceback" not in r.stderr
+    for truth, code in ((lp, ExitCode.OK), (impostor, ExitCode.VERIFICATION)):
+        lp_file = tmp_path / "truth.mps"
+        write_mps(truth, lp_file)
+        r = securelp("audit", str(tmp_path / "t.bin"), "--truth", str(lp_file))
+        assert r.returncode == code, r.stderr
+        assert ("THE STATEMENT ABOVE IS WRONG" in r.stdout) == (code == ExitCode.VERIFICATION)
+        assert "Traceback" not in r.stderr
 
 
 def test_solve_transcript_then_audit_with_either_truth(tmp_path: Path) -> None:
@@ -79,7 +91,9 @@ def test_solve_transcript_then_audit_with_either_truth(tmp_path: Path) -> None:
     assert r.returncode == 0
     report = json.loads(r.stdout)
     assert all("truth" not in p["leakage"] for p in report["parties"])
-    assert all(p["leakage"]["summary"]["recovered_exact"] >= 9 for p in report["parties"])
+    for p in report["parties"]:
+        summary = p["leakage"]["summary"]
+        assert summary["recovered_exact"] + summary["best_guess"] == p["n_cols"]
 
 
 def test_audit_cli_errors_are_one_line(tmp_path: Path) -> None:

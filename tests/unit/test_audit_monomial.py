@@ -18,6 +18,10 @@ def _totals(a, key):
     return sum(int(pa.truth[key]) for pa in a.parties.values())
 
 
+def _guessed(a, key, cls):
+    return sum(int(pa.truth[key].get(cls, {}).get("right", 0)) for pa in a.parties.values())
+
+
 def test_significant_digits() -> None:
     v = np.array([1.0, -0.5, 1.06, 2.429, 0.0, 123456789.0, 1.0 / 3.0, np.pi, np.inf, 7e-12])
     assert significant_digits(v).tolist() == [1, 1, 3, 4, 0, 9, NOT_ROUND, NOT_ROUND, NOT_ROUND, 1]
@@ -28,20 +32,21 @@ def test_significant_digits() -> None:
 
 
 def test_afiro_every_column_and_every_nonzero_position() -> None:
-    """The outsider's measurement: default mode on afiro, all 32 columns exactly (the best guess of
-    each; at most a couple flagged ambiguous between round scales), and the original position of
-    each column with a nonzero value (13)."""
+    """The outsider's measurement: default mode on afiro, all 32 columns exactly and the original
+    position of each column with a nonzero value (13), as best guesses: one factor per column is
+    never certain (A D reads like A), so nothing rests on a claim, and the truth finds every guess
+    of the values and every position from d_t y_t right."""
     lp = netlib("afiro")
     outcome, transcript, blocks = run_session(lp, parties=3, seed="afiro")
     a = audit(transcript, blocks)
     assert _totals(a, "recovered_exact") == 32 and _totals(a, "claimed_wrong") == 0
-    assert _totals(a, "claimed_right") >= 30
     nonzero = int(np.count_nonzero(np.abs(outcome.x) > 1e-9))
     assert nonzero == 13
-    assert _totals(a, "positions_assigned") == _totals(a, "positions_right") == nonzero
+    assert _guessed(a, "position_guesses", "guess:x_scale") + _totals(a, "positions_right") == nonzero
+    assert _totals(a, "positions_assigned") == _totals(a, "positions_right")
     for pa in a.parties.values():
         assert pa.truth["claims_hold"] and pa.view.n_dense == 0
-        assert pa.summary["recovered_exact"] + pa.summary["ambiguous"] == pa.view.n_cols
+        assert pa.summary["recovered_exact"] + pa.summary["best_guess"] == pa.view.n_cols
 
 
 @pytest.mark.parametrize("name", NETLIB_NAMES)
@@ -52,22 +57,24 @@ def test_netlib_columns_are_recovered_from_the_transcript(name: str) -> None:
     n = lp.n_cols
     assert _totals(a, "columns") == n
     assert _totals(a, "recovered_exact") >= 0.9 * n
-    assert _totals(a, "claimed_right") >= 0.8 * n
-    assert _totals(a, "claimed_wrong") <= 0.02 * n
-    assert _totals(a, "positions_right") == _totals(a, "positions_assigned") > 0
+    assert _totals(a, "claimed_wrong") == 0 and a.claims_hold
+    assert _totals(a, "positions_right") == _totals(a, "positions_assigned")
+    assert sum(pa.summary["recovered_exact"] + pa.summary["best_guess"] for pa in a.parties.values()) >= 0.9 * n
     for pa in a.parties.values():
         # every column's direction is revealed by construction
         assert pa.truth["recovered_up_to_scale"] == pa.view.n_cols
 
 
 def test_planted_unit_entries_are_flagged_fully_recovered() -> None:
-    """A planted weak case: every entry +-1 (an incidence structure), integer costs, x >= 0. The
-    attacks claim every column, before any solution is revealed, and the truth agrees."""
+    """A planted weak case: every entry +-1 (an incidence structure), integer costs, x >= 0. Before
+    any solution is revealed the attacks guess every column (the one round reading), and the truth
+    finds every guess right; nothing is claimed, since 2A with costs 2c gives the same transcript."""
     lp = bounded(sparse_lp(np.random.default_rng(20250117), 40, 60, 3, values="unit"))
     _, transcript, blocks = run_session(lp, parties=2, reveal=False, seed="unit")
     a = audit(transcript, blocks)
     for pa in a.parties.values():
-        assert pa.summary["recovered_exact"] == pa.view.n_cols == pa.truth["claimed_right"]
+        assert pa.summary["best_guess"] == pa.view.n_cols == pa.truth["recovered_exact"]
+        assert sum(e["right"] for e in pa.truth["guesses"].values()) == pa.view.n_cols
         assert pa.truth["claims_hold"]
 
 
@@ -89,9 +96,10 @@ def test_no_round_numbers_no_recovery() -> None:
 
 def test_the_evaluation_rejects_a_wrong_truth() -> None:
     """The same audit scored against an impostor truth (every entry 1% off; and the columns in
-    another order): claims turn wrong, positions turn wrong, and claims_hold says so."""
+    another order): claims turn wrong, positions turn wrong, and claims_hold says so. The masks come
+    from the seed 7, which the seed guess finds: every column is claimed, in place."""
     lp = netlib("sc50b")
-    _, transcript, blocks = run_session(lp, parties=2, seed="impostor")
+    _, transcript, blocks = run_session(lp, parties=2, seed="7")
     a = audit(transcript, blocks)
     assert a.claims_hold
     off = [ColumnBlock(b.party_id, b.A * 1.01, b.c, b.col_lower, b.col_upper) for b in blocks]

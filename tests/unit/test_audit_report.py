@@ -8,18 +8,20 @@ import json
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from securelp.coordinator.examples import random_solvable_lp
 from securelp.coordinator.protocol import SessionConfig
 from securelp.coordinator.report import REPORT_VERSION, build_report, format_report
 from securelp.coordinator.simulation import owners_consent, simulate
+from securelp.solvers.lp import LinearProgram
 from securelp.solvers.lp.partition import parse_split, split_columns
 from tests.audit_fixtures import audit, bounded, netlib, run_session, sparse_lp
 
 REPO = Path(__file__).resolve().parents[2]
 LEAKAGE_KEYS = {"mode", "dense_masked_columns", "monomial_columns", "bound_rows", "revealed_solution",
                 "every_column_bounded", "coordinator_can_reconstruct", "not_recovered_by_our_attacks", "summary",
-                "attacks", "truth", "with_known_rows"}
+                "attacks", "truth", "with_known_rows", "reproducible"}
 
 
 def _statements(leak: dict) -> list[str]:
@@ -40,8 +42,13 @@ def test_every_bounded_column_is_said_to_be_unprotected() -> None:
         assert leak["every_column_bounded"] and leak["dense_masked_columns"] == 0
         assert any("no dense random mask protects any of them" in s for s in leak["coordinator_can_reconstruct"])
         assert all("cannot" not in s for s in _statements(leak))
-        exact = leak["summary"]["recovered_exact"]
-        assert any(f"exact values (entries and cost) of {exact} of these" in s for s in leak["coordinator_can_reconstruct"])
+        exact, guessed = leak["summary"]["recovered_exact"], leak["summary"]["best_guess"]
+        if exact:
+            assert any(f"exact values (entries and cost) of {exact} of these" in s
+                       for s in leak["coordinator_can_reconstruct"])
+        assert exact + guessed == p["n_cols"]  # every bounded column's values: a claim or a best guess
+        assert any(s.startswith("best guesses (not confirmed) of the values of") for s in
+                   leak["coordinator_can_reconstruct"]) == (guessed > 0)
         assert leak["truth"]["claims_hold"] and leak["truth"]["claimed_right"] == exact
         assert {a_["attack"] for a_ in leak["attacks"]} >= {"monomial_normalization", "monomial_positions",
                                                             "dense_column_space", "solution_revealed"}
@@ -65,6 +72,30 @@ def test_dense_statements_come_from_attacks_that_ran_and_failed() -> None:
         assert leak["truth"]["recovered_exact"] == 0
 
 
+def _root2_lp() -> LinearProgram:
+    """Bounded columns whose entries are +-0.70710678 with cost 1.41421356 (as in netlib's scsd1):
+    the rounder reading, entries +-1 and cost 2, is the normalization's best guess, and it is wrong."""
+    rng = np.random.default_rng(91)
+    m, n = 20, 12
+    rows = np.concatenate([rng.choice(m, 4, replace=False) for _ in range(n)])
+    vals = 0.70710678 * rng.choice([-1.0, 1.0], rows.size)
+    A = sp.csc_matrix((vals, (rows, np.repeat(np.arange(n), 4))), shape=(m, n))
+    return LinearProgram(c=np.full(n, 1.41421356), A=A, row_lower=np.full(m, -10.0), row_upper=np.full(m, 10.0),
+                         col_lower=np.zeros(n), col_upper=np.full(n, 5.0))
+
+
+def test_a_round_reading_is_a_guess_not_a_claim() -> None:
+    """Without x_j nothing confirms a factor: the rounder (wrong) reading of the sqrt(2) data stays a
+    best guess, the truth marks the guess wrong, and no claim is wrong."""
+    _, transcript, blocks = run_session(_root2_lp(), parties=1, reveal=False, seed="root2")
+    a = audit(transcript, blocks)
+    pa = a.parties["party1"]
+    assert pa.summary["recovered_exact"] == 0 and pa.summary["best_guess"] == 12
+    guesses = pa.truth["guesses"]
+    assert sum(e["guessed"] for e in guesses.values()) == 12 and sum(e["right"] for e in guesses.values()) == 0
+    assert pa.truth["claimed_wrong"] == 0 and pa.truth["claims_hold"]
+
+
 def test_fresh_randomness() -> None:
     """Unseeded data, masks and pivot orders: the planted weak party is flagged fully recovered and the
     generic dense one resists, whatever the draw."""
@@ -73,7 +104,8 @@ def test_fresh_randomness() -> None:
     _, transcript, blocks = run_session(lp, parties=2, reveal=False)
     a = audit(transcript, blocks, seed=None)
     for pa in a.parties.values():
-        assert pa.summary["recovered_exact"] == pa.view.n_cols == pa.truth["claimed_right"]
+        assert pa.summary["best_guess"] == pa.view.n_cols == pa.truth["recovered_exact"]
+        assert pa.truth["claimed_wrong"] == 0
     dense, _ = random_solvable_lp(50, 16, rng)
     _, transcript, blocks = run_session(dense, split=[8, 8], planted={"party1": "identity"})
     a = audit(transcript, blocks, seed=None)
