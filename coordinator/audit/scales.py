@@ -382,6 +382,8 @@ def fit_scales(S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.
     cands.add(values, col, d, fam, row)
     ic, idd = integer_candidates(values, spread)
     cands.add(values, ic, idd, INTEGER)
+    if not priors.learnt:
+        priors = _integer_first_if_fewer_digits(cands, priors)
     if allowed is not None and allowed[0].size:
         restricted[allowed[0]] = True
         cands.keep(~restricted[cands.col])
@@ -415,6 +417,29 @@ def fit_scales(S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.
     alternatives[cands.col[full & other]] = True
     return ScaleGuess(scale, has, every_round, np.where(has, full_score, 0), ambiguous & has, family, win_prior,
                       restricted & has, int(cands.col.size), int(guess_cols.size), guessed, alternatives & has)
+
+
+def _integer_first_if_fewer_digits(cands: Candidates, priors: Priors) -> Priors:
+    """Without learnt priors: put the primitive-integer reading before an entry of +-1 when, on the
+    columns where both make every value round at different scales, the integer reading needs fewer
+    digits in most of them. Integer data without unit entries (2..20) read on an entry of 2 give
+    1, 1.5, 2.5 (more digits than 2, 3, 5); decimal data with a unit entry (0.5, 1, 2.3) read as
+    integers give 5, 10, 23, no fewer digits, and keep the entry reading first."""
+    full = cands.score == cands.scored
+    best: dict[int, dict[int, tuple[int, float]]] = {ENTRY: {}, INTEGER: {}}
+    for f in (ENTRY, INTEGER):
+        sel = np.flatnonzero(full & (cands.fam == f))
+        for i in sel[np.argsort(cands.digits[sel], kind="stable")][::-1]:
+            best[f][int(cands.col[i])] = (int(cands.digits[i]), float(cands.d[i]))
+    both = [c for c in best[INTEGER] if c in best[ENTRY]
+            and abs(best[INTEGER][c][1] - best[ENTRY][c][1]) > SAME_SCALE * best[ENTRY][c][1]]
+    fewer = sum(best[INTEGER][c][0] < best[ENTRY][c][0] for c in both)
+    more = sum(best[INTEGER][c][0] > best[ENTRY][c][0] for c in both)
+    if fewer >= 3 and fewer > 2 * more:
+        family = dict(priors.family)
+        family[INTEGER] = max(family.get(ENTRY, 0.0), max(priors.row.values(), default=0.0)) + 0.05
+        return Priors(family, priors.row, priors.learnt, priors.source + "; integers first (fewer digits)")
+    return priors
 
 
 def default_priors(S: sp.csc_matrix) -> Priors:

@@ -454,7 +454,9 @@ def _solution_lines(pa: PartyAudit, can: list[str], not_rec: list[str]) -> None:
         else:
             known.append(f"the values of your {v.bound_rows.shape[0]} bounded columns exactly (x_b = B_b'u)")
     if known:
-        not_rec.append("x_j: you kept it, but the coordinator computes " + "; ".join(known))
+        can.append("of x_j, which you did not send: " + "; ".join(known))
+        not_rec.append("x_j: you did not send it, but the coordinator computes what the line \"of x_j, which you did "
+                       "not send\" above says")
     else:
         not_rec.append("x_j: you kept it (the coordinator holds A_j x_j and c_j'x_j, above)")
 
