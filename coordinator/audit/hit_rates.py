@@ -3,7 +3,7 @@
 A best guess (values or a position the attacks do not claim, :mod:`securelp.coordinator.audit.scales`)
 is only as good as it was where it could be checked. ``benchmarks/bench_leakage.py`` scores every
 guess of every run against the real data and ``--render-hit-rates`` writes the sums over its
-newest runs here (LPs and modes of docs/threat_model.md); tests/unit/test_audit_statements.py
+newest runs here (LPs and modes of docs/threat_model.md); tests/unit/test_audit_report.py
 fails when this table differs from what the results file gives.
 
 ``MEASURED[class] = (right, guessed)``; ``POSITIONS`` the same for guesses of positions.

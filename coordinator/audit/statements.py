@@ -467,8 +467,17 @@ def describe(pa: PartyAudit, audit: SessionAudit) -> tuple[list[str], list[str]]
     can = [f"n_j = {v.n_cols} columns ({v.n_free} free, {v.n_bounded} bounded)"]
     not_rec: list[str] = []
     _seed_lines(pa, audit, can, not_rec)
-    _monomial_lines(pa, can, not_rec)
-    _dense_lines(pa, audit, can, not_rec)
+    family_can: list[str] = []
+    family_not: list[str] = []
+    _monomial_lines(pa, family_can, family_not)
+    _dense_lines(pa, audit, family_can, family_not)
+    seed = _ran(pa, "seed_guess")
+    if seed is not None and seed.claimed >= v.n_cols:
+        # the recomputed masks give every column exactly: the other families' guesses and gaps say less
+        family_can = [line for line in family_can if not line.startswith("best guesses")]
+        family_not = []
+    can += family_can
+    not_rec += family_not
     _solution_lines(pa, can, not_rec)
     _size_lines(pa, can)
     if audit.collusion and len(audit.parties) > 1:

@@ -130,6 +130,7 @@ def test_f5_seeded_masks_are_recomputed_and_said_to_be() -> None:
         can, not_rec = _text(a, pid)
         assert "recomputes them" in can and "they are not independent" in can
         assert "their masks are independent of yours" not in not_rec
+        assert "best guesses" not in can and "guess" not in not_rec  # every column is exact: no gap is stated
     _, transcript, blocks = run_session(lp, parties=3)
     a = audit(transcript, blocks)
     for pa in a.parties.values():

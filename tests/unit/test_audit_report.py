@@ -113,3 +113,18 @@ def test_fresh_randomness() -> None:
     assert a.parties["party1"].truth["recovered_up_to_scale"] == 8
     honest = a.parties["party2"]
     assert honest.summary["recovered_exact"] == 0 and honest.truth["recovered_up_to_scale"] == 0
+
+
+def test_the_quoted_hit_rates_are_the_measured_ones() -> None:
+    """The hit rates the statements quote are the sums over the newest benchmark runs (a stale or
+    edited table fails), and a statement quotes them for its class."""
+    from benchmarks.bench_leakage import hit_rates
+    from securelp.coordinator.audit import hit_rates as quoted
+    from securelp.coordinator.audit.statements import measured
+
+    rates = hit_rates()
+    assert quoted.MEASURED == rates["values"] and quoted.POSITIONS == rates["positions"]
+    assert quoted.MEASURED, "no hit rates measured: run bench_leakage and --render-hit-rates"
+    cls, (right, made) = max(quoted.MEASURED.items(), key=lambda kv: kv[1][1])
+    assert f"right in {right:,} of {made:,} cases" in measured("guess:" + cls)
+    assert measured("guess:no_such_class") == "such guesses were not measured yet"
