@@ -474,7 +474,8 @@ def render(doc: Path) -> None:
           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in held:
         setting = {"monomial": "default (x_j revealed)", "no_reveal": "--no-reveal", "rows": "--bounds rows",
-                   "seeded": "--seed 42", "10_parties": "default", "one_column_per_party": "default",
+                   "seeded": "--seed 42", "10_parties": "default (x_j revealed)",
+                   "one_column_per_party": "default (x_j revealed), one column per party",
                    "row_of_ones_known": "default; the row of ones assumed known",
                    "rows_free1": "--bounds rows", "rows_free3": "--bounds rows"}.get(r["mode"], r["mode"])
         known = "-" if r.get("with_known_rows_exact") is None or r.get("known_rows") == "singletons" else \
