@@ -38,7 +38,7 @@ POSITIONS: dict[str, tuple[int, int]] = {
     'dense_x_scale': (132, 273),
     'x_scale': (1310, 1338),
 }
-SOURCE = 'benchmarks/results/leakage.jsonl: 81 runs (commit 42122a2, 2026-12-06, vm (x86_64, Linux))'
+SOURCE = 'benchmarks/results/leakage.jsonl: 100 runs (commit 42122a2, 2026-12-06, vm (x86_64, Linux))'
 # hit-rates:end
 
 
