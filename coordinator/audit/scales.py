@@ -204,8 +204,11 @@ def integer_candidates(values: ColumnValues, spread: float, max_den: int = INTEG
     lcm = np.ones(n, dtype=np.int64)
     lcm[live] = np.lcm.reduceat(den, starts[live])
     bad |= lcm > max_den * max_den
-    q = np.round(r * lcm[col]).astype(np.int64)
-    bad_q = np.abs(q - r * lcm[col]) > INTEGER_REL_TOL * np.maximum(1.0, r * lcm[col])
+    scaled = r * lcm[col]
+    fits = np.isfinite(scaled) & (scaled < 2.0**62)  # ratios too large for an int64 are no small integers
+    np.logical_or.at(bad, col, ~fits)
+    q = np.round(np.where(fits, scaled, 1.0)).astype(np.int64)
+    bad_q = np.abs(q - scaled) > INTEGER_REL_TOL * np.maximum(1.0, scaled)
     np.logical_or.at(bad, col, bad_q)
     g = np.ones(n, dtype=np.int64)
     g[live] = np.gcd.reduceat(np.maximum(q, 1), starts[live])
