@@ -425,7 +425,8 @@ def fit_scales(S: sp.csc_matrix, cost: np.ndarray, lower: np.ndarray, upper: np.
 def _integer_first_if_fewer_digits(cands: Candidates, priors: Priors) -> Priors:
     """Without learnt priors: put the primitive-integer reading before an entry of +-1 when, on the
     columns where both make every value round at different scales, the integer reading needs fewer
-    digits in most of them, or when it makes every value round on twice as many columns. Integer data without unit entries (2..20) read on an entry of 2 give
+    digits in most of them, or when it makes every value round on a third more columns. Integer
+    data without unit entries (2..20) read on an entry of 2 give
     1, 1.5, 2.5 (more digits than 2, 3, 5); decimal data with a unit entry (0.5, 1, 2.3) read as
     integers give 5, 10, 23, no fewer digits, and keep the entry reading first."""
     full = cands.score == cands.scored
@@ -438,8 +439,8 @@ def _integer_first_if_fewer_digits(cands: Candidates, priors: Priors) -> Priors:
             and abs(best[INTEGER][c][1] - best[ENTRY][c][1]) > SAME_SCALE * best[ENTRY][c][1]]
     fewer = sum(best[INTEGER][c][0] < best[ENTRY][c][0] for c in both)
     more = sum(best[INTEGER][c][0] > best[ENTRY][c][0] for c in both)
-    # or: the integer reading makes every value round on at least twice as many columns
-    wider = len(best[INTEGER]) >= 3 and len(best[INTEGER]) >= 2 * len(best[ENTRY])
+    # or: the integer reading makes every value round on a third more columns
+    wider = len(best[INTEGER]) >= 3 and 4 * len(best[ENTRY]) <= 3 * len(best[INTEGER])
     if (fewer >= 3 and fewer > 2 * more) or wider:
         family = dict(priors.family)
         family[INTEGER] = max(family.get(ENTRY, 0.0), max(priors.row.values(), default=0.0)) + 0.05
