@@ -117,7 +117,7 @@ REVEALS = {
     "highs": "everything, to the one solver",
     "mpyc": "only the outputs, to any 1 of the 3 parties (t < p/2): optimum and cd, iteration count; x_j to party j",
     "securelp": "to the coordinator: each bounded column up to one positive factor (on real sparse LPs our "
-                "attacks recover most columns exactly, many in place), x_j when revealed "
+                "attacks' best guesses are right for most columns), x_j when revealed "
                 "([threat model](../threat_model.md)); nothing between parties",
 }
 
