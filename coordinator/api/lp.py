@@ -234,19 +234,29 @@ def write_results(directory: str | os.PathLike[str], result: SecureLPResult, *, 
     """Write each owner's ``x_j`` to ``DIR/<id><suffix>`` and the public part (status, objective,
     row duals y with the row names) to ``DIR/public.json``, all of them together and atomically.
     Returns where each went (the report's ``results`` key)."""
+    return write_result_files(directory, result.status.value, result.objective if result.success else None,
+                              result.row_names, result.y,
+                              {pid: (party.columns, party.x) for pid, party in result.parties.items()}, suffix=suffix)
+
+
+def write_result_files(directory: str | os.PathLike[str], status: str, objective: float | None,
+                       row_names: Sequence[str], y: np.ndarray | None,
+                       parties: Mapping[str, tuple[Sequence[str], np.ndarray | None]], *,
+                       suffix: str = ".csv") -> dict[str, Any]:
+    """The files of :func:`write_results` from their parts: each owner's ``(column names, x_j)`` (x_j
+    None without an optimum) and the public status, objective and row duals."""
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a directory")
     make_output_dir(out)
-    status = result.status.value
     paths: dict[str, str] = {}
-    public_doc = {"status": status, "objective": result.objective if result.success else None,
-                  "rows": list(result.row_names) if result.y is not None else [],
-                  "y": None if result.y is None else [float(v) for v in result.y]}
+    public_doc = {"status": status, "objective": objective,
+                  "rows": list(row_names) if y is not None else [],
+                  "y": None if y is None else [float(v) for v in y]}
     with written_together():
-        for pid, party in result.parties.items():
+        for pid, (columns, x) in parties.items():
             target = out / f"{pid}{suffix}"
-            write_party_solution(target, pid, party.columns, party.x, status=status, objective=result.objective)
+            write_party_solution(target, pid, columns, x, status=status, objective=objective)
             paths[pid] = str(target)
         write_atomically(out / PUBLIC_RESULT, json.dumps(public_doc, indent=1) + "\n", what="result ")
     return {"directory": str(out), "parties": paths, "public": str(out / PUBLIC_RESULT)}

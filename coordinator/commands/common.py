@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from securelp.solvers.errors import ExitCode, InputError
@@ -250,3 +252,24 @@ def party_ids(args: argparse.Namespace, command: str) -> list[str]:
     if count is None:
         raise InputError("give the number of parties (--parties N) or their ids (--ids NAME,NAME,...)")
     return default_party_ids(count)
+
+
+def check_output_dir(path: str | None) -> None:
+    """Refuse, before the session, an ``--out`` that is not a directory or cannot be made."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"--out {target}: exists and is not a directory")
+    parent = target.parent if not target.exists() else target
+    if not parent.is_dir():
+        raise InputError(f"--out {target}: its parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"--out {target}: {parent} is not writable")
+
+
+def add_results_argument(p: argparse.ArgumentParser) -> None:
+    """--out DIR: every simulated owner's x_j and the public part of the solution."""
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write each party's x_j (with its column names) to DIR/<party>.csv and the public part "
+                        "(status, objective, row duals y) to DIR/public.json")

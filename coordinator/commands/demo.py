@@ -17,7 +17,9 @@ from securelp.coordinator.commands.common import (
     add_keepalive_argument,
     add_link_argument,
     add_output_arguments,
+    add_results_argument,
     add_secure_aggregation_argument,
+    check_output_dir,
     link_shapes,
     non_negative_int,
     not_private_seed_help,
@@ -60,12 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "party in its own Linux network namespace with its own address on a private bridge "
                         "(root only; everything is removed afterwards)")
     add_link_argument(p)
+    add_results_argument(p)
     add_output_arguments(p)
     add_transcript_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_dir(args.out)
     check_writable(args.json, "--json")
     check_transcript_path(args.transcript)
     check_distinct([("--json", args.json), ("--transcript", args.transcript)])
@@ -73,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--hosts netns, --link and --direction dial-out need --transport grpc (in-process parties "
                           "have no network)")
     if args.hosts == "netns":
+        if args.out:
+            raise ConfigError("--out collects the owners' files of local parties; with --hosts netns each party "
+                              "keeps its x_j in its own host (securelp party --out)")
         if args.link:
             raise ConfigError("--link shapes loopback links of --hosts local; namespace hosts have real (virtual) "
                               "links of their own")
@@ -87,9 +94,11 @@ def run(args: argparse.Namespace) -> int:
     policy = owners_consent(config)  # the demo plays every owner: they agree to what it asks
     start = time.perf_counter()
     if args.transport == "inprocess":
+        sessions: list = []
         outcome, audit = simulate(public, blocks, config, transport="inprocess", central=lp, seed=args.seed,
                                   transcript_path=args.transcript, audit_budget_s=args.audit_budget, policy=policy,
-                                  keepalive_s=args.keepalive)
+                                  keepalive_s=args.keepalive, sessions_out=sessions)
+        owned = {s.party_id: _owner_result(s.result(), s.block.column_names) for s in sessions}
         startup = 0.0
     elif args.hosts == "netns":
         return _run_on_namespaces(args, public, blocks, config, policy, known_value)
@@ -100,21 +109,55 @@ def run(args: argparse.Namespace) -> int:
         # keys and the owners' blocks: removed however the run ends (SIGTERM and a forced exit too)
         with private_tempdir("securelp-demo-") as tmp, \
                 LocalParties(blocks, tmp, policy=policy, seed=args.seed, keepalive_s=args.keepalive,
-                             connect=args.direction == "dial-out", link_shapes=shapes) as cluster:
+                             connect=args.direction == "dial-out", link_shapes=shapes,
+                             outputs=args.out is not None) as cluster:
             startup = time.perf_counter() - start
             links = cluster.links(deadline_s=args.deadline)
             outcome, transcript = run_recorded(public, links, config, central=lp, path=args.transcript,
                                                run=run_secure_lp)
+            cluster.wait(10.0)  # each party writes its own file as its session closes
+            owned = _owner_files(cluster.result_path, blocks) if args.out else {}
         audit = audit_simulation(transcript, blocks, budget_s=args.audit_budget)
     lines = [format_report(outcome, title=f"securelp demo: Mangasarian example {args.example}", audit=audit),
              f"  known optimal value {known_value:.15g} (from the construction)"]
     if args.transport == "grpc":
         lines.append(f"  party processes started in {startup:.2f} s and stopped; certificates were temporary")
+    extra: dict = {"example": args.example, "known_objective": known_value, "process_start_s": startup}
+    if args.out:
+        extra["results"] = _write_owned(args.out, outcome, lp, owned)
+        lines.append(f"  results: each party's x_j in {args.out}/<party>.csv, the public part in "
+                     f"{extra['results']['public']}")
     print_summary(args, "\n".join(lines))
     if args.json:
-        write_json_report(args.json, build_report(outcome, audit, extra={
-            "example": args.example, "known_objective": known_value, "process_start_s": startup}))
+        write_json_report(args.json, build_report(outcome, audit, extra=extra))
     return int(STATUS_EXIT[outcome.status])
+
+
+def _owner_result(result, columns) -> tuple:
+    """An owner's (column names, x_j) from its session's result (x_j None without an optimum)."""
+    return (columns, None) if result is None else (result.column_names, result.x)
+
+
+def _owner_files(path_of, blocks) -> dict:
+    """Each owner's (column names, x_j) from the file its own process wrote (``party --out``)."""
+    from securelp.party.results import read_party_solution
+
+    owned = {}
+    for block in blocks:
+        path = path_of(block.party_id)
+        owned[block.party_id] = read_party_solution(path) if path.exists() else (block.column_names, None)
+    return owned
+
+
+def _write_owned(directory: str, outcome, lp, owned: dict) -> dict:
+    """``--out DIR``: each owner's file and the public part (status, objective, row duals)."""
+    from securelp.coordinator.api.lp import write_result_files
+
+    optimal = outcome.status.value == "optimal"
+    rows = lp.row_names or tuple(f"r{i + 1}" for i in range(lp.n_rows))
+    return write_result_files(directory, outcome.status.value, outcome.objective if optimal else None, rows,
+                              outcome.row_duals if optimal else None,
+                              {pid: (cols, x if optimal else None) for pid, (cols, x) in owned.items()})
 
 
 def _run_on_namespaces(args: argparse.Namespace, public, blocks, config: SessionConfig, policy, known_value: float) -> int:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-from pathlib import Path
 
 from securelp.coordinator.api.lp import solve, write_results
 from securelp.coordinator.commands.audit import add_transcript_arguments, check_transcript_path
@@ -13,7 +11,9 @@ from securelp.coordinator.commands.common import (
     STATUS_EXIT,
     add_keepalive_argument,
     add_link_argument,
+    add_results_argument,
     add_session_arguments,
+    check_output_dir,
     not_private_seed_help,
     positive_int,
     print_summary,
@@ -21,7 +21,7 @@ from securelp.coordinator.commands.common import (
 from securelp.coordinator.report import format_report
 from securelp.coordinator.reporting import check_distinct, check_writable, write_json_report
 from securelp.coordinator.simulation import DIRECTIONS, TRANSPORTS
-from securelp.solvers.errors import ConfigError, InputError
+from securelp.solvers.errors import ConfigError
 from securelp.solvers.lp import read_mps
 from securelp.solvers.lp.partition import parse_split
 
@@ -46,9 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "dial a listening coordinator (no inbound port at a party)")
     add_link_argument(p)
     add_transcript_arguments(p)
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="write each party's x_j (with its column names) to DIR/<party>.csv and the public part "
-                        "(status, objective, row duals y) to DIR/public.json")
+    add_results_argument(p)
     p.set_defaults(func=run)
 
 
@@ -76,17 +74,3 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json_report(args.json, report)
     return int(STATUS_EXIT[result.status])
-
-
-def check_output_dir(path: str | None) -> None:
-    """Refuse, before the session, an ``--out`` that is not a directory or cannot be made."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise InputError(f"--out {target}: exists and is not a directory")
-    parent = target.parent if not target.exists() else target
-    if not parent.is_dir():
-        raise InputError(f"--out {target}: its parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"--out {target}: {parent} is not writable")
