@@ -1,9 +1,10 @@
 """Regenerate the committed protobuf/gRPC code from ``protos/*.proto``.
 
-Usage: ``python -m securelp.protos.codegen`` (needs ``grpcio-tools``). Four files: the secure LP's
+Usage: ``python -m securelp.protos.codegen`` (needs ``grpcio-tools``). Six files: the secure LP's
 messages ``securelp.proto``, the protocol runtime ``runtime.proto`` (its frames and the two gRPC
-services, one per connection direction), the example protocol ``secure_sum.proto`` and
-``transcript.proto`` (the session transcript's file records). Only ``runtime.proto`` defines
+services, one per connection direction), the example protocol ``secure_sum.proto``,
+``transcript.proto`` (the session transcript's file records), and the messages of the protocols
+``census-federated`` (``census_federated.proto``) and ``ldp-collect`` (``ldp_collect.proto``). Only ``runtime.proto`` defines
 services, so only it gets gRPC stubs. The generated modules are committed;
 ``tests/unit/test_protos_codegen.py`` fails when they differ from a fresh generation.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 PROTO_DIR = Path(__file__).resolve().parent
 #: each .proto file and whether it defines gRPC services (then it gets a ``_pb2_grpc`` module)
 PROTO_FILES: tuple[tuple[str, bool], ...] = (("securelp.proto", False), ("runtime.proto", True),
-                                             ("secure_sum.proto", False), ("transcript.proto", False))
+                                             ("secure_sum.proto", False), ("transcript.proto", False),
+                                             ("census_federated.proto", False), ("ldp_collect.proto", False))
 GENERATED = tuple(f"{Path(name).stem}{suffix}" for name, services in PROTO_FILES
                   for suffix in ("_pb2.py", "_pb2.pyi", *(("_pb2_grpc.py",) if services else ())))
 
