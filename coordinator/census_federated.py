@@ -267,3 +267,95 @@ def public_accounting(mechanism: str, eps: Fraction, split: RegionalSplit, depth
     book["spanning_regions"] = len(split.spanning)
     book["eps_against_coordinator_and_one_party"] = collusion_epsilon(mechanism, eps, split, depth, 1)
     return book
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedRelease:
+    """A simulated federated release: the outcome, the coordinator's transcript, each party's session."""
+
+    outcome: CensusOutcome
+    transcript: Any  # securelp.coordinator.transcript.Transcript
+    sessions: tuple[Any, ...]  # the parties' CensusFederatedSession, in the order of outcome.parties
+    seconds: float
+
+
+def party_ids(hierarchy: Hierarchy, split: RegionalSplit) -> list[str]:
+    """Party ids for a simulation: ``p<k>-<region id>``, with characters a certificate name cannot hold
+    replaced by ``-`` (the region ids are public)."""
+    import re
+
+    return [f"p{j + 1}-" + re.sub(r"[^a-z0-9-]+", "-", hierarchy.ids[r].lower()).strip("-")[:40]
+            for j, r in enumerate(split.parties)]
+
+
+def simulate_release(data: Any, *, party_level: int, mechanism: str, eps: Fraction, transport: str = "inprocess",
+                     seed: str | int | None = None, options: mech.PostprocessOptions | None = None,
+                     deadline_s: float = 600.0, transcript_path: str | None = None,
+                     workdir: Any = None) -> SimulatedRelease:
+    """Every party of ``party_level`` simulated in this process, the protocol run over ``transport``.
+
+    Parameters
+    ----------
+    data : the whole-hierarchy ``GroupSizeData``; each party gets only its own subtree's counts.
+    transport : ``inprocess`` (every message still round-trips through protobuf and the runtime's
+        frames) or ``grpc`` (one gRPC server per party on 127.0.0.1, port 0, mutual TLS with fresh
+        session certificates in ``workdir``; the parties bind their aggregation keys to them).
+    seed : None (the parties draw from the OS's entropy) or a seed: party j draws as
+        ``simulate_federated(..., SecureRandom(seed, label="census/federated"))``'s party j (NOT private).
+    transcript_path : write the coordinator's transcript here.
+    """
+    from securelp.coordinator.transcript import TranscriptRecorder, write_transcript
+    from securelp.coordinator.transport import InProcessConnection
+    from securelp.party.aggregation import SigningIdentity
+    from securelp.party.census_federated import CENSUS_FEDERATED, CensusFederatedSession, RegionalCounts
+    from securelp.party.runtime import HostedProtocol, PartyHost
+    from securelp.solvers.lp.partition import PublicRows
+    from securelp.solvers.randomness import SecureRandom
+
+    if transport not in ("inprocess", "grpc"):
+        raise ConfigError(f"transport must be inprocess or grpc, got {transport!r}")
+    hier = data.hierarchy
+    split = split_by_level(hier, party_level)
+    ids = party_ids(hier, split)
+    root = SecureRandom(seed, label="census/federated") if seed is not None else None
+    rngs = [root.spawn(f"party{j}") if root is not None else None for j in range(len(ids))]
+    identities: dict[str, SigningIdentity] = {}
+    sessions: list[Any] = [None] * len(ids)
+
+    def factory(j: int) -> Any:
+        counts = RegionalCounts.of_party(data, split, j)
+
+        def make(session_id: str) -> CensusFederatedSession:
+            sessions[j] = CensusFederatedSession(ids[j], counts, rng=rngs[j], identity=identities.get(ids[j]))
+            return sessions[j]
+        return make
+
+    hosts = [PartyHost(pid, [HostedProtocol(CENSUS_FEDERATED, factory(j))]) for j, pid in enumerate(ids)]
+    recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0), name=f"census-federated {mechanism}"))
+
+    def run(connections: Sequence[Any]) -> CensusOutcome:
+        links = [recorder.wrap(ProtocolLink(c, CENSUS_FEDERATED, deadline_s=deadline_s)) for c in connections]
+        try:
+            return run_census_federated(links, hier, data.max_size, mechanism=mechanism, eps=eps,
+                                        party_level=party_level, total=data.total, options=options)
+        finally:
+            if transcript_path is not None:
+                write_transcript(recorder.transcript(), transcript_path)
+
+    start = time.perf_counter()
+    if transport == "inprocess":
+        outcome = run([InProcessConnection(h) for h in hosts])
+    else:
+        from pathlib import Path
+
+        from securelp.coordinator.certs import load_identity
+        from securelp.coordinator.grpc_link import local_grpc_links
+
+        with local_grpc_links(hosts, Path(workdir), deadline_s=deadline_s) as grpc_links:
+            for pid in ids:
+                ident = load_identity(Path(workdir) / "certs", pid)
+                identities[pid] = SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate)
+            outcome = run([link.connection for link in grpc_links])
+    seconds = time.perf_counter() - start
+    by_id = dict(zip(ids, sessions))
+    return SimulatedRelease(outcome, recorder.transcript(), tuple(by_id[p] for p in outcome.parties), seconds)

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import functools
+import io
 import logging
 import math
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -189,6 +192,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "data's largest size, synthetic: 1000")
     add_output_arguments(e)
     e.set_defaults(func=_with_flags(run_evaluate))
+    f = csub.add_parser("federated", help="a regional release in which no process sees a count it does not own",
+                        description="Simulate the protocol census-federated in one command: one party per region "
+                        "of --level (each holds only its subtree's counts and adds its own regions' noise; the "
+                        "regions above get exact noise shares summed under secure aggregation), a coordinator that "
+                        "assembles and post-processes. See docs/howto/federated-census.md.")
+    _add_noise_options(f, "the public largest group size N; required with --data (groups larger than N are "
+                          "counted at size N); synthetic: default 1000")
+    f.add_argument("--level", "--parties-level", dest="level", type=positive_int, default=2, metavar="L*",
+                   help="the party level: one party per region of this level (2 = the root's children, e.g. "
+                        "states; default 2)")
+    f.add_argument("--transport", choices=["inprocess", "grpc"], default="inprocess",
+                   help="inprocess: simulated parties, every message through protobuf (default); grpc: one gRPC "
+                        "server per party on 127.0.0.1 with mutual TLS and fresh certificates")
+    f.add_argument("--deadline", type=float, default=600.0, metavar="S", help="deadline of each call (default 600)")
+    f.add_argument("--out", metavar="DIR", default=None,
+                   help="write each party's released rows to DIR/<party>.csv (level,region_id,parent_id,size,count)")
+    f.add_argument("--json", metavar="PATH", default=None, help="JSON report ('-' for stdout)")
+    f.add_argument("--transcript", metavar="FILE", default=None,
+                   help="write what the coordinator received and sent, per party, to FILE (binary)")
+    f.set_defaults(func=_with_flags(run_federated))
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 
@@ -422,4 +445,108 @@ def run_postprocess(args: argparse.Namespace) -> int:
                         f"{pp.time_s:.2f}s" + "".join(f"; {flag} {path}" for flag, path in
                                                      (("counts in", args.out), ("report in", args.json))
                                                      if path and path != "-"))
+    return 0
+
+
+def _party_csv(hier: Hierarchy, owned: np.ndarray, counts: np.ndarray) -> str:
+    """CSV text of one party's released rows (its regions, in the hierarchy's order, non-zero cells)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(("level", "region_id", "parent_id", "size", "count"))
+    for r, row in zip(owned.tolist(), counts):
+        par = "" if hier.parent[r] < 0 else hier.ids[int(hier.parent[r])]
+        for k in np.nonzero(row)[0].tolist():
+            writer.writerow((int(hier.level[r]), hier.ids[r], par, k + 1, int(row[k])))
+    return out.getvalue()
+
+
+def run_federated(args: argparse.Namespace) -> int:
+    """``census federated``: every party and the coordinator of ``census-federated`` in one command."""
+    from securelp.coordinator.census_federated import simulate_release
+    from securelp.coordinator.commands.audit import check_transcript_path
+    from securelp.coordinator.exit_cleanups import private_tempdir
+
+    if args.repeat != 1:
+        raise InputError("census federated runs one session (--repeat 1); run the command again for another release")
+    check_writable(args.json, "--json")
+    check_transcript_path(args.transcript)
+    check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--data", args.data)])
+    if args.out is not None:
+        out_dir = Path(args.out)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise InputError(f"--out {args.out}: not a directory (one CSV per party goes there)")
+    if not (math.isfinite(args.deadline) and args.deadline > 0):
+        raise InputError(f"--deadline must be a positive number of seconds, got {args.deadline}")
+    eps = parse_epsilon(args.eps)
+    options = _options(args)
+    _warn_if_seeded(args, "release")
+    data, source = _true_data(args, public_max_size=True)
+    hier = data.hierarchy
+    if not 2 <= args.level <= hier.depth:
+        raise InputError(f"--level must be between 2 and the hierarchy's depth {hier.depth}, got {args.level}")
+    _progress(args, f"census federated {args.mechanism} eps={args.eps}: {len(hier.levels()[args.level])} parties "
+                    f"at level {args.level}, {args.transport}")
+    with private_tempdir("securelp-census-") as tmp:
+        sim = simulate_release(data, party_level=args.level, mechanism=args.mechanism, eps=eps,
+                               transport=args.transport, seed=args.seed, options=options, deadline_s=args.deadline,
+                               transcript_path=args.transcript, workdir=tmp)
+    outcome = sim.outcome
+    # below, only what the coordinator and the parties hold after the session (noisy values, the release)
+    pp = outcome.release
+    files = 0
+    with written_together():
+        if args.out is not None:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            for j, (pid, session) in enumerate(zip(outcome.parties, sim.sessions)):
+                owned = outcome.split.owned(j)
+                rows = np.empty_like(session.released)
+                index = {rid: k for k, rid in enumerate(session.data.region_ids)}
+                for k, r in enumerate(owned.tolist()):
+                    rows[k] = session.released[index[hier.ids[r]]]
+                write_atomically(Path(args.out) / f"{pid}.csv", _party_csv(hier, owned, rows),
+                                 what=f"party {pid}'s release ")
+                files += 1
+        report: dict[str, Any] = {
+            "command": "census federated",
+            "mechanism": args.mechanism,
+            "private": args.seed is None,
+            "reproducible": args.seed is not None,
+            "seed": args.seed,
+            **_noise_description(args, hier.depth),
+            "transport": args.transport,
+            "session_id": outcome.session_id,
+            "party_level": args.level,
+            "parties": len(outcome.parties),
+            "spanning_regions": len(outcome.split.spanning),
+            "dataset": {"source": source, "regions": hier.size, "levels": hier.depth, "max_size": data.max_size,
+                        "total": outcome.total},
+            "objective": pp.objective,
+            **mech.release_metrics(hier, pp.counts, outcome.total),
+            "time_s": sim.seconds,
+            "phase_s": outcome.phase_s,
+            "bytes": {pid: {"sent": s, "received": r} for pid, s, r in
+                      zip(outcome.parties, outcome.bytes_sent, outcome.bytes_received)},
+            "bytes_sent_per_party_mean": float(np.mean(outcome.bytes_sent)),
+            "bytes_received_per_party_mean": float(np.mean(outcome.bytes_received)),
+            "accounting": outcome.accounting,
+            "coordinator_received": "each party's own regions' noisy values, and its spanning vector masked for "
+                                    "secure aggregation (the sum: the spanning regions' noisy values and G)",
+            "out_files": files,
+        }
+        if args.json:
+            write_json_report(args.json, report)
+    if not args.json or args.json != "-":
+        out = human_stream(args.json)
+        print(f"census federated {args.mechanism} eps={args.eps}: {len(outcome.parties)} parties at level "
+              f"{args.level} over {args.transport}, {hier.size} regions x N = {data.max_size}, G = {outcome.total}",
+              file=out)
+        print(f"  released in {sim.seconds:.2f} s (post-processing {outcome.phase_s.get('postprocess', 0.0):.2f} s); "
+              f"per party {np.mean(outcome.bytes_sent):,.0f} bytes sent, {np.mean(outcome.bytes_received):,.0f} "
+              f"received", file=out)
+        print(f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
+              f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}", file=out)
+        print(f"  eps {outcome.accounting['eps_total_exact']} against the coordinator; against it with one colluding "
+              f"party {outcome.accounting['eps_against_coordinator_and_one_party']:.4g}", file=out)
+        if files:
+            print(f"  wrote {files} party files to {args.out}", file=out, flush=True)
     return 0
