@@ -34,8 +34,10 @@ Nothing private is logged: session ids, region counts and sizes only.
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -133,6 +135,57 @@ class RegionalCounts:
         parent = [parent_id] + [hier.ids[int(hier.parent[r])] for r in range(1, hier.size)]
         return cls(hier.ids, tuple(parent), tuple(int(lv) + party_level - 1 for lv in hier.level),
                    np.asarray(data.counts))
+
+
+def read_subtree_csv(path: str | os.PathLike[str], max_size: int) -> RegionalCounts:
+    """A party's own data from a counts file of its subtree (``level,region_id,parent_id,size,count``,
+    the rows of the whole census file for its region and every region below it: levels and parent
+    ids as in the whole hierarchy, its region's parent naming the region above it).
+
+    The rows are checked as ``securelp census release`` checks a whole file (children sum to their
+    parent for every size, one top region, equal leaf depth), groups larger than ``max_size`` (the
+    public N) counted at N.
+
+    Raises
+    ------
+    InputError
+        A malformed file, or one whose regions do not form one subtree (its message names the file).
+    """
+    import tempfile
+
+    from securelp.solvers.hierarchy.counts_csv import read_counts_csv
+
+    name = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read the party's census file ({exc.strerror})") from None
+    if not rows or [c.strip() for c in rows[0]] != ["level", "region_id", "parent_id", "size", "count"]:
+        raise InputError(f"{name}: expected the header level,region_id,parent_id,size,count")
+    body = [r for r in rows[1:] if r and any(c.strip() for c in r)]
+    if any(len(r) != 5 for r in body):
+        raise InputError(f"{name}: every row needs 5 fields (level,region_id,parent_id,size,count)")
+    ids = {r[1].strip() for r in body}
+    tops = {(r[1].strip(), r[2].strip(), r[0].strip()) for r in body if r[2].strip() not in ids}
+    if len(tops) != 1:
+        raise InputError(f"{name}: a party's file holds one subtree, with one top region (its region); found "
+                         f"{len(tops)}: {sorted(t[0] for t in tops)[:5]}")
+    ((top, parent, level_text),) = tops
+    try:
+        level = int(level_text)
+        shift = level - 1
+        relative = [[str(int(r[0]) - shift), r[1], "" if r[1].strip() == top else r[2], r[3], r[4]] for r in body]
+    except ValueError:
+        raise InputError(f"{name}: a level is not an integer") from None
+    with tempfile.TemporaryDirectory(prefix="securelp-party-") as tmp:  # 0700: the counts are private
+        local = os.path.join(tmp, os.path.basename(name) or "counts.csv")
+        with open(local, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(rows[0])
+            writer.writerows(relative)
+        data = read_counts_csv(local, max_size=max_size, top_code=True)
+    return RegionalCounts.from_subtree(data, level, parent)
 
 
 def subtree_hierarchy(counts: RegionalCounts) -> Hierarchy:

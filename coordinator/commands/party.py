@@ -24,6 +24,13 @@ JSON by the suffix; ``{session}`` in the name is replaced by the session id) ato
 learns only that the party keeps its result in a file and in which format, never the path. It
 never logs or prints its block, its mask or its decoded x_j.
 
+Census data: with ``--census SUBTREE.csv --max-size N`` the party also serves the protocol
+``census-federated`` (``securelp.party.census_federated``; docs/howto/federated-census.md): the file
+holds the rows of the whole census file (``level,region_id,parent_id,size,count``) for its region and
+every region below it, N is the public size domain (larger groups counted at N). ``--data`` may then
+be left out (a census-only party). A census session that ends ``done`` exits 0; with ``--out FILE`` the
+party writes its own regions' released counts there (CSV, atomically).
+
 Its policy (``securelp.party.policy.PartyPolicy``): ``--allow-bounds`` (default monomial only)
 and ``--reveal/--no-reveal`` (default: keep x_j). Printed on stderr at start, reported to the
 coordinator with the hello, and enforced by the party itself.
@@ -36,7 +43,12 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from securelp.coordinator.commands.common import DEFAULT_KEEPALIVE_S, not_private_seed_help, positive_float
+from securelp.coordinator.commands.common import (
+    DEFAULT_KEEPALIVE_S,
+    not_private_seed_help,
+    positive_float,
+    positive_int,
+)
 from securelp.coordinator.grpc_env import quiet_grpc_core
 from securelp.solvers.errors import ConfigError, ExitCode, ProtocolError, SecureLPError, TransportError
 
@@ -57,14 +69,21 @@ DEFAULT_IDLE_TIMEOUT_S = 600.0
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("party", help="run one data-owner process (listens, or dials a listening coordinator)",
-                       description="Serve PPLP sessions for the data owner --id, reading only --data: listen for the "
-                                   "coordinator (--listen) or dial it (--connect).")
+                       description="Serve sessions for the data owner --id (PPLP with --data, census-federated with "
+                                   "--census), reading only its own files: listen for the coordinator (--listen) or "
+                                   "dial it (--connect).")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--listen", metavar="HOST:PORT", help="dial-in: address to bind (port 0: any free port)")
     where.add_argument("--connect", metavar="HOST:PORT",
                        help="dial-out: the listening coordinator's address (securelp coordinator --listen); this "
                             "party opens no inbound port")
-    p.add_argument("--data", required=True, metavar="BLOCK.npz", help="this party's private block (securelp split)")
+    p.add_argument("--data", metavar="BLOCK.npz", default=None,
+                   help="this party's private block (securelp split): it serves the secure LP (pplp)")
+    p.add_argument("--census", metavar="SUBTREE.csv", default=None,
+                   help="this party's census counts (the rows of its region's subtree, level,region_id,parent_id,"
+                        "size,count): it serves census-federated; needs --max-size")
+    p.add_argument("--max-size", type=positive_int, default=None, metavar="N",
+                   help="with --census: the public largest group size N (larger groups are counted at N)")
     p.add_argument("--id", required=True, metavar="NAME", help="this party's id (must match the block and cert)")
     p.add_argument("--certs", metavar="DIR", default=None,
                    help="certificate directory with ca.pem, NAME.pem and NAME.key (securelp certs)")
@@ -128,6 +147,9 @@ class _Owner:
         from securelp.protos import securelp_pb2 as pb
 
         args, session = self.args, record.session
+        if record.protocol == "census-federated":
+            self.census_ended(record)
+            return
         outcome = getattr(session, "outcome", None)
         if record.end_reason != "done" or outcome is None:
             if args.serve:  # a one-shot party reports its single session's end when it exits
@@ -149,6 +171,37 @@ class _Owner:
         what = f"its decoded solution ({result.x.size} columns)" if result.x is not None else f"status {name}, no values"
         print(f"securelp party: {args.id}: session {record.session_id}: wrote {what} to {path}", file=sys.stderr,
               flush=True)
+
+
+    def census_ended(self, record: SessionRecord) -> None:
+        """A census session ended: one line; with ``--out``, its own regions' released counts."""
+        from securelp.solvers.files import write_atomically
+
+        args, session = self.args, record.session
+        released = getattr(session, "released", None)
+        if record.end_reason != "done" or released is None:
+            print(f"securelp party: {args.id}: census session {record.session_id} ended: {record.end_reason}",
+                  file=sys.stderr, flush=True)
+            return
+        print(f"party {args.id}: census session {record.session_id} ended: released {released.shape[0]} regions",
+              flush=True)
+        if args.out is None:
+            return
+        data = session.data  # type: ignore[attr-defined]
+        lines = ["level,region_id,parent_id,size,count"]
+        for k, (rid, par, lev) in enumerate(zip(data.region_ids, data.parent_ids, data.levels)):
+            lines += [f"{lev},{rid},{par},{s + 1},{int(v)}" for s, v in enumerate(released[k]) if v]
+        from securelp.party.results import result_path
+
+        path = result_path(args.out, record.session_id)
+        try:
+            write_atomically(path, "\n".join(lines) + "\n", what="census release ", mode=0o600)
+        except SecureLPError as exc:
+            log.error("party %s: session %s: its release could not be written: %s", args.id, record.session_id, exc)
+            self.errors.append(exc)
+            return
+        print(f"securelp party: {args.id}: session {record.session_id}: wrote its released counts to {path}",
+              file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,7 +228,11 @@ def run(args: argparse.Namespace) -> int:
     parse_address(args.listen or args.connect)
     if args.out is not None:
         check_result_path(args.out)
-    block = load_block(args.data, party_id=args.id)
+    if args.data is None and args.census is None:
+        raise ConfigError("give --data BLOCK.npz (the secure LP), --census SUBTREE.csv (census-federated), or both")
+    if (args.census is None) != (args.max_size is None):
+        raise ConfigError("--census and --max-size N go together (N: the public largest group size)")
+    block = load_block(args.data, party_id=args.id) if args.data is not None else None
     tls = identity = None
     if args.certs:
         ident = load_identity(args.certs, args.id)
@@ -200,7 +257,16 @@ def run(args: argparse.Namespace) -> int:
         return PartySession(block, seed=seed, policy=policy, identity=identity, saved_as=saved_as)
 
     owner = _Owner(args)
-    host = PartyHost(args.id, [HostedProtocol(PPLP, new_session)], on_session_end=owner.session_ended)
+    protocols = [HostedProtocol(PPLP, new_session)] if block is not None else []
+    if args.census is not None:
+        from securelp.party.census_federated import hosted_census_federated, read_subtree_csv
+
+        census = read_subtree_csv(args.census, args.max_size)
+        protocols.append(hosted_census_federated(args.id, census, identity=identity,
+                                                 seed=args.seed))
+        print(f"securelp party: {args.id}: census: region {census.region_id}, {len(census.region_ids)} regions, "
+              f"N = {census.max_size}", file=sys.stderr, flush=True)
+    host = PartyHost(args.id, protocols, on_session_end=owner.session_ended)
     idle = args.idle_timeout if args.idle_timeout is not None else (None if args.serve else DEFAULT_IDLE_TIMEOUT_S)
     watchdog = ExitWatchdog(args.grace + SHUTDOWN_SLACK_S, label=f"securelp party: {args.id}")
     if args.connect:
@@ -232,6 +298,10 @@ def _finish(args: argparse.Namespace, result: ServeResult, owner: _Owner) -> int
     record = result.record
     assert record is not None
     detail, sid = result.detail, record.session_id
+    if record.protocol == "census-federated" and detail == "done":
+        if owner.errors:
+            raise owner.errors[0]
+        return int(ExitCode.OK)
     if detail.startswith("refused"):
         policy = getattr(record.session, "policy", None)
         raise ProtocolError(f"party {args.id}: session {sid}: {detail.removeprefix('refused: ')} refused, as its "

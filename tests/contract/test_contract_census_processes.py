@@ -1,0 +1,117 @@
+"""``securelp party --census SUBTREE.csv --max-size N``: real party processes serve census-federated
+over gRPC with mutual TLS (dial-in); each reads only its own subtree's rows, exits 0 after a ``done``
+session and writes its own released counts with ``--out``; the release is consistent, and the
+coordinator received nothing of the parties' true rows."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from securelp.coordinator.census_federated import run_census_federated
+from securelp.coordinator.certs import write_session_certs
+from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+from securelp.coordinator.transcript import Direction, TranscriptRecorder
+from securelp.coordinator.transport import ProtocolLink
+from securelp.party.census_federated import CENSUS_FEDERATED, encode_int64, read_subtree_csv
+from securelp.solvers.hierarchy import mechanisms as mech
+from securelp.solvers.hierarchy.counts_csv import read_counts_csv
+from securelp.solvers.hierarchy.federated import split_by_level
+from securelp.solvers.lp.partition import PublicRows
+
+pytestmark = pytest.mark.integration
+TAXI = Path(__file__).parent.parent / "data" / "census" / "kuo2018_taxi_hierarchy_sizehist.csv"
+PY = [sys.executable, "-m", "securelp.coordinator.cli"]
+
+
+def write_subtrees(tmp_path: Path) -> dict[str, Path]:
+    """Each level-2 region's rows of the whole file, as its owner would hold them."""
+    data = read_counts_csv(TAXI, max_size=12, top_code=True)
+    hier = data.hierarchy
+    with TAXI.open() as handle:
+        rows = list(csv.reader(handle))
+    files = {}
+    for r in split_by_level(hier, 2).parties:
+        below = {hier.ids[k] for k in range(hier.size) if k == r or _under(hier, k, r)}
+        path = tmp_path / f"{hier.ids[r]}.csv"
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(rows[0])
+            writer.writerows(row for row in rows[1:] if row and row[1] in below)
+        files[hier.ids[r]] = path
+    return files
+
+
+def _under(hier, k: int, r: int) -> bool:  # type: ignore[no-untyped-def]
+    a = int(hier.parent[k])
+    while a >= 0:
+        if a == r:
+            return True
+        a = int(hier.parent[a])
+    return False
+
+
+def test_a_party_reads_its_subtree_file_as_the_whole_file_has_it(tmp_path):
+    files = write_subtrees(tmp_path)
+    data = read_counts_csv(TAXI, max_size=12, top_code=True)
+    split = split_by_level(data.hierarchy, 2)
+    for j, r in enumerate(split.parties):
+        got = read_subtree_csv(files[data.hierarchy.ids[r]], 12)
+        assert got.region_id == data.hierarchy.ids[r] and got.parent_ids[0] == "manhattan" and got.levels[0] == 2
+        np.testing.assert_array_equal(got.counts, data.counts[split.owned(j)])
+    bad = tmp_path / "two.csv"
+    bad.write_text("level,region_id,parent_id,size,count\n2,a,top,1,3\n2,b,top,1,4\n")
+    with pytest.raises(Exception, match="one top region"):
+        read_subtree_csv(bad, 12)
+
+
+def test_party_processes_serve_a_federated_release(tmp_path):
+    files = write_subtrees(tmp_path)
+    certs = tmp_path / "certs"
+    write_session_certs(certs, list(files))
+    procs = {}
+    try:
+        for rid, path in files.items():
+            procs[rid] = subprocess.Popen(
+                PY + ["party", "--listen", "127.0.0.1:0", "--census", str(path), "--max-size", "12", "--id", rid,
+                      "--certs", str(certs), "--out", str(tmp_path / f"{rid}.released.csv")],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        addresses = {rid: p.stdout.readline().split()[1] for rid, p in procs.items()}
+        recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0)))
+        grpc_links = [GrpcPartyLink(rid, addr, tls=ChannelTls.from_dir(certs), deadline_s=60)
+                      for rid, addr in addresses.items()]
+        try:
+            links = [recorder.wrap(ProtocolLink(g.connection, CENSUS_FEDERATED, deadline_s=60)) for g in grpc_links]
+            data = read_counts_csv(TAXI, max_size=12, top_code=True)
+            outcome = run_census_federated(links, data.hierarchy, 12, mechanism="hdp", eps=Fraction(1),
+                                           total=data.total)
+        finally:
+            for g in grpc_links:
+                g.shutdown()
+        codes = {rid: p.wait(timeout=30) for rid, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert codes == {rid: 0 for rid in files}
+    metrics = mech.release_metrics(data.hierarchy, outcome.release.counts, data.total)
+    assert metrics["constraint_violations"] == 0 and metrics["negative_counts"] == 0 and metrics["total_matches"]
+    split = outcome.split
+    for j, r in enumerate(split.parties):
+        rid = data.hierarchy.ids[r]
+        with (tmp_path / f"{rid}.released.csv").open() as handle:
+            written = {(row["region_id"], int(row["size"])): int(row["count"]) for row in csv.DictReader(handle)}
+        for k in split.owned(j).tolist():
+            for s in range(12):
+                assert written.get((data.hierarchy.ids[k], s + 1), 0) == outcome.release.counts[k, s]
+    blobs = [rec.payload for rec in recorder.transcript().records if rec.direction is Direction.FROM_PARTY]
+    for row in data.counts[1:]:  # no true row of a party's region (nor below) in what the coordinator received
+        if row.any():
+            assert not any(encode_int64(row[None, :]) in b for b in blobs)
