@@ -14,8 +14,10 @@ LDP: ``--users`` users (uniform on a 10 x 10 grid, eps 1, the Linear-Equations m
 among ``--clients`` clients; figures: seconds end to end (mechanism build excluded, reported apart),
 users per second, seconds and bytes per user.
 
-Each configuration is one JSON line (machine with the load average at its start, command, commit,
-date, figures) appended to ``benchmarks/results/federated.jsonl``. Usage::
+Each configuration is one JSON line (``benchmarks.results``: bench, run id, date, commit, command,
+machine with its load average, case, figures) appended to ``benchmarks/results/federated.jsonl``;
+``python -m benchmarks.render`` writes the tables of docs/howto/federated-census.md and
+docs/howto/ldp-collection.md from them (:func:`table_census`, :func:`table_ldp`). Usage::
 
     python -m benchmarks.bench_federated
     python -m benchmarks.bench_federated --parties 3,10 --transports inprocess --users 100000
@@ -24,20 +26,16 @@ date, figures) appended to ``benchmarks/results/federated.jsonl``. Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import os
-import platform
-import shlex
-import subprocess
 import sys
 import tempfile
-import time
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from benchmarks.results import append_run, describe_run, latest_run, one_line_errors, results_path, run_context
 from securelp.coordinator.census_federated import simulate_release
 from securelp.coordinator.ldp_collect import simulate_collection
 from securelp.party.ldp_collect import MechanismSpec
@@ -45,37 +43,7 @@ from securelp.solvers.hierarchy import mechanisms as mech
 from securelp.solvers.hierarchy.model import GroupSizeData, Hierarchy
 from securelp.solvers.hierarchy.synthetic import census_synthetic
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results" / "federated.jsonl"
-
-
-def _machine() -> dict[str, object]:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
-            "platform": platform.platform(), "load_average_at_start": list(os.getloadavg())}
-
-
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{'+uncommitted' if dirty else ''}"
+BENCH = "federated"
 
 
 def first_states(data: GroupSizeData, k: int) -> GroupSizeData:
@@ -93,16 +61,17 @@ def first_states(data: GroupSizeData, k: int) -> GroupSizeData:
     return GroupSizeData(sub, counts)
 
 
-def census_line(data: GroupSizeData, parties: int, transport: str, mechanism: str, eps: Fraction) -> dict[str, object]:
+def census_line(data: GroupSizeData, parties: int, transport: str, mechanism: str,
+                eps: Fraction) -> tuple[dict[str, Any], dict[str, Any]]:
     sub = data if parties >= 51 else first_states(data, parties)
     with tempfile.TemporaryDirectory(prefix="securelp-bench-") as tmp:
         sim = simulate_release(sub, party_level=2, mechanism=mechanism, eps=eps, transport=transport,
                                workdir=tmp)
     o = sim.outcome
     metrics = mech.release_metrics(sub.hierarchy, o.release.counts, o.total)
-    return {"protocol": "census-federated", "parties": len(o.parties), "transport": transport, "mechanism": mechanism,
-            "eps": str(eps), "regions": sub.hierarchy.size, "max_size": sub.max_size,
-            "figures": {"session_s": sim.seconds, "phase_s": o.phase_s,
+    case = {"protocol": "census-federated", "parties": len(o.parties), "transport": transport, "mechanism": mechanism,
+            "eps": str(eps), "regions": sub.hierarchy.size, "max_size": sub.max_size}
+    return case, {"session_s": sim.seconds, "phase_s": o.phase_s,
                         "seconds_per_party": sim.seconds / len(o.parties),
                         "bytes_sent_per_party_mean": float(np.mean(o.bytes_sent)),
                         "bytes_sent_per_party_max": int(np.max(o.bytes_sent)),
@@ -111,10 +80,10 @@ def census_line(data: GroupSizeData, parties: int, transport: str, mechanism: st
                         "constraint_violations": metrics["constraint_violations"],
                         "negative_counts": metrics["negative_counts"],
                         "non_integer_counts": metrics["non_integer_counts"],
-                        "total_matches": metrics["total_matches"]}}
+                        "total_matches": metrics["total_matches"]}
 
 
-def ldp_line(users: int, clients: int, transport: str) -> dict[str, object]:
+def ldp_line(users: int, clients: int, transport: str) -> tuple[dict[str, Any], dict[str, Any]]:
     spec = MechanismSpec("le", 1.0, 10, 10, 1.0)
     values = np.random.default_rng(0).integers(0, spec.m, users)
     with tempfile.TemporaryDirectory(prefix="securelp-bench-") as tmp:
@@ -122,12 +91,43 @@ def ldp_line(users: int, clients: int, transport: str) -> dict[str, object]:
                                   record=False)
     o = sim.outcome
     sent = int(sum(o.bytes_sent))
-    return {"protocol": "ldp-collect", "users": users, "clients": clients, "transport": transport,
-            "mechanism": "le", "eps": 1.0, "m": spec.m,
-            "figures": {"seconds": sim.seconds, "build_s": sim.build_s, "phase_s": o.phase_s,
+    case = {"protocol": "ldp-collect", "users": users, "parties": clients, "transport": transport,
+            "mechanism": "le", "eps": 1.0, "m": spec.m}
+    return case, {"seconds": sim.seconds, "build_s": sim.build_s, "phase_s": o.phase_s,
                         "users_per_s": users / sim.seconds, "seconds_per_user": sim.seconds / users,
                         "bytes_sent": sent, "bytes_per_user": sent / users, "chunks": o.chunks,
-                        "estimate_sum": float(o.estimate.sum())}}
+                        "estimate_sum": float(o.estimate.sum())}
+
+
+def table_census(records: list[dict[str, Any]]) -> str:
+    """The census table of the newest run (docs/howto/federated-census.md)."""
+    run = [r for r in latest_run(records) if r["case"]["protocol"] == "census-federated"]
+    rows = [("| parties | transport | regions | session s | measure s | post-processing s | bytes sent / party | "
+            "bytes received / party | load avg |"), "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in run:
+        c, f = r["case"], r["figures"]
+        rows.append(f"| {c['parties']} | {c['transport']} | {c['regions']:,} | {f['session_s']:.2f} | "
+                    f"{f['phase_s']['measure']:.2f} | {f['phase_s']['postprocess']:.2f} | "
+                    f"{f['bytes_sent_per_party_mean']:,.0f} | {f['bytes_received_per_party_mean']:,.0f} | "
+                    f"{r['machine']['load_average'][0]:.1f} |")
+    first = run[0]["case"] if run else {}
+    return "\n".join(rows) + (f"\n\nSynthetic census, {first.get('mechanism')}, eps {first.get('eps')}, N = "
+                              f"{first.get('max_size')}. {describe_run(run[0])}" if run else "")
+
+
+def table_ldp(records: list[dict[str, Any]]) -> str:
+    """The LDP collection table of the newest run (docs/howto/ldp-collection.md)."""
+    run = [r for r in latest_run(records) if r["case"]["protocol"] == "ldp-collect"]
+    rows = [("| users | parties | transport | seconds | users / s | microseconds / user | bytes / user | build s | "
+            "load avg |"), "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in run:
+        c, f = r["case"], r["figures"]
+        rows.append(f"| {c['users']:,} | {c['parties']} | {c['transport']} | {f['seconds']:.2f} | "
+                    f"{f['users_per_s']:,.0f} | {f['seconds_per_user'] * 1e6:.2f} | {f['bytes_per_user']:.3f} | "
+                    f"{f['build_s']:.2f} | {r['machine']['load_average'][0]:.1f} |")
+    return "\n".join(rows) + (f"\n\n{run[0]['case']['mechanism']} on a 10 x 10 grid, eps {run[0]['case']['eps']}; "
+                              f"the mechanism's build is excluded from the seconds. {describe_run(run[0])}"
+                              if run else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,36 +137,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mechanism", default="hdp", choices=mech.MECHANISMS)
     p.add_argument("--max-size", type=int, default=100, help="N of the synthetic census (default 100)")
     p.add_argument("--users", type=int, default=10**6, help="LDP users (default 10^6; 0: no LDP run)")
-    p.add_argument("--clients", type=int, default=4, help="LDP clients (default 4)")
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--clients", type=int, default=4, help="LDP client parties (default 4)")
+    p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
     args = p.parse_args(argv)
-    header = {"command": " ".join(shlex.quote(a) for a in ["python", "-m", "benchmarks.bench_federated",
-                                                           *(sys.argv[1:] if argv is None else argv)]),
-              "commit": _commit()}
+    context = run_context(BENCH, argv)
     transports = [t for t in args.transports.split(",") if t]
     data = census_synthetic(max_size=args.max_size, seed=0)
-    lines = []
+    cases = []
     for parties in [int(k) for k in args.parties.split(",") if k]:
         for transport in transports:
-            lines.append(("census", lambda parties=parties, transport=transport: census_line(
-                data, parties, transport, args.mechanism, Fraction(1))))
+            case, figures = census_line(data, parties, transport, args.mechanism, Fraction(1))
+            figures["load_average_at_end"] = list(os.getloadavg())
+            cases.append((case, figures))
+            print(case, f"{figures['session_s']:.2f} s", flush=True)
     if args.users:
         for transport in transports:
-            lines.append(("ldp", lambda transport=transport: ldp_line(args.users, args.clients, transport)))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    for _, make in lines:
-        machine = _machine()
-        start = time.perf_counter()
-        line = make()
-        record = {"machine": machine, **header,
-                  "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **line,
-                  "wall_s": time.perf_counter() - start, "load_average_at_end": list(os.getloadavg())}
-        with args.out.open("a") as handle:
-            handle.write(json.dumps(record, sort_keys=True) + "\n")
-        print(json.dumps({k: record[k] for k in ("protocol", "transport") if k in record} | {
-            "parties": record.get("parties", record.get("clients")), "figures": record["figures"]}), flush=True)
+            case, figures = ldp_line(args.users, args.clients, transport)
+            figures["load_average_at_end"] = list(os.getloadavg())
+            cases.append((case, figures))
+            print(case, f"{figures['seconds']:.2f} s", flush=True)
+    append_run(results_path(BENCH, args.out), context, cases)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(one_line_errors(BENCH, main)())

@@ -80,6 +80,9 @@ TABLES = (
     Table("census-taxi", "docs/benchmarks/census.md", "benchmarks.bench_census", "table_taxi", "census"),
     Table("census-scale", "docs/benchmarks/census.md", "benchmarks.bench_census", "table_census", "census"),
     Table("census-attack", "docs/benchmarks/census.md", "benchmarks.bench_census", "table_attack", "census"),
+    Table("federated-census", "docs/howto/federated-census.md", "benchmarks.bench_federated", "table_census",
+          "federated"),
+    Table("federated-ldp", "docs/howto/ldp-collection.md", "benchmarks.bench_federated", "table_ldp", "federated"),
 )
 
 

@@ -208,7 +208,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--deadline", type=float, default=600.0, metavar="S", help="deadline of each call (default 600)")
     f.add_argument("--out", metavar="DIR", default=None,
                    help="write each party's released rows to DIR/<party>.csv (level,region_id,parent_id,size,count)")
-    f.add_argument("--json", metavar="PATH", default=None, help="JSON report ('-' for stdout)")
+    add_output_arguments(f)
     f.add_argument("--transcript", metavar="FILE", default=None,
                    help="write what the coordinator received and sent, per party, to FILE (binary)")
     f.set_defaults(func=_with_flags(run_federated))
@@ -535,18 +535,15 @@ def run_federated(args: argparse.Namespace) -> int:
         }
         if args.json:
             write_json_report(args.json, report)
-    if not args.json or args.json != "-":
-        out = human_stream(args.json)
-        print(f"census federated {args.mechanism} eps={args.eps}: {len(outcome.parties)} parties at level "
-              f"{args.level} over {args.transport}, {hier.size} regions x N = {data.max_size}, G = {outcome.total}",
-              file=out)
-        print(f"  released in {sim.seconds:.2f} s (post-processing {outcome.phase_s.get('postprocess', 0.0):.2f} s); "
-              f"per party {np.mean(outcome.bytes_sent):,.0f} bytes sent, {np.mean(outcome.bytes_received):,.0f} "
-              f"received", file=out)
-        print(f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
-              f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}", file=out)
-        print(f"  eps {outcome.accounting['eps_total_exact']} against the coordinator; against it with one colluding "
-              f"party {outcome.accounting['eps_against_coordinator_and_one_party']:.4g}", file=out)
-        if files:
-            print(f"  wrote {files} party files to {args.out}", file=out, flush=True)
+    lines = [(f"census federated {args.mechanism} eps={args.eps}: {len(outcome.parties)} parties at level {args.level} "
+             f"over {args.transport}, {hier.size} regions x N = {data.max_size}, G = {outcome.total}"),
+             (f"  released in {sim.seconds:.2f} s (post-processing {outcome.phase_s.get('postprocess', 0.0):.2f} s); "
+             f"per party {np.mean(outcome.bytes_sent):,.0f} bytes sent, {np.mean(outcome.bytes_received):,.0f} received"),
+             (f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
+             f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}"),
+             (f"  eps {outcome.accounting['eps_total_exact']} against the coordinator; against it with one colluding "
+             f"party {outcome.accounting['eps_against_coordinator_and_one_party']:.4g}")]
+    if files:
+        lines.append(f"  wrote {files} party files to {args.out}")
+    print_summary(args, "\n".join(lines))
     return 0

@@ -81,10 +81,10 @@ def test_reports_pack_in_the_smallest_width():
 
 def test_the_command_reports_only_what_the_collector_computed(tmp_path, capsys):
     report, out = tmp_path / "r.json", tmp_path / "est.csv"
-    assert main(["ldp", "collect", "--eps", "1", "--rows", "4", "--cols", "4", "--users", "3000", "--clients", "3",
+    assert main(["ldp", "collect", "--eps", "1", "--rows", "4", "--cols", "4", "--users", "3000", "--parties", "3",
                  "--json", str(report), "--out", str(out)]) == 0
     rep = json.loads(report.read_text())
-    assert rep["private"] is True and rep["users"] == 3000 and rep["clients"] == 3 and rep["m"] == 16
+    assert rep["private"] is True and rep["users"] == 3000 and rep["parties"] == 3 and rep["m"] == 16
     assert "mse_freq" not in rep and "evaluation" not in rep
     assert abs(rep["estimate_sum"] - 1) < 1e-9 and 0.9 < rep["bytes_per_user"] < 1.5
     lines = out.read_text().splitlines()
@@ -106,7 +106,7 @@ def test_evaluate_is_the_not_private_path(tmp_path, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--users", "10", "--values", "x.txt"], "--users and --values both"),
-    (["--clients", "0"], "--clients must be >= 1"),
+    (["--parties", "0"], "--parties must be >= 1"),
     (["--chunk", "0"], "--chunk must be between 1"),
     (["--mechanism", "le", "--eps", "-1"], "eps"),
 ])
