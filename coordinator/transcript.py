@@ -47,6 +47,8 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 
 from securelp.coordinator.transport import PartyLink
+from securelp.protos import census_federated_pb2 as _census_federated_pb2  # noqa: F401 - for reading
+from securelp.protos import ldp_collect_pb2 as _ldp_collect_pb2  # noqa: F401 - for reading
 from securelp.protos import secure_sum_pb2 as _secure_sum_pb2  # noqa: F401 - its message types, for reading
 from securelp.protos import securelp_pb2 as pb
 from securelp.protos import transcript_pb2 as tpb
