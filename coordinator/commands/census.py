@@ -28,6 +28,7 @@ import io
 import logging
 import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -128,11 +129,17 @@ def _options(args: argparse.Namespace) -> mech.PostprocessOptions:
     return mech.PostprocessOptions(chain=ChainOptions(time_limit=_time_limit(args)))
 
 
-def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str) -> None:
-    """The options shared by ``release`` and ``evaluate``: the true data and the noise."""
+def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str, *, parties: bool = False) -> None:
+    """The options shared by ``release``, ``evaluate`` and ``federated``: the true data and the noise
+    (``parties``: or the public hierarchy alone, the counts staying with running party processes)."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", metavar="FILE", help="CSV level,region_id,parent_id,size,count")
     src.add_argument("--synthetic", choices=["census"], help="the bundled census-scale synthetic instance")
+    if parties:
+        src.add_argument("--hierarchy", metavar="FILE",
+                         help="coordinate running party processes (--party NAME=HOST:PORT) instead of simulating "
+                              "them: the public hierarchy, a CSV with columns region_id,parent_id (and level; no "
+                              "counts: the coordinator reads none)")
     p.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
     p.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
     p.add_argument("--seed", default=None, help=SEED_HELP)
@@ -197,8 +204,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "of --level (each holds only its subtree's counts and adds its own regions' noise; the "
                         "regions above get exact noise shares summed under secure aggregation), a coordinator that "
                         "assembles and post-processes. See docs/howto/federated-census.md.")
-    _add_noise_options(f, "the public largest group size N; required with --data (groups larger than N are "
-                          "counted at size N); synthetic: default 1000")
+    _add_noise_options(f, "the public largest group size N; required with --data and --hierarchy (groups larger "
+                          "than N are counted at size N); synthetic: default 1000", parties=True)
+    f.add_argument("--party", action="append", default=None, metavar="NAME=HOST:PORT", dest="parties",
+                   help="with --hierarchy: a running party (securelp party --listen ... --census FILE), dialed with "
+                        "mutual TLS; repeat once per region of --level")
+    f.add_argument("--certs", metavar="DIR", default=None,
+                   help="with --party: directory with ca.pem and coordinator.pem/.key (securelp certs)")
+    f.add_argument("--insecure", action="store_true", help="with --party: plaintext gRPC (for debugging only)")
+    f.add_argument("--wait", type=float, default=30.0, metavar="S",
+                   help="with --party: seconds to wait for every party to report SERVING (default 30)")
     f.add_argument("--level", "--parties-level", dest="level", type=positive_int, default=2, metavar="L*",
                    help="the party level: one party per region of this level (2 = the root's children, e.g. "
                         "states; default 2)")
@@ -468,6 +483,12 @@ def run_federated(args: argparse.Namespace) -> int:
 
     if args.repeat != 1:
         raise InputError("census federated runs one session (--repeat 1); run the command again for another release")
+    if args.hierarchy is not None:
+        return _run_with_parties(args)
+    for flag, value in (("--party", args.parties), ("--certs", args.certs), ("--insecure", args.insecure or None)):
+        if value is not None:
+            raise InputError(f"{flag} is for --hierarchy FILE (coordinating running parties); with --data or "
+                             "--synthetic the command simulates every party itself")
     check_writable(args.json, "--json")
     check_transcript_path(args.transcript)
     check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--data", args.data)])
@@ -546,4 +567,113 @@ def run_federated(args: argparse.Namespace) -> int:
     if files:
         lines.append(f"  wrote {files} party files to {args.out}")
     print_summary(args, "\n".join(lines))
+    return 0
+
+
+def read_hierarchy_csv(path: str) -> Hierarchy:
+    """The public hierarchy from a CSV with columns ``region_id,parent_id`` (a ``level`` column is
+    checked by ``Hierarchy.from_parents``' depth); a file with counts is refused: the coordinator of a
+    federated release reads no count."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise InputError(f"--hierarchy {path}: cannot read it ({exc.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"--hierarchy {path}: not a CSV file ({exc})") from None
+    if not rows or "region_id" not in rows[0] or "parent_id" not in rows[0]:
+        raise InputError(f"--hierarchy {path}: expected a header with region_id and parent_id")
+    if "count" in rows[0] or "noisy_count" in rows[0]:
+        raise InputError(f"--hierarchy {path}: the file has counts; the coordinator of a federated release reads "
+                         "the public geography only (columns level,region_id,parent_id)")
+    parent: dict[str, str] = {}
+    for k, row in enumerate(rows):
+        rid, par = (row["region_id"] or "").strip(), (row["parent_id"] or "").strip()
+        if not rid:
+            raise InputError(f"--hierarchy {path}: line {k + 2} has no region_id")
+        if parent.setdefault(rid, par) != par:
+            raise InputError(f"--hierarchy {path}: region {rid!r} has two parents ({parent[rid]!r}, {par!r})")
+    return Hierarchy.from_parents(parent.keys(), parent.values())
+
+
+def _run_with_parties(args: argparse.Namespace) -> int:
+    """``census federated --hierarchy FILE --party NAME=HOST:PORT ...``: the coordinator of one session
+    against running party processes (dial-in, mutual TLS)."""
+    from securelp.coordinator.census_federated import run_census_federated
+    from securelp.coordinator.commands.audit import check_transcript_path
+    from securelp.coordinator.commands.coordinate import _wait_all_ready, parse_parties
+    from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+    from securelp.coordinator.transcript import TranscriptRecorder, write_transcript
+    from securelp.coordinator.transport import ProtocolLink
+    from securelp.party.census_federated import CENSUS_FEDERATED
+    from securelp.solvers.lp.partition import PublicRows
+
+    check_writable(args.json, "--json")
+    check_transcript_path(args.transcript)
+    check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--hierarchy", args.hierarchy)])
+    for flag, value in (("--out", args.out), ("--seed", args.seed), ("--data-seed", args.data_seed)):
+        if value is not None:
+            raise InputError(f"{flag} does not apply to --hierarchy: each party keeps its own released rows "
+                             "(securelp party --out) and draws its own noise")
+    if args.max_size is None:
+        raise InputError("--hierarchy needs --max-size N, the public largest group size every party releases")
+    if not args.parties:
+        raise InputError("--hierarchy needs the running parties: --party NAME=HOST:PORT, once per region of --level")
+    if args.certs and args.insecure:
+        raise InputError("--certs and --insecure were both given; choose one")
+    if not args.certs and not args.insecure:
+        raise InputError("--party needs --certs DIR (or --insecure, for debugging only)")
+    eps = parse_epsilon(args.eps)
+    options = _options(args)
+    hier = read_hierarchy_csv(args.hierarchy)
+    if not 2 <= args.level <= hier.depth:
+        raise InputError(f"--level must be between 2 and the hierarchy's depth {hier.depth}, got {args.level}")
+    parties = parse_parties(args.parties)
+    tls = ChannelTls.from_dir(args.certs) if args.certs else None
+    recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0), name=f"census-federated {args.mechanism}"))
+    grpc_links: list[GrpcPartyLink] = []
+    start = time.perf_counter()
+    try:
+        for name, address in parties:
+            grpc_links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
+        _wait_all_ready(grpc_links, args.wait)
+        links = [recorder.wrap(ProtocolLink(g.connection, CENSUS_FEDERATED, deadline_s=args.deadline))
+                 for g in grpc_links]
+        try:
+            outcome = run_census_federated(links, hier, args.max_size, mechanism=args.mechanism, eps=eps,
+                                           party_level=args.level, total=args.total, options=options)
+        finally:
+            if args.transcript is not None:
+                write_transcript(recorder.transcript(), args.transcript)
+    finally:
+        for g in grpc_links:
+            g.shutdown()
+    seconds = time.perf_counter() - start
+    pp = outcome.release
+    report: dict[str, Any] = {
+        "command": "census federated", "mechanism": args.mechanism, "private": True, "reproducible": False,
+        **_noise_description(args, hier.depth), "transport": "grpc", "direction": "dial-in",
+        "session_id": outcome.session_id, "party_level": args.level, "parties": len(outcome.parties),
+        "spanning_regions": len(outcome.split.spanning),
+        "dataset": {"source": f"parties:{args.hierarchy}", "regions": hier.size, "levels": hier.depth,
+                    "max_size": args.max_size, "total": outcome.total},
+        "objective": pp.objective, **mech.release_metrics(hier, pp.counts, outcome.total), "time_s": seconds,
+        "phase_s": outcome.phase_s,
+        "bytes": {pid: {"sent": s, "received": r} for pid, s, r in
+                  zip(outcome.parties, outcome.bytes_sent, outcome.bytes_received)},
+        "bytes_sent_per_party_mean": float(np.mean(outcome.bytes_sent)),
+        "bytes_received_per_party_mean": float(np.mean(outcome.bytes_received)),
+        "accounting": outcome.accounting,
+        "coordinator_received": "each party's own regions' noisy values, and its spanning vector masked for "
+                                "secure aggregation (the sum: the spanning regions' noisy values and G)",
+        "out_files": 0,
+    }
+    if args.json:
+        write_json_report(args.json, report)
+    print_summary(args, "\n".join([
+        (f"census federated {args.mechanism} eps={args.eps}: {len(outcome.parties)} running parties at level "
+         f"{args.level}, {hier.size} regions x N = {args.max_size}, G = {outcome.total}"),
+        f"  released in {seconds:.2f} s; each party keeps its own rows",
+        (f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
+         f"total = G: {report['total_matches']}")]))
     return 0

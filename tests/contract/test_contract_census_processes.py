@@ -57,6 +57,58 @@ def _under(hier, k: int, r: int) -> bool:  # type: ignore[no-untyped-def]
     return False
 
 
+def start_parties(files: dict[str, Path], certs: Path, tmp_path: Path) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    procs = {rid: subprocess.Popen(
+        PY + ["party", "--listen", "127.0.0.1:0", "--census", str(path), "--max-size", "12", "--id", rid,
+              "--certs", str(certs), "--out", str(tmp_path / f"{rid}.released.csv")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rid, path in files.items()}
+    return procs, {rid: p.stdout.readline().split()[1] for rid, p in procs.items()}
+
+
+def stop(procs: dict) -> None:  # type: ignore[type-arg]
+    for p in procs.values():
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_the_coordinator_command_runs_a_session_against_party_processes(tmp_path):
+    """``securelp census federated --hierarchy FILE --party NAME=HOST:PORT``: the coordinator reads the
+    public geography only and dials the running parties."""
+    import json
+
+    from securelp.coordinator.cli import main
+
+    files = write_subtrees(tmp_path)
+    certs = tmp_path / "certs"
+    write_session_certs(certs, list(files))
+    geography = tmp_path / "geo.csv"
+    with TAXI.open() as handle:
+        seen = {}
+        for row in csv.DictReader(handle):
+            seen.setdefault(row["region_id"], (row["level"], row["parent_id"]))
+    geography.write_text("level,region_id,parent_id\n" + "".join(f"{lv},{r},{p}\n" for r, (lv, p) in seen.items()))
+    procs, addresses = start_parties(files, certs, tmp_path)
+    try:
+        rc = main(["census", "federated", "--hierarchy", str(geography), "--max-size", "12", "--eps", "1",
+                   "--mechanism", "topdown", "--certs", str(certs), "--json", str(tmp_path / "r.json"),
+                   *[a for rid, addr in addresses.items() for a in ("--party", f"{rid}={addr}")]])
+        codes = {rid: p.wait(timeout=30) for rid, p in procs.items()}
+    finally:
+        stop(procs)
+    assert rc == 0 and codes == {rid: 0 for rid in files}
+    rep = json.loads((tmp_path / "r.json").read_text())
+    data = read_counts_csv(TAXI, max_size=12, top_code=True)
+    assert rep["parties"] == 2 and rep["dataset"]["total"] == data.total and rep["total_matches"]
+    assert rep["constraint_violations"] == 0 and rep["negative_counts"] == 0
+    assert all((tmp_path / f"{rid}.released.csv").stat().st_size > 0 for rid in files)
+    with pytest.raises(SystemExit):
+        main(["census", "federated", "--hierarchy", str(geography), "--data", str(TAXI), "--eps", "1",
+              "--mechanism", "hdp"])
+    assert main(["census", "federated", "--hierarchy", str(TAXI), "--max-size", "12", "--eps", "1", "--mechanism",
+                 "hdp", "--insecure", "--party", "a=127.0.0.1:1"]) == 3  # a counts file: refused
+
+
 def test_a_party_reads_its_subtree_file_as_the_whole_file_has_it(tmp_path):
     files = write_subtrees(tmp_path)
     data = read_counts_csv(TAXI, max_size=12, top_code=True)
