@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 
 #: the deadline of the best-effort close of a session
 CLOSE_DEADLINE_S = 10.0
+#: the largest noise scale b for which the accounting computes the loss against the coordinator with one
+#: colluding party (about 1 s at b = 100; quadratic in b)
+COLLUSION_MAX_SCALE = 100
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,11 +264,18 @@ def run_census_federated(links: Sequence[ProtocolLink], hierarchy: Hierarchy, ma
 def public_accounting(mechanism: str, eps: Fraction, split: RegionalSplit, depth: int) -> dict[str, Any]:
     """The accounting each party receives: :func:`~securelp.solvers.hierarchy.federated.accounting`
     and, against the coordinator colluding with one party, the total loss of an honest party's
-    people (:func:`~securelp.solvers.hierarchy.federated.collusion_epsilon`)."""
+    people (:func:`~securelp.solvers.hierarchy.federated.collusion_epsilon`; None, with the reason,
+    above the noise scale :data:`COLLUSION_MAX_SCALE`)."""
     book: dict[str, Any] = dict(accounting(mechanism, eps, split, depth))
     book["parties"] = len(split.parties)
     book["spanning_regions"] = len(split.spanning)
-    book["eps_against_coordinator_and_one_party"] = collusion_epsilon(mechanism, eps, split, depth, 1)
+    scale = mech.noise_scale(mechanism, depth, eps)
+    if scale <= COLLUSION_MAX_SCALE:
+        book["eps_against_coordinator_and_one_party"] = collusion_epsilon(mechanism, eps, split, depth, 1)
+    else:  # the exact pmf's convolution grows with the square of the scale: minutes beyond this
+        book["eps_against_coordinator_and_one_party"] = None
+        book["collusion_not_computed"] = (f"noise scale {float(scale):g} above {COLLUSION_MAX_SCALE}: run "
+                                          "securelp.solvers.hierarchy.federated.collusion_epsilon offline")
     return book
 
 

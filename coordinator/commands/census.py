@@ -475,6 +475,11 @@ def _party_csv(hier: Hierarchy, owned: np.ndarray, counts: np.ndarray) -> str:
     return out.getvalue()
 
 
+def _collusion_text(book: dict[str, Any]) -> str:
+    value = book.get("eps_against_coordinator_and_one_party")
+    return f"{value:.4g}" if value is not None else "not computed (noise scale too large; see the report)"
+
+
 def run_federated(args: argparse.Namespace) -> int:
     """``census federated``: every party and the coordinator of ``census-federated`` in one command."""
     from securelp.coordinator.census_federated import simulate_release
@@ -563,7 +568,7 @@ def run_federated(args: argparse.Namespace) -> int:
              (f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
              f"non-integer {report['non_integer_counts']}, total = G: {report['total_matches']}"),
              (f"  eps {outcome.accounting['eps_total_exact']} against the coordinator; against it with one colluding "
-             f"party {outcome.accounting['eps_against_coordinator_and_one_party']:.4g}")]
+             f"party {_collusion_text(outcome.accounting)}")]
     if files:
         lines.append(f"  wrote {files} party files to {args.out}")
     print_summary(args, "\n".join(lines))

@@ -128,3 +128,16 @@ def test_a_party_s_measurement_carries_its_noisy_rows_and_a_masked_vector():
     masked = np.frombuffer(reply.masked, dtype="<i8")
     assert masked.size == 12 + 1
     assert np.count_nonzero(np.abs(masked[:12] - s.data.counts[0]) < 10**6) == 0  # uniform in Z_2^64, not near
+
+
+def test_the_accounting_skips_the_collusion_figure_beyond_its_noise_scale():
+    """Small eps: the exact collusion loss would take minutes; the accounting says it was not computed."""
+    from securelp.coordinator.census_federated import COLLUSION_MAX_SCALE, public_accounting
+
+    data = read_counts_csv(TAXI, max_size=12, top_code=True)
+    split = split_by_level(data.hierarchy, 2)
+    small = public_accounting("hdp", Fraction(1, 100), split, 3)  # b = 600
+    assert small["eps_against_coordinator_and_one_party"] is None and "600" in small["collusion_not_computed"]
+    big = public_accounting("hdp", Fraction(1), split, 3)  # b = 6
+    assert big["eps_against_coordinator_and_one_party"] > 1 / 3 and "collusion_not_computed" not in big
+    assert COLLUSION_MAX_SCALE == 100
