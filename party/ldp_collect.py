@@ -67,14 +67,13 @@ class MechanismSpec:
         return self.rows * self.cols
 
     def build(self) -> object:
-        """The verified mechanism (``securelp.ldp.mechanism``)."""
-        from securelp.coordinator.api.ldp import ldp_mechanism
-        from securelp.solvers.ldp import GridDomain
+        """The verified mechanism (what ``securelp.ldp.mechanism`` builds)."""
+        from securelp.solvers.ldp import GridDomain, build_mechanism
 
         if self.name not in COLLECT_MECHANISMS:
             raise InputError(f"mechanism {self.name!r} cannot be collected as values; choose one of "
                              f"{', '.join(COLLECT_MECHANISMS)}", parameter="mechanism")
-        return ldp_mechanism(GridDomain(self.rows, self.cols, self.cell_km), self.eps, self.name)
+        return build_mechanism(self.name, GridDomain(self.rows, self.cols, self.cell_km), self.eps)
 
     @classmethod
     def of_request(cls, request: lpb.LdpHelloRequest) -> MechanismSpec:
