@@ -90,6 +90,9 @@ def test_an_unexpected_error_after_an_interrupt_is_the_interrupt(monkeypatch: py
     monkeypatch.setattr(cli, "_signalled", [])
     monkeypatch.setattr(cli, "_terminate_like_interrupt", lambda: None)  # this process's handlers stay
     monkeypatch.setattr(cli, "_ignore_further_interrupts", lambda: None)
+    # the console script's prompt-exit watch (a daemon thread that ends the process 5 s after any later
+    # SIGINT) must not outlive this test inside the test process
+    monkeypatch.setattr(cli, "exit_promptly_on_interrupt", lambda *args, **kwargs: None)
     assert main(["ldp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--mechanism", "le"]) \
         == ExitCode.INTERRUPTED
     assert capsys.readouterr().err.strip() == "securelp ldp: interrupted by SIGTERM"
