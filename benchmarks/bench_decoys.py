@@ -473,7 +473,9 @@ def _pr(tp: int, fp: int, fn: int) -> str:
 
 
 def table(records: list[dict[str, Any]]) -> str:
-    """The docs table from the newest run: per variant, ratio and reveal, summed over the LPs."""
+    """The docs table from the newest run: per variant, margin, ratio and reveal, summed over the LPs.
+    Recovery of the real columns counts every run; the distinguishers and the column order count the
+    runs whose optimum the decoys left unchanged (the only ones a party could use)."""
     from benchmarks.results import describe_run, latest_run
 
     run = latest_run(records)
@@ -483,37 +485,44 @@ def table(records: list[dict[str, Any]]) -> str:
         margin = f["margin"] if f["variant"] == "resampled" else 0.0
         groups.setdefault((f["variant"], margin, f["ratio"], f["reveal"]), []).append(f)
     base = {(f["problem"], f["reveal"]): f for f in (r["figures"] for r in run) if f["ratio"] == 0}
-    head = ("| decoys per party | x_j revealed | LPs | decoys (entered) | optimum unchanged | real columns: "
-            "values right / up to scale / placed | precision / recall of \"real\" (AUC): solution y > 0 | "
-            "reduced cost | dominance | entries | all | bytes, session s vs none |")
+    head = ("| decoys per party | x_j revealed | LPs: optimum unchanged | decoys (entered) | real columns: values "
+            "right / up to scale / placed by the audit | column order right: all columns / after dropping what "
+            "`all` calls decoys | \"real\": precision / recall (AUC) by the solution, y_t > 0 | by reduced cost | "
+            "by dominance | by the entries | all | bytes, session s |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for (variant, margin, ratio, reveal), fs in sorted(groups.items(), key=lambda kv: (
             not kv[0][3], kv[0][0] != "none", kv[0][0], -kv[0][1], kv[0][2])):
         kind = f"resampled (margin {margin:g})" if variant == "resampled" else variant
         label = "none" if variant == "none" else f"{kind}, {ratio:g} n_j"
+        ok = [f for f in fs if f["optimum_unchanged"] and "distinguishers" in f]
         cols = sum(f["real_columns"] for f in fs)
         cells = []
         for name in DISTINGUISHERS:
-            ds = [f["distinguishers"][name] for f in fs if "distinguishers" in f]
+            ds = [f["distinguishers"][name] for f in ok]
             tp, fp, fn = (sum(d[k] for d in ds) for k in ("tp", "fp", "fn"))
             aucs = [d["auc"] for d in ds if d["auc"] is not None]
             cells.append(f"{_pr(tp, fp, fn)} ({np.mean(aucs):.2f})" if aucs else f"{_pr(tp, fp, fn)} (-)")
+        ok_cols = sum(f["real_columns"] for f in ok)
+        order = (f"{sum(f['order_right'] for f in ok)} / {sum(f['order_right_filtered'] for f in ok)} of {ok_cols}"
+                 if ok else "-")
         b = [base.get((f["problem"], reveal)) for f in fs]
         ratios_b = [f["bytes_sent"] / x["bytes_sent"] for f, x in zip(fs, b) if x]
         ratios_s = [f["session_s"] / x["session_s"] for f, x in zip(fs, b) if x and x["session_s"] > 0]
         lines.append(
-            f"| {label} | {'yes' if reveal else 'no'} | {len(fs)} | {sum(f['decoys'] for f in fs)} "
-            f"({sum(f['decoys_entered'] for f in fs)}) | {sum(f['optimum_unchanged'] for f in fs)}/{len(fs)} | "
+            f"| {label} | {'yes' if reveal else 'no'} | {len(ok)}/{len(fs)} | {sum(f['decoys'] for f in fs)} "
+            f"({sum(f['decoys_entered'] for f in fs)}) | "
             f"{sum(f['real_exact'] for f in fs)} / {sum(f['real_up_to_scale'] for f in fs)} / "
-            f"{sum(f['real_placed'] for f in fs)} of {cols} | " + " | ".join(cells) +
+            f"{sum(f['real_placed'] for f in fs)} of {cols} | {order} | " + " | ".join(cells) +
             f" | x{np.median(ratios_b):.2f}, x{np.median(ratios_s):.2f} |")
     problems = sorted({f["problem"] for fs in groups.values() for f in fs})
     lines.append("")
-    lines.append(f"LPs: {', '.join(problems)}; 3 parties each. Precision / recall of the set the attacker calls real "
-                 "(recall: share of the real columns it keeps; precision without decoys is 1 by definition, with "
-                 "d = r n_j decoys per party a random pick has precision 1 / (1 + r)); AUC: its score's area under "
-                 "the ROC curve, averaged over the LPs (0.5: chance). Bytes and session seconds: median ratio to "
-                 "the same LP without decoys. " + describe_run(run[0]))
+    lines.append(f"LPs: {', '.join(problems)}; 3 parties each, every column bounded (x >= 0). \"Optimum unchanged\": "
+                 "the central solve with decoys equals the one without to 1e-9 relative (a decoy that entered the "
+                 "solution or made the LP unbounded changed it). Precision / recall of the set the attacker calls "
+                 "real (recall: the share of the real columns it keeps; with r n_j decoys per party a random pick "
+                 "has precision 1 / (1 + r)), over the runs whose optimum is unchanged; AUC: the area under the ROC "
+                 "curve of its score, averaged over those runs (0.5: chance). Bytes and session seconds: median "
+                 "ratio to the same LP without decoys. " + describe_run(run[0]))
     return "\n".join(lines)
 
 
