@@ -73,6 +73,7 @@ TABLES = (
           "<!-- heldout-table:begin -->", "<!-- heldout-table:end -->"),
     Table("leakage-hit-rates", "docs/threat_model.md", "benchmarks.bench_leakage", "hit_rates_table", "leakage",
           "<!-- hit-rates:begin -->", "<!-- hit-rates:end -->"),
+    Table("decoys", "docs/threat_model.md", "benchmarks.bench_decoys", "table", "decoys"),
     Table("mdp", "docs/benchmarks/mdp.md", "benchmarks.bench_mdp", "table", "mdp"),
     Table("ldp-scale", "docs/benchmarks/ldp.md", "benchmarks.bench_ldp", "table_scale", "ldp"),
     Table("ldp-fig1", "docs/benchmarks/ldp.md", "benchmarks.bench_ldp", "table_fig1", "ldp"),

@@ -52,7 +52,7 @@ def test_the_optimum_check_fails_when_a_decoy_is_cheap() -> None:
     """Negative control: a resampled decoy with a large negative cost margin enters or unbounds the LP,
     and the benchmark's check says the optimum changed."""
     lp = read_mps(AFIRO)
-    aug, decoys = bd.lp_with_decoys(lp, 3, 1.0, "resampled", seed=5, margin=-5.0)
+    aug, _ = bd.lp_with_decoys(lp, 3, 1.0, "resampled", seed=5, margin=-5.0)
     base = _objective(lp)
     changed = _objective(aug)
     assert not np.isfinite(changed) or abs(changed - base) > bd.OBJECTIVE_TOL * max(1.0, abs(base))
