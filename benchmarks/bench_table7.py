@@ -52,12 +52,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
+import hashlib
 import json
 import math
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -312,12 +315,21 @@ def _plain(v: Any) -> Any:
 
 
 def append_records(path: Path, records: Sequence[dict[str, Any]]) -> None:
-    """Append JSON lines to ``path`` (the whole file rewritten atomically)."""
-    old = path.read_text() if path.is_file() else ""
-    if old and not old.endswith("\n"):
-        old += "\n"
+    """Append JSON lines to ``path``: the whole file rewritten atomically, under an exclusive lock (a
+    file in the temporary directory named after ``path``) so that two benchmark processes (e.g. one
+    per dataset) never lose each other's lines."""
     new = "".join(json.dumps(_plain(r), sort_keys=True) + "\n" for r in records)
-    write_atomically(path, old + new, what="results ")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"bench_table7-{digest}.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            old = path.read_text() if path.is_file() else ""
+            if old and not old.endswith("\n"):
+                old += "\n"
+            write_atomically(path, old + new, what="results ")
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
