@@ -283,6 +283,11 @@ def machine_info() -> dict[str, Any]:
             "versions": versions, "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages now (the machine is shared, so every result carries them)."""
+    return [round(v, 2) for v in os.getloadavg()]
+
+
 def commit_id() -> str:
     """The checkout's short commit, with ``-dirty`` when tracked files differ from it."""
     try:
@@ -401,6 +406,7 @@ def run_repetition(dataset: str, data: GroupSizeData, eps: str, mechanism: str, 
         "total_matches": bool(abs(float(np.asarray(pp.counts[0], dtype=np.float64).sum()) - data.total) < 1e-6),
         "noise_s": round(t1 - t0, 3),
         "post_s": round(pp.time_s, 3),
+        "load_avg_1m": load_average()[0],
         "details": _small_details(pp.details),
     }
     if dataset == "census":
@@ -414,6 +420,7 @@ def run_cell(dataset: str, data: GroupSizeData, eps: str, mechanism: str, reps: 
              options: mech.PostprocessOptions, progress: bool = True, cqp_fista_tol: float = 0.01) -> dict[str, Any]:
     """``reps`` seeded repetitions of one (dataset, eps, mechanism) cell; refusals are recorded, not raised."""
     done, refused = [], []
+    load_start = load_average()
     start = time.perf_counter()
     for rep in reps:
         try:
@@ -429,7 +436,8 @@ def run_cell(dataset: str, data: GroupSizeData, eps: str, mechanism: str, reps: 
             "mechanism": mechanism, "paper_mechanism": PAPER_NAME[mechanism], "unit": UNITS[dataset],
             "noise_scale": float(mech.noise_scale(mechanism, data.hierarchy.depth, Fraction(eps))),
             "seed": f"table7/{dataset}/{eps}/{mechanism}/<rep>", "reps": done, "refused": refused,
-            "wall_s": round(time.perf_counter() - start, 1)}
+            "wall_s": round(time.perf_counter() - start, 1),
+            "load_avg": {"start": load_start, "end": load_average()}}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -515,6 +523,7 @@ class CellStats:
     post_s_max: float
     commits: tuple[str, ...]
     backends: tuple[str, ...] = ()
+    load_1m: tuple[float, float] = (math.nan, math.nan)
 
 
 def pool_cells(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], CellStats]:
@@ -528,8 +537,10 @@ def pool_cells(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], 
         key = (r["dataset"], r["eps"], r["mechanism"])
         cell = reps.setdefault(key, {})
         ref = refused.setdefault(key, {})
+        line_load = r.get("machine", {}).get("load_avg_1m")
         for rep in r["reps"]:
-            cell[rep["rep"]] = rep
+            # lines written before the load was taken per repetition carry the run's starting load
+            cell[rep["rep"]] = rep if "load_avg_1m" in rep else {**rep, "load_avg_1m": line_load}
             ref.pop(rep["rep"], None)
         for f in r["refused"]:
             ref[f["rep"]] = f["error"]
@@ -552,8 +563,14 @@ def pool_cells(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str, str], 
         out[key] = CellStats(len(rs), len(refused[key]), tuple(l1.mean(axis=0)), tuple(l1.std(axis=0, ddof=ddof)),
                              float(cv.mean()), float(cv.std(ddof=ddof)),
                              float(np.mean([x["post_s"] for x in rs])), float(np.max([x["post_s"] for x in rs])),
-                             tuple(commits[key]), backends)
+                             tuple(commits[key]), backends, _load_range(rs))
     return out
+
+
+def _load_range(reps: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """The lowest and highest 1-minute load average recorded with the repetitions (nan if none)."""
+    loads = [float(x["load_avg_1m"]) for x in reps if x.get("load_avg_1m") is not None]
+    return (min(loads), max(loads)) if loads else (math.nan, math.nan)
 
 
 def _num(v: float) -> str:
@@ -727,14 +744,16 @@ def render_page_section(records: Sequence[dict[str, Any]]) -> str:
             row = []
             for m in ORDER:
                 st = stats.get((ds, eps, m))
-                row.append("-" if st is None or st.n == 0 else f"{st.post_s_mean:.2f} (max {st.post_s_max:.1f})")
+                row.append("-" if st is None or st.n == 0 else
+                           f"{st.post_s_mean:.2f} (max {st.post_s_max:.1f}; load {st.load_1m[0]:.1f}-{st.load_1m[1]:.1f})")
             times.append(f"| {ds} | {eps} | " + " | ".join(row) + " |")
     parts = ["### Our inputs\n", render_inputs(records)]
     for ds in DATASETS:
         parts += [f"\n### {ds}: ours beside the paper's Table 7\n", render_main_table(ds, stats),
                   f"\n### {ds}: order of the mechanisms by L1 error\n", render_ordering(ds, stats)]
     parts += ["\n### Diagnostics\n", render_diagnostics(records),
-              "\n### Post-processing seconds per release (mean, max)\n", "\n".join(times) + "\n",
+              ("\n### Post-processing seconds per release (mean, max; the 1-minute load average of the shared 2-core "
+               "machine recorded with the repetitions, lowest-highest)\n"), "\n".join(times) + "\n",
               "\n### Runs\n", render_runs(records)]
     return "\n".join(parts)
 

@@ -134,6 +134,9 @@ def test_one_repetition_records_the_metrics_not_private() -> None:
     assert cell["private"] is False and cell["evaluation"].startswith("NOT PRIVATE")
     assert [r["rep"] for r in cell["reps"]] == [0, 1] and all(r["cv"] == 0 for r in cell["reps"])
     assert cell["noise_scale"] == 6.0  # 2L/eps with L = 3, eps = 1
+    # the machine is shared: every repetition and every cell carries the load average it ran under
+    assert all(r["load_avg_1m"] >= 0 for r in cell["reps"])
+    assert len(cell["load_avg"]["start"]) == 3 and len(cell["load_avg"]["end"]) == 3
 
 
 def test_cqp_by_fista_matches_the_engines_cqp() -> None:
