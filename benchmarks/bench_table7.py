@@ -581,6 +581,11 @@ def _num(v: float) -> str:
     return f"{v:.2f}"
 
 
+def _spread(n: int, sd: float, fmt: Any) -> str:
+    """' ± 1.96 sd' formatted by ``fmt``, or nothing for a single draw (its sd is unknown)."""
+    return "" if n < 2 else f" ± {fmt(1.96 * sd)}"
+
+
 def _ratio(ours: float, paper: float) -> str:
     if paper == 0:
         return "-" if ours == 0 else "(paper 0)"
@@ -608,10 +613,11 @@ def render_main_table(dataset: str, stats: dict[tuple[str, str, str], CellStats]
                 lines.append(f"| {eps} | {name} | 0 ({st.refused} refused) | " + " | ".join(
                     f"refused | {p} | -" for p in (*(f"{v:.1f}" for v in paper.l1), f"{paper.cv:,}")) + " |")
                 continue
-            reps = f"{st.n}" + (f" (+{st.refused} refused)" if st.refused else "")
-            cells = [f"{_num(mu)} ± {_num(1.96 * sd)} | {p:.1f} | {_ratio(mu, p)}"
+            reps = f"{st.n}" + (" (one draw, no sd)" if st.n == 1 else "") + (
+                f" (+{st.refused} refused)" if st.refused else "")
+            cells = [f"{_num(mu)}{_spread(st.n, sd, _num)} | {p:.1f} | {_ratio(mu, p)}"
                      for mu, sd, p in zip(st.l1_mean, st.l1_sd, paper.l1)]
-            cv = f"{st.cv_mean:,.0f} ± {1.96 * st.cv_sd:,.0f}" if st.cv_mean else "0"
+            cv = f"{st.cv_mean:,.0f}{_spread(st.n, st.cv_sd, lambda v: f'{v:,.0f}')}" if st.cv_mean else "0"
             cells.append(f"{cv} | {paper.cv:,} | {_ratio(st.cv_mean, paper.cv)}")
             lines.append(f"| {eps} | {name} | {reps} | " + " | ".join(cells) + " |")
     note = ""
@@ -624,7 +630,10 @@ def render_main_table(dataset: str, stats: dict[tuple[str, str, str], CellStats]
 
 
 def _resolved(a: CellStats, b: CellStats, k: int) -> bool:
-    """Whether a's mean at level index k is below b's by more than 1.96 standard errors of the difference."""
+    """Whether a's mean at level index k is below b's by more than 1.96 standard errors of the difference
+    (never for a cell of one draw, whose sd is unknown)."""
+    if a.n < 2 or b.n < 2:
+        return False
     se = math.sqrt(a.l1_sd[k] ** 2 / a.n + b.l1_sd[k] ** 2 / b.n)
     return b.l1_mean[k] - a.l1_mean[k] > 1.96 * se
 

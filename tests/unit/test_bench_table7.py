@@ -206,3 +206,13 @@ def test_parse_reps_for() -> None:
     for bad in ("census-chain=3", "census:foo=3", "census:chain=0", "census:chain=x"):
         with pytest.raises(InputError, match="--reps-for"):
             bt.parse_reps_for([bad], bt.DATASETS, bt.ORDER)
+
+
+def test_a_single_draw_has_no_spread_and_resolves_no_ordering() -> None:
+    recs = [_cell("census", "1", "chain", [(0, [1.0, 2.0, 80.0], 0)]),
+            _cell("census", "1", "hqp", [(k, [40.0 + k, 39.0, 130.0 + k], 1900) for k in range(5)])]
+    stats = bt.pool_cells(recs)
+    chain = next(ln for ln in bt.render_main_table("census", stats).splitlines() if ln.startswith("| 1 | M_c^ch"))
+    assert "| 1 (one draw, no sd) |" in chain and "±" not in chain
+    lev1 = next(ln for ln in bt.render_ordering("census", stats).splitlines() if ln.startswith("| 1 | 1 |"))
+    assert "M_c^ch ≈ M_H^r" in lev1 and "yes, not resolved" in lev1
