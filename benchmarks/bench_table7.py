@@ -289,11 +289,13 @@ def load_average() -> list[float]:
 
 
 def commit_id() -> str:
-    """The checkout's short commit, with ``-dirty`` when tracked files differ from it."""
+    """The checkout's short commit, with ``-dirty`` when tracked files other than results and docs differ from it
+    (the results file is tracked and grows during a run; that does not change the code that ran)."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results", ":(exclude)docs"], cwd=REPO_ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
