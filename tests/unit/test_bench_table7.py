@@ -216,3 +216,15 @@ def test_a_single_draw_has_no_spread_and_resolves_no_ordering() -> None:
     assert "| 1 (one draw, no sd) |" in chain and "±" not in chain
     lev1 = next(ln for ln in bt.render_ordering("census", stats).splitlines() if ln.startswith("| 1 | 1 |"))
     assert "M_c^ch ≈ M_H^r" in lev1 and "yes, not resolved" in lev1
+
+
+def test_occupancy_table_divides_l1_by_occupied_cells_times_the_mean_noise() -> None:
+    ez = bt.geometric_mean_abs(6.0)  # hdp at eps = 1 on three levels: b = 6
+    cells = {"1": 10, "2": 20, "3": 40}
+    l1 = [cells[k] * ez / 10_000 for k in ("1", "2", "3")]  # exactly cells x E|Z|, in units of 10^4
+    rec = _cell("taxi", "1", "hdp", [(0, l1, 0), (1, l1, 0)])
+    rec["dataset_info"] = {"nonzero_cells_per_level": cells}
+    text = bt.render_occupancy([rec], bt.pool_cells([rec]))
+    lev3 = next(ln for ln in text.splitlines() if ln.startswith("| taxi | M_H^dp | 1 |") and "| 3 | 40 |" in ln)
+    # ours: ratio 1.00; the paper's 328.5 x 10^4 at level 3 implies 328.5e4 / E|Z| occupied cells
+    assert "| 1.00 |" in lev3 and f"| {328.5e4 / ez:,.0f} |" in lev3
