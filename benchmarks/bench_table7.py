@@ -664,8 +664,12 @@ def render_ordering(dataset: str, stats: dict[tuple[str, str, str], CellStats]) 
                                                                    stats[(dataset, eps, m)], k) for m in others)
                                   else "yes, not resolved")
                 else:
-                    better = [PAPER_NAME[m] for m in ours[:ours.index("chain")]]
-                    chain_best = "no: " + ", ".join(better) + " lower"
+                    ahead = ours[:ours.index("chain")]
+                    better = ", ".join(PAPER_NAME[m] for m in ahead)
+                    if any(_resolved(stats[(dataset, eps, m)], stats[(dataset, eps, "chain")], k) for m in ahead):
+                        chain_best = f"no: {better} lower, resolved"
+                    else:
+                        chain_best = f"tied: {better} lower mean, not resolved"
             exact_ok = all(stats[(dataset, eps, m)].cv_mean == 0 for m in ("hdp", "cdp", "chain", "topdown")
                            if m in have)
             lines.append(f"| {eps} | {k + 1} | {' < '.join(PAPER_NAME[m] for m in paper_order)} | {text} | "

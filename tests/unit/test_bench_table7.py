@@ -228,3 +228,12 @@ def test_occupancy_table_divides_l1_by_occupied_cells_times_the_mean_noise() -> 
     lev3 = next(ln for ln in text.splitlines() if ln.startswith("| taxi | M_H^dp | 1 |") and "| 3 | 40 |" in ln)
     # ours: ratio 1.00; the paper's 328.5 x 10^4 at level 3 implies 328.5e4 / E|Z| occupied cells
     assert "| 1.00 |" in lev3 and f"| {328.5e4 / ez:,.0f} |" in lev3
+
+
+def test_chain_behind_another_mechanism_is_tied_unless_resolved() -> None:
+    recs = [_cell("taxi", "1", "chain", [(k, [1.0 + 0.1 * k, 2.0 + 0.1 * k, 80.0 + k], 0) for k in range(5)]),
+            _cell("taxi", "1", "cdp", [(k, [0.99 + 0.1 * k, 1.0 + 0.1 * k, 90.0 + k], 0) for k in range(5)])]
+    text = bt.render_ordering("taxi", bt.pool_cells(recs))
+    assert "tied: M_c^dp lower mean, not resolved" in next(ln for ln in text.splitlines() if ln.startswith("| 1 | 1 |"))
+    assert "no: M_c^dp lower, resolved" in next(ln for ln in text.splitlines() if ln.startswith("| 1 | 2 |"))
+    assert "yes, resolved" in next(ln for ln in text.splitlines() if ln.startswith("| 1 | 3 |"))
