@@ -13,9 +13,10 @@ from benchmarks.results import RESULTS_DIR, append_run, load, run_context
 from securelp.solvers.errors import InputError
 
 KEYS = {"bench", "run_id", "date", "commit", "command", "machine", "case", "figures"}
-#: written before benchmarks/results.py: every line has its date, commit, command and machine, each in
-#: its benchmark's own layout (their next runs write through append_run)
-OWN_LAYOUT = {"leakage", "mpyc", "secagg"}
+#: every line has its date, commit, command and machine, each in its benchmark's own layout: written
+#: before benchmarks/results.py (leakage, mpyc, secagg: their next runs write through append_run), or one
+#: line per (dataset, eps, mechanism) cell with its per-repetition loads (table7)
+OWN_LAYOUT = {"leakage", "mpyc", "secagg", "table7"}
 
 
 def test_every_committed_result_line_has_the_shared_context() -> None:
