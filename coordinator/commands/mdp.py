@@ -134,8 +134,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--save-mechanism", default=None, help="write the verified n x K matrix here, in the format of "
                    "its suffix: .npz (numpy), .csv (text, every float to 17 digits) or .mat (MATLAB, variable Z), each "
                    "with its description (dataset, eps, eta, outputs) for 'securelp perturb'; or .npy (the bare matrix)")
-    p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): bounds per iteration and, for "
-                   "2-D data, the partition")
+    p.add_argument("--plot", default=None, help="write an image (.png, .pdf or .svg): the bounds and the relative gap "
+                   "per iteration (as Qiu's Figs. 17-20) and, for 2-D data, the partition; needs matplotlib "
+                   "(pip install 'securelp[plot]')")
     add_output_arguments(p, dest="json_path")
     p.set_defaults(func=run)
 

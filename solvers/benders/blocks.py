@@ -67,7 +67,9 @@ class Block:
         self.base_upper = spec.rows.upper.copy()
         self.nonlinked = np.ones(spec.rows.n_rows, dtype=bool)
         self.nonlinked[spec.linked.rows] = False
-        self.solve_seconds = 0.0
+        self.solve_seconds = 0.0  # in :meth:`solve`, of which:
+        self.highs_seconds = 0.0  # ... in HiGHS runs of the block's own models (fallbacks included)
+        self.recertify_seconds = 0.0  # ... in re-solves with scaled costs for a higher cut (cuts.recertify)
         self.recertify_solves = 0  # re-solves by :meth:`_recertified_cut`
         self.recertify_shortfall = 1e-7  # set by the engine from its gap (options.recertify_share)
         self.deadline = INF  # set by the engine from its time limit
@@ -91,6 +93,15 @@ class Block:
             starts = self.A.indptr[:-1][nz]
             ratio[nz] = np.maximum.reduceat(absv, starts) / np.minimum.reduceat(absv, starts)
         return ratio
+
+    def _run(self, h: Any, what: str) -> str:
+        """:func:`~securelp.solvers.benders.highs_calls.run_highs` on one of the block's models, under the
+        run's deadline, its time counted in :attr:`highs_seconds`."""
+        t = time.perf_counter()
+        try:
+            return run_highs(h, what, self.deadline)
+        finally:
+            self.highs_seconds += time.perf_counter() - t
 
     def _linked_upper(self, x: np.ndarray) -> np.ndarray:
         L = self.spec.linked
@@ -167,7 +178,7 @@ class Block:
         lo = np.full(n_l, -INF)
         if n_l:
             self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status = run_highs(self.h, f"Benders block {self.spec.name}", self.deadline)
+        status = self._run(self.h, f"Benders block {self.spec.name}")
         upper_now = self.base_upper.copy()
         upper_now[self.spec.linked.rows] = ub
         try:
@@ -193,7 +204,7 @@ class Block:
             self.h1 = self._build_phase1()
         if n_l:
             self.h1.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status1 = run_highs(self.h1, f"phase-1 of Benders block {self.spec.name}", self.deadline)
+        status1 = self._run(self.h1, f"phase-1 of Benders block {self.spec.name}")
         violation = 0.0
         y1: np.ndarray | None = None
         if status1 == "Optimal":
@@ -225,7 +236,7 @@ class Block:
                 self.h.clearSolver()
                 self.h.setOptionValue("presolve", "off")
             try:
-                st = run_highs(self.h, f"relaxed Benders block {self.spec.name}", self.deadline)
+                st = self._run(self.h, f"relaxed Benders block {self.spec.name}")
             finally:
                 self.h.setOptionValue("presolve", "choose")
             if st == "Optimal":
@@ -238,7 +249,7 @@ class Block:
             if n_l:
                 self.h2.changeRowsBounds(n_l, self.linked_rows, lo, ub)
             try:
-                status2 = run_highs(self.h2, f"elastic Benders block {self.spec.name}", self.deadline)
+                status2 = self._run(self.h2, f"elastic Benders block {self.spec.name}")
                 if status2 != "Optimal":
                     raise SolverError(f"elastic LP of block {self.spec.name} ended with status {status2}")
                 res = self._elastic_result(self.h2, upper_now)
@@ -277,8 +288,7 @@ class Block:
             rows = np.arange(lower.size, dtype=np.int32)
             self.h3.changeRowsBounds(rows.size, rows, lower, upper)
             try:
-                status = run_highs(self.h3, f"elastic Benders block {self.spec.name} ({int(freed.sum())} rows freed)",
-                                   self.deadline)
+                status = self._run(self.h3, f"elastic Benders block {self.spec.name} ({int(freed.sum())} rows freed)")
             except SolverError:
                 continue
             if status == "Optimal":

@@ -10,6 +10,7 @@ the constant: both keep a cut valid while bringing it within what HiGHS represen
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -88,14 +89,17 @@ def recertify(owner: Any, best: Any, score: float, objective: float,
     of ``owner.h``'s LP re-solved with the costs scaled by each of ``scales`` in turn
     (:func:`~securelp.solvers.benders.highs_calls.rescaled_duals`) where that is worth more, while the
     score falls short of HiGHS's ``objective`` by more than ``owner.recertify_shortfall`` (relative);
-    ``owner``: a master component or a block (its ``h``, ``deadline`` and ``recertify_solves`` count)."""
+    ``owner``: a master component or a block (its ``h``, ``deadline``, ``recertify_solves`` count and
+    ``recertify_seconds``)."""
     for k in scales:
         if score >= objective - owner.recertify_shortfall * abs(objective):
             break
+        t = time.perf_counter()
         owner.recertify_solves += 1
         pi = rescaled_duals(owner.h, k, owner.deadline)
         if pi is not None:
             candidate, value = from_duals(pi)
             if value > score:
                 best, score = candidate, value
+        owner.recertify_seconds += time.perf_counter() - t
     return best

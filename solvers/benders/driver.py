@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,11 +38,20 @@ from securelp.solvers.benders.stopping import (
 from securelp.solvers.errors import SolverError
 from securelp.solvers.resources import available_memory
 
-__all__ = ["BendersEngine"]
+__all__ = ["PARTS", "BendersEngine"]
 
 logger = logging.getLogger(__name__)
 
 INF = np.inf
+
+#: what an iteration's seconds are spent on (:attr:`BendersIteration.parts`, and their totals in the
+#: result's ``details["parts"]``): the master's HiGHS runs, its weak-duality certificate and the
+#: re-solves that improve it; the blocks' phase as the wall clock saw it (threads in parallel), and
+#: summed over the blocks their HiGHS runs, the re-solves for higher cuts and the rest of their cut
+#: generation (duals to cuts, bounds passed); adding the cuts to the master; the caller's upper-bound
+#: functions (repair and verification)
+PARTS = ("master_highs", "master_certificate", "master_recertify", "blocks_wall", "block_highs",
+         "block_recertify", "block_cut_generation", "cut_adding", "upper_bounds")
 
 UpperBound = Callable[[np.ndarray, list[np.ndarray]], tuple[float, Any]]
 RepairedUpperBound = Callable[[np.ndarray, list[np.ndarray | None], list[bool]], tuple[float, Any]]
@@ -164,6 +173,8 @@ class _Run:
         self.total_cuts = 0
         self.master_seconds = 0.0
         self.ub_seconds = 0.0
+        self.blocks_wall = 0.0  # in solve_blocks, by the wall clock
+        self.cuts_wall = 0.0  # in add_cuts
         self.error_text = ""
         self.failed_solves = 0
         self.pool = ThreadPoolExecutor(max_workers=engine.workers) if engine.workers > 1 else None
@@ -171,6 +182,7 @@ class _Run:
         self.slowest = 0.0  # the longest block solve so far (a solve at the master's point is capped by it)
         self.cut_gain = 0.0  # what the last add_cuts' optimality cuts cut off the thetas by, in all
         self.memory_at_start = self.memory_before = available_memory()
+        self.parts_before = self.parts()
 
     def _set_up_blocks(self) -> None:
         """The blocks; those with no link to the master are solved once, without the deadline
@@ -242,14 +254,37 @@ class _Run:
     def solve_blocks(self, x: np.ndarray, capped: bool = False) -> list[dict[str, Any]]:
         """Every linked block at ``x`` (``capped``: at the master's point, each capped)."""
         cap = max(self.options.at_x_min_seconds, self.options.at_x_slowest_factor * self.slowest) if capped else None
-        if self.pool is not None:
-            return list(self.pool.map(lambda b: self.solve_one(b, x, cap), self.linked_ids))
-        return [self.solve_one(b, x, cap) for b in self.linked_ids]
+        t = time.perf_counter()
+        try:
+            if self.pool is not None:
+                return list(self.pool.map(lambda b: self.solve_one(b, x, cap), self.linked_ids))
+            return [self.solve_one(b, x, cap) for b in self.linked_ids]
+        finally:
+            self.blocks_wall += time.perf_counter() - t
+
+    def parts(self) -> dict[str, float]:
+        """The seconds spent so far by part (:data:`PARTS`)."""
+        comps, blocks = self.comps, self.blocks
+        block_highs = sum(b.highs_seconds for b in blocks)
+        block_recertify = sum(b.recertify_seconds for b in blocks)
+        return {"master_highs": sum(c.highs_seconds for c in comps),
+                "master_certificate": sum(c.certificate_seconds for c in comps),
+                "master_recertify": sum(c.recertify_seconds for c in comps),
+                "blocks_wall": self.blocks_wall, "block_highs": block_highs, "block_recertify": block_recertify,
+                "block_cut_generation": max(0.0, sum(b.solve_seconds for b in blocks) - block_highs - block_recertify),
+                "cut_adding": self.cuts_wall, "upper_bounds": self.ub_seconds}
 
     def add_cuts(self, it: int, results: list[dict[str, Any]], thetas: dict[int, float]) -> tuple[int, int, int]:
         """Add the cuts of ``results`` that cut off the master's ``(x, theta)``; returns the
         numbers of optimality cuts, feasibility cuts and failed blocks (:attr:`cut_gain`: the sum of
         the optimality cuts' violations)."""
+        t = time.perf_counter()
+        try:
+            return self._add_cuts(it, results, thetas)
+        finally:
+            self.cuts_wall += time.perf_counter() - t
+
+    def _add_cuts(self, it: int, results: list[dict[str, Any]], thetas: dict[int, float]) -> tuple[int, int, int]:
         n_opt = n_feas = n_failed = 0
         self.cut_gain = 0.0
         for b, res in zip(self.linked_ids, results):
@@ -272,6 +307,10 @@ class _Run:
         return n_opt, n_feas, n_failed
 
     def record(self, rec: BendersIteration) -> None:
+        """Append ``rec``, with the seconds spent since the last one by part, to the history and report it."""
+        now = self.parts()
+        rec = replace(rec, parts={k: now[k] - self.parts_before[k] for k in PARTS})
+        self.parts_before = now
         self.history.append(rec)
         if self.progress is not None:
             self.progress(rec)
@@ -452,7 +491,7 @@ class _Run:
             details={"master_seconds": self.master_seconds, "block_seconds": sum(b.solve_seconds for b in blocks),
                      "upper_bound_seconds": self.ub_seconds, "n_blocks": len(blocks),
                      "n_independent_blocks": len(self.fixed_y), "failed_block_solves": self.failed_solves,
-                     "error": self.error_text,
+                     "error": self.error_text, "parts": self.parts(),
                      # copies re-solved with scaled costs for a better certificate or cut (cuts.recertify)
                      "recertify_solves": sum(c.recertify_solves for c in comps) + sum(b.recertify_solves for b in blocks)},
         )

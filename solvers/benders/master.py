@@ -11,6 +11,7 @@ which a badly scaled master can overstate.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -89,6 +90,9 @@ class MasterComponent:
         self.h = new_highs(tight=True)
         pass_model(self.h, cost, lower, upper, rows)
         self.n_cuts = 0
+        self.highs_seconds = 0.0  # in HiGHS runs of the component's LP
+        self.certificate_seconds = 0.0  # in its weak-duality bound (:meth:`certified_bound`)
+        self.recertify_seconds = 0.0  # in re-solves with scaled costs for a better bound (:meth:`recertified`)
         self.recertify_solves = 0  # re-solves by :meth:`recertified`
         self.recertify_shortfall = 1e-7  # set by the engine from its gap (options.recertify_share)
         self.deadline = INF  # set by the engine from its time limit
@@ -141,12 +145,18 @@ class MasterComponent:
         SolverError
             The component does not end optimal (the problem may be infeasible).
         """
-        status = run_highs(self.h, "Benders master", self.deadline)
+        t = time.perf_counter()
+        try:
+            status = run_highs(self.h, "Benders master", self.deadline)
+        finally:
+            self.highs_seconds += time.perf_counter() - t
         if status != "Optimal":
             raise SolverError(f"Benders master component ended with status {status}; the PMO may be infeasible")
         sol = self.h.getSolution()
         v = np.asarray(sol.col_value, dtype=float)
+        t = time.perf_counter()
         bound = self.certified_bound(np.asarray(sol.row_dual, dtype=float))
+        self.certificate_seconds += time.perf_counter() - t
         bound = self.recertified(bound, float(self.h.getInfo().objective_function_value))
         return bound, v[: self.n_x], {b: float(v[c]) for b, c in self.theta_col.items()}
 

@@ -98,6 +98,8 @@ class BendersIteration:
     n_optimality_cuts: int
     n_feasibility_cuts: int
     n_failed_blocks: int = 0  # blocks on which every HiGHS fallback failed (no cut from them)
+    #: seconds of this iteration by part (:data:`securelp.solvers.benders.driver.PARTS`)
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

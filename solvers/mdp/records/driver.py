@@ -32,8 +32,9 @@ from securelp.solvers.mdp.records.blocks import build_blocks
 from securelp.solvers.mdp.records.master import build_master
 from securelp.solvers.mdp.records.options import RecordOptions
 from securelp.solvers.mdp.records.partition import Partition, partition_records
-from securelp.solvers.mdp.repair import UNREPAIRED, finalize_mechanism
+from securelp.solvers.mdp.repair import UNREPAIRED, finalize_mechanism, repair_mechanism
 from securelp.solvers.mdp.report import IterationRecord, MechanismResult
+from securelp.solvers.mdp.verify import verify_mechanism
 
 __all__ = ["build_bd_model", "cheapest_incumbent", "on_cheapest_outputs", "solve_records"]
 
@@ -95,12 +96,15 @@ def cheapest_incumbent(problem: PMOProblem) -> tuple[float, Any]:
 
 class _UpperBounds:
     """The engine's upper-bound functions: the master's ``x`` and the blocks' solutions assembled into a
-    full ``n x K`` matrix, repaired exactly and verified (:attr:`verified`: how many)."""
+    full ``n x K`` matrix, repaired exactly and verified. Counts :attr:`repaired` and :attr:`verified`,
+    and the seconds of each (:attr:`repair_seconds`, :attr:`verify_seconds`)."""
 
-    def __init__(self, problem: PMOProblem, B: np.ndarray, internal_ids: list[np.ndarray]) -> None:
+    def __init__(self, problem: PMOProblem, B: np.ndarray, internal_ids: list[np.ndarray], best: float = np.inf
+                 ) -> None:
         self.problem, self.B, self.internal_ids = problem, B, internal_ids
-        self.best = np.inf
-        self.verified = 0
+        self.best = best
+        self.repaired = self.verified = 0
+        self.repair_seconds = self.verify_seconds = 0.0
 
     def assemble(self, x: np.ndarray, ys: list[np.ndarray]) -> np.ndarray:
         """The full ``n x K`` matrix of the master's ``x`` and the blocks' ``ys``."""
@@ -113,9 +117,23 @@ class _UpperBounds:
         return Z
 
     def verify(self, Z: np.ndarray) -> tuple[float, Any]:
-        X, report, info = finalize_mechanism(Z, self.problem)
+        """``Z`` repaired and verified: its loss and ``(mechanism, report, repair figures)``.
+
+        Raises
+        ------
+        VerificationError
+            The repaired mechanism fails its verification.
+        """
+        p = self.problem
+        t = time.perf_counter()
+        X, info = repair_mechanism(Z, p)
+        value = p.objective_of(X)
+        self.repaired += 1
+        self.repair_seconds += time.perf_counter() - t
+        t = time.perf_counter()
+        report = verify_mechanism(X, p.dataset.distance, p.eps, eta=p.eta)
         self.verified += 1
-        value = self.problem.objective_of(X)
+        self.verify_seconds += time.perf_counter() - t
         self.best = min(self.best, value)
         return value, (X, report, info)
 
@@ -203,10 +221,18 @@ def solve_records(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: 
     # mechanism alone: its in-out separation judges cuts against U - L, and the cheapest one's lower U
     # from the start can stall it short of the optimum. The cheapest one is an upper bound at every
     # iteration all the same, and is returned where it is the best.
+    t_inc = time.perf_counter()
     em_incumbent = _expmech_incumbent(problem)
     cheap = cheapest_incumbent(problem)
+    t_inc = time.perf_counter() - t_inc
+    iteration_parts: list[dict[str, float]] = []
+    seen = [0.0, 0.0]  # the repair's and the verification's seconds at the last iteration
 
     def on_iteration(rec: BendersIteration) -> None:
+        # the engine's parts of this iteration, with its upper bounds' repair and verification apart
+        iteration_parts.append({**rec.parts, "repair": bounds.repair_seconds - seen[0],
+                                "verification": bounds.verify_seconds - seen[1]})
+        seen[:] = [bounds.repair_seconds, bounds.verify_seconds]
         if progress is not None:
             progress(IterationRecord(rec.iteration, max(rec.lower, trivial), min(rec.upper, cheap[0]), rec.seconds))
 
@@ -219,24 +245,30 @@ def solve_records(problem: PMOProblem, *, partitioner: str = "kmdv", n_subsets: 
     core = None if em_incumbent is None or not in_out or not B.size else np.asarray(em_incumbent[1][0])[B].ravel()
     res = engine.run(gap=gap, max_iterations=int(max_iterations), time_limit=time_limit - (time.perf_counter() - t0),
                      progress=on_iteration, incumbent=em_incumbent, core=core, in_out=float(in_out or 0.0))
+    parts = {"partition": t_part, "build": t_build, "incumbents": t_inc, **res.details["parts"],
+             "repair": bounds.repair_seconds, "verification": bounds.verify_seconds}
     return _result(problem, partition, res, em_incumbent, cheap, trivial, bounds.verified, gap, exact_check,
                    {"partition_seconds": t_part, "build_seconds": t_build, "initial_cut_rows": n_init,
-                    "n_blocks": len(blocks)}, t0)
+                    "n_blocks": len(blocks), "repaired_upper_bounds": bounds.repaired, "iteration_parts": iteration_parts},
+                   t0, parts)
 
 
 def _result(problem: PMOProblem, partition: Partition, res: BendersResult, em_incumbent: tuple[float, Any] | None,
-            cheap: tuple[float, Any], trivial: float, verified: int, gap: float, exact_check: bool,
-            details: dict[str, Any], t0: float) -> MechanismResult:
+            cheap: tuple[float, Any], trivial: float, verified: int, gap: float,
+            exact_check: bool, details: dict[str, Any], t0: float, parts: dict[str, float]) -> MechanismResult:
     """The run's verified mechanism (the engine's best, or the cheapest incumbent where it is better),
-    its bounds (at least the trivial one), its history and partition."""
+    its bounds (at least the ``trivial`` one), its history and partition; ``parts``: the run's seconds by
+    part, to which the final check is added (``final``)."""
     payload = res.best_payload
     if payload is None or cheap[0] < res.upper_bound:  # the engine's upper bound is its payload's loss
         payload = cheap[1]
     X, report, info = payload
     returned_expmech = em_incumbent is not None and payload is em_incumbent[1]
     returned_cheapest = payload is cheap[1]
+    t = time.perf_counter()
     if exact_check:
         X, report, info = finalize_mechanism(X, problem, exact=True)
+    parts = {**parts, "final": time.perf_counter() - t}
     upper = problem.objective_of(X)
     # the trivial bound stands when the time limit came before the first master solve
     lower = min(max(res.lower_bound, trivial), upper)
@@ -262,5 +294,5 @@ def _result(problem: PMOProblem, partition: Partition, res: BendersResult, em_in
                  "engine_status": res.status,
                  "expmech_incumbent": None if em_incumbent is None else em_incumbent[0],
                  "returned_expmech": returned_expmech, "cheapest_incumbent": cheap[0],
-                 "returned_cheapest": returned_cheapest, **res.details, **info},
+                 "returned_cheapest": returned_cheapest, **res.details, "parts": parts, **info},
     )
