@@ -498,3 +498,32 @@ def test_options_are_validated_once_with_the_field_named() -> None:
             BendersOptions(**bad)
         assert exc.value.parameter == next(iter(bad))
     assert BendersOptions(pace_window=0).pace_window == 0
+
+
+def test_a_block_presolve_calls_infeasible_is_rechecked_before_its_phase_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    master, blocks, _ = _instance(0)
+    spec = blocks[0]
+    x = np.full(master.cost.size, 1.0 / master.cost.size)  # every block feasible here
+    honest = Block(spec, np.ones(master.cost.size)).solve(x)
+    assert honest["feasible"]
+    calls: list[str] = []
+    run = run_highs
+
+    def artefact(h, what, deadline=np.inf):  # presolve's "infeasible" at the feasibility boundary
+        calls.append(what)
+        if what.startswith("Benders block"):
+            return "Infeasible"
+        return run(h, what, deadline)
+
+    monkeypatch.setattr(blocks_module, "run_highs", artefact)  # fault injection: a wrong "infeasible"
+    blk = Block(spec, np.ones(master.cost.size))
+    res = blk.solve(x)
+    assert calls == ["Benders block b0", "rechecked Benders block b0"]  # no phase-1 LP, no fallback
+    assert blk.h1 is None and res["feasible"] and res["value"] == pytest.approx(honest["value"], abs=1e-12)
+    assert res["alpha"] == pytest.approx(honest["alpha"], abs=1e-12)
+    assert np.array_equal(res["vars"], honest["vars"]) and np.allclose(res["beta"], honest["beta"], atol=1e-12)
+    # a block that is infeasible indeed still gets its feasibility cut from the phase-1 LP
+    calls.clear()
+    res = blk.solve(np.zeros(master.cost.size))
+    assert calls[:3] == ["Benders block b0", "rechecked Benders block b0", "phase-1 of Benders block b0"]
+    assert not res["feasible"] and res["violation"] > 0
