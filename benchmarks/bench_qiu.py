@@ -98,6 +98,12 @@ PAPER: dict[str, dict[str, dict[str, tuple[float, float] | None]]] = {
         "text": {"kmdv": (41, 6), "kmrec": (204, 19), "kmadj": (42, 5), "bsc": (154, 14)},
         "syn": {"kmdv": (142, 11), "kmrec": (144, 15), "kmadj": None, "bsc": (237, 19)}},
 }
+#: changes to record BD's per-iteration cost, each measured side by side: (UTC time from which the
+#: runs use it, what it does); a run started before it measured the code without it
+CHANGES: list[tuple[str, str]] = [
+    ("2026-12-06T14:38:16Z", ("a block HiGHS calls infeasible is re-solved cold without presolve at the same "
+                              "bounds before its phase-1 LP (solvers/benders/blocks.py, Block._rechecked)")),
+]
 #: the paper's machine, and its per-solve times with k-m-DV (Sec. 4)
 PAPER_MACHINE = "13th-gen Intel Core i7 desktop, 16 cores, MATLAB linprog (dual simplex)"
 PAPER_MASTER_SECONDS = 1.505
@@ -378,6 +384,32 @@ def outside(ours: tuple[float, float] | None, table: str, name: str, part: str) 
     return abs(ours[0] - value[0]) > value[1]
 
 
+def started(row: dict[str, Any]) -> float:
+    """When a run started (its ``date`` is when it ended), as a UNIX time."""
+    import calendar
+
+    return calendar.timegm(time.strptime(row["date"], "%Y-%m-%dT%H:%M:%SZ")) - float(row.get("wall_s") or 0.0)
+
+
+def before_after(rows: list[dict[str, Any]], at: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs of record-BD runs of the same dataset, partitioner and instance, the last one started
+    before ``at`` and the first one started after it."""
+    import calendar
+
+    t = calendar.timegm(time.strptime(at, "%Y-%m-%dT%H:%M:%SZ"))
+    runs: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("kind") == "bd" and not r.get("variant") and r.get("status") not in ("error", "crashed"):
+            runs.setdefault((r["dataset"], r["partitioner"], r["instance"]), []).append(r)
+    pairs = []
+    for key in sorted(runs, key=lambda k: (list(DATASETS).index(k[0]), PARTITIONERS.index(k[1]), k[2])):
+        old = [r for r in runs[key] if started(r) < t]
+        new = [r for r in runs[key] if started(r) >= t]
+        if old and new:
+            pairs.append((old[-1], new[0]))
+    return pairs
+
+
 def latest(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """The newest row of each (kind, dataset, partitioner, instance, variant)."""
     out: dict[tuple, dict[str, Any]] = {}
@@ -580,6 +612,26 @@ def render(rows: list[dict[str, Any]], page: Path, results: Path = RESULTS) -> N
             w(f"| {LABELS[name]} | {LABELS[p]} | {len(rs)} | {np.mean([r['time_s'] for r in rs]):.1f} | "
               + " | ".join(f"{v:.2f}" for v in vals) + " |")
     w("")
+    for at, what in CHANGES:
+        pairs = before_after(rows, at)
+        if not pairs:
+            continue
+        w(f"## Before and after: {what}\n")
+        w("The same runs (dataset, partitioner, instance), the last one started before the change and the first "
+          "after it; seconds of the whole run, of the blocks' HiGHS runs (summed over blocks) and of the blocks' "
+          "phase by the wall clock, with the load average (1 min) at each run's start.\n")
+        w("| dataset | partitioner | instance | seconds before | after | block HiGHS s before | after | blocks wall s "
+          "before | after | rel. gap before | after | load before | after |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for old, new in pairs:
+            po, pn = old.get("parts", {}), new.get("parts", {})
+            w(f"| {LABELS[old['dataset']]} | {LABELS[old['partitioner']]} | {old['instance']} | {old['time_s']:.1f} | "
+              f"{new['time_s']:.1f} | {po.get('block_highs', 0):.1f} | {pn.get('block_highs', 0):.1f} | "
+              f"{po.get('blocks_wall', 0):.1f} | {pn.get('blocks_wall', 0):.1f} | {old['rel_gap']:.1e} | "
+              f"{new['rel_gap']:.1e} | {old['machine']['load_start'][0]} | {new['machine']['load_start'][0]} |")
+        tot_o = sum(o["time_s"] for o, _ in pairs)
+        tot_n = sum(n["time_s"] for _, n in pairs)
+        w(f"\nIn all: {tot_o:.1f} s before, {tot_n:.1f} s after ({len(pairs)} runs).\n")
     variants = [r for r in latest(rows, "bd") if r.get("variant")]
     if variants:
         w("## Variants (before and after a change, same instances)\n")
