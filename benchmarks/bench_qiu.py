@@ -595,6 +595,37 @@ def render(rows: list[dict[str, Any]], page: Path, results: Path = RESULTS) -> N
           f"{max((r['rel_gap'] for r in rs), default=float('nan')):.1e} | {max(dev, default=float('nan')):.1e} | "
           f"{sum(bool(r.get('returned_cheapest')) for r in rs)} |")
     w("")
+    reached = [r for r in bd if r.get("status") == "optimal"]
+    first = [r for r in reached if r.get("iterations") == 1]
+    unfinished = [r for r in bd if r.get("status") != "optimal"]
+    missed = ", ".join(f"{LABELS[r['dataset']]} {LABELS[r['partitioner']]} #{r['instance']} ({r.get('status')}, "
+                       f"gap {r.get('rel_gap', float('nan')):.1e})" for r in unfinished)
+    w("### Reading Tables 3-4 against the paper\n")
+    w(f"- **Iterations.** {len(reached)} of {len(bd)} record-BD runs reached xi = {GAP:g} with a certified gap, "
+      f"{len(first)} of them at their first iteration"
+      + (f"; did not reach it: {missed}" if unfinished else "")
+      + ". The paper needs 41-204 (and 500 without reaching it for k-m-adj and BSC on three datasets). The "
+      "table above says why: every record on its cheapest output, a bound our engine starts from (each block's "
+      "theta is bounded below by its internal records' cheapest outputs, and the run's lower bound by all "
+      "records'), is already within a fraction of xi of the optimum at these settings (the privacy constraints add "
+      "little to the loss), so the first verified mechanism within xi ends the run. "
+      "Qiu's code starts elsewhere: its master (`masterProblem.m` in chenxiunt/MetricDP_BendersDecomposition) "
+      "bounds each theta_m only by 0.001 from below and every z_bk by 0.001 (with K = 100 outputs a tenth of "
+      "each row's mass is fixed to spread evenly, so its LP is not the PMO), takes its upper bound as the "
+      "subproblems' sum, and stops (`bendersDecomposition.m`) at an absolute gap of 0.001; its iterations are "
+      "the cuts needed to raise every theta_m from 0 to its block's loss.")
+    w("- **Seconds per iteration.** Ours is a whole run's seconds (partition, model, the first private "
+      "mechanisms, one master solve over every boundary record with all its mDP rows, 14-25 block solves, the "
+      "repair and verification of the assembled mechanism) on 2 shared cores; the paper's is about 1.5 s for a "
+      "master solve plus the subproblems on 16 cores. The parts table below shows where it goes.")
+    w("- **Direct LP.** HiGHS solves the whole PMO (500 x 100 variables) to optimality in the seconds of the "
+      "last column, where the paper's MATLAB dual simplex and interior point stopped at their 10,000-iteration "
+      "cap on every dataset: at these sizes the direct LP is no harder than one record-BD run here.")
+    w("- **Partitions (Tables 1-2).** k-m-DV and k-m-rec subproblem sizes agree with the paper on Road and Syn. "
+      "Our k-m-adj and BSC leave a few large subsets (maximum sizes well above the paper's), and our master "
+      "components, counted by Qiu's rule, are larger where our mDP graphs are denser than the paper's (Text: "
+      "MiniLM embeddings at eta 1.0 instead of fastText; Syn: the paper's data scaled by 1/4; Grid: 20 x 25 "
+      "instead of 10 x 50).\n")
     w("## Where a run's seconds go (mean over the runs of a cell)\n")
     w("Parts (`details['parts']` of the run): partition, model building, first incumbents; the master's HiGHS "
       "runs and its weak-duality certificate; the blocks by the wall clock (2 threads) and, summed over blocks, "

@@ -381,9 +381,11 @@ def test_record_bd_whose_bounds_stop_moving_ends_no_progress_with_the_same_bound
                      options=RecordOptions(in_out=0.0, benders=benders))
     unpaced = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=150,
                        options=RecordOptions(in_out=0.0, benders=dataclasses.replace(benders, pace_window=0)))
-    assert paced.status == "no_progress" and paced.iterations == benders.pace_window + 1
+    # the paced run stops a window after its bounds stopped moving, well before the unpaced run's cap
+    assert paced.status == "no_progress" and benders.pace_window < paced.iterations < 150
     assert unpaced.status == "iteration_limit" and unpaced.iterations == 150
-    # its many more iterations raise the lower bound by a hair (the gap is 0.25) and leave the upper one
+    # the unpaced run's many more iterations raise the lower bound by a hair at most (the gap stays near
+    # 0.15) and leave the upper one
     assert paced.lower_bound == pytest.approx(unpaced.lower_bound, rel=1e-5)
     assert paced.upper_bound == pytest.approx(unpaced.upper_bound, rel=1e-9)
     r = solve_bd(p, partitioner="kmrec", n_subsets=2, gap=1e-4, max_iterations=500)
