@@ -12,7 +12,9 @@
   at the feasibility boundary presolve's "infeasible" is often an artefact of its tolerances, and
   the re-solve, when optimal, gives an exact optimality cut for the cost of one block solve, where
   the phase-1 LP (a slack column per linked row) costs far more (on Rome with BSC, 4 s against
-  377 s for the largest block). Only a block still infeasible goes on to the phase-1 LP.
+  377 s for the largest block). Only a block still infeasible goes on to the phase-1 LP. A HiGHS
+  failure (warm, cold and interior point all failing) on any of these LPs is an inconclusive end:
+  the next fallback is tried, and a block on which all fail gives no cut this time.
 * Fallbacks where HiGHS is inconclusive at the feasibility boundary: the block with its linked
   bounds relaxed by a hair (the cut keeps the exact bounds), then the elastic block (slack on the
   linked rows at a large price; its duals give a valid optimality cut), then the elastic block
@@ -183,7 +185,11 @@ class Block:
         lo = np.full(n_l, -INF)
         if n_l:
             self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status = self._run(self.h, f"Benders block {self.spec.name}")
+        try:
+            status = self._run(self.h, f"Benders block {self.spec.name}")
+        except SolverError as exc:  # HiGHS failed warm, cold and with IPM: the re-check and fallbacks below
+            logger.info("Benders block %s: %s; re-solving it cold without presolve", self.spec.name, exc)
+            status = "Error"
         upper_now = self.base_upper.copy()
         upper_now[self.spec.linked.rows] = ub
         try:
@@ -214,6 +220,8 @@ class Block:
         self.h.setOptionValue("presolve", "off")
         try:
             status = self._run(self.h, f"rechecked Benders block {self.spec.name}")
+        except SolverError:
+            status = "Error"
         finally:
             self.h.setOptionValue("presolve", "choose")
         if status != "Optimal":
@@ -232,7 +240,10 @@ class Block:
             self.h1 = self._build_phase1()
         if n_l:
             self.h1.changeRowsBounds(n_l, self.linked_rows, lo, ub)
-        status1 = self._run(self.h1, f"phase-1 of Benders block {self.spec.name}")
+        try:
+            status1 = self._run(self.h1, f"phase-1 of Benders block {self.spec.name}")
+        except SolverError:
+            status1 = "Error"
         violation = 0.0
         y1: np.ndarray | None = None
         if status1 == "Optimal":
@@ -263,8 +274,8 @@ class Block:
             self.h.changeRowsBounds(n_l, self.linked_rows, lo, ub + relax * np.maximum(np.abs(ub), 1e-3))
             try:
                 st = self._run(self.h, f"relaxed Benders block {self.spec.name}")
-            finally:
-                self.h.setOptionValue("presolve", "choose")
+            except SolverError:
+                st = "Error"
             if st == "Optimal":
                 return self._optimal(self.h, upper_now)
         res = self._freed_elastic(upper_now) if self.freed_ratio is not None else None

@@ -529,3 +529,30 @@ def test_a_block_presolve_calls_infeasible_is_rechecked_before_its_phase_1(monke
     res = blk.solve(np.zeros(master.cost.size))
     assert calls[:3] == ["Benders block b0", "rechecked Benders block b0", "phase-1 of Benders block b0"]
     assert not res["feasible"] and res["violation"] > 0
+
+
+def test_a_block_highs_fails_on_is_rechecked_and_a_block_all_fail_on_gives_no_cut(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from securelp.solvers.errors import SolverError
+
+    master, blocks, ref = _instance(0)
+    x = np.full(master.cost.size, 1.0 / master.cost.size)
+    honest = Block(blocks[0], np.ones(master.cost.size)).solve(x)
+    failing_on: tuple[str, ...] = ("Benders block",)
+    run = run_highs
+
+    def failing(h, what, deadline=np.inf):  # HiGHS failing warm, cold and with IPM (model status Not Set)
+        if what.startswith(failing_on):
+            raise SolverError(f"HiGHS failed on {what} (model status Not Set)")
+        return run(h, what, deadline)
+
+    monkeypatch.setattr(blocks_module, "run_highs", failing)  # fault injection: HiGHS failing
+    res = Block(blocks[0], np.ones(master.cost.size)).solve(x)
+    assert res["feasible"] and res["value"] == pytest.approx(honest["value"], abs=1e-12)
+    # failing on every LP of the block: no cut and no exception, and the engine goes on without it
+    failing_on = ("Benders block", "rechecked", "phase-1", "relaxed", "elastic")
+    res = Block(blocks[0], np.ones(master.cost.size)).solve(x)
+    assert not res["feasible"] and res["failed"].startswith("HiGHS failed on elastic Benders block b0")
+    out = BendersEngine(master, blocks, upper_bound_fn=lambda x, ys: (0.0, None)).run(gap=1e-9, max_iterations=3)
+    assert out.history and all(h.n_failed_blocks == len(blocks) for h in out.history)
+    assert out.lower_bound <= ref.fun + 1e-9
