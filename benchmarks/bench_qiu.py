@@ -424,6 +424,7 @@ def latest(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def convergence_plot(runs: list[dict[str, Any]], name: str, path: Path) -> None:
     """Qiu's Figs. 17-20 for one dataset: each partitioner's upper and lower bound per iteration
     (instance 0, or the lowest one measured), with the relative gap on a log scale beneath."""
+    from securelp.solvers.files import write_atomically
     from securelp.solvers.mdp.plotting import require_matplotlib
 
     plt = require_matplotlib()
@@ -456,7 +457,7 @@ def convergence_plot(runs: list[dict[str, Any]], name: str, path: Path) -> None:
     axes[1, 0].set_ylabel("(U - L) / U")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    write_atomically(path, lambda f: fig.savefig(f, format="png", dpi=90))
     plt.close(fig)
 
 
