@@ -676,7 +676,11 @@ def render(rows: list[dict[str, Any]], page: Path, results: Path = RESULTS) -> N
               f"{new['rel_gap']:.1e} | {old['machine']['load_start'][0]} | {new['machine']['load_start'][0]} |")
         tot_o = sum(o["time_s"] for o, _ in pairs)
         tot_n = sum(n["time_s"] for _, n in pairs)
-        w(f"\nIn all: {tot_o:.1f} s before, {tot_n:.1f} s after ({len(pairs)} runs).\n")
+        blk_o = sum(o.get("parts", {}).get("block_highs", 0.0) for o, _ in pairs)
+        blk_n = sum(n.get("parts", {}).get("block_highs", 0.0) for _, n in pairs)
+        w(f"\nIn all ({len(pairs)} runs): {tot_o:.1f} s before, {tot_n:.1f} s after; the blocks' HiGHS runs "
+          f"{blk_o:.1f} s before, {blk_n:.1f} s after. The runs' other parts (the master above all) and the load "
+          "move their totals either way.\n")
     variants = [r for r in latest(rows, "bd") if r.get("variant")]
     if variants:
         w("## Variants (before and after a change, same instances)\n")
