@@ -425,9 +425,9 @@ def convergence_plot(runs: list[dict[str, Any]], name: str, path: Path) -> None:
     """Qiu's Figs. 17-20 for one dataset: each partitioner's upper and lower bound per iteration
     (instance 0, or the lowest one measured), with the relative gap on a log scale beneath."""
     from securelp.solvers.files import write_atomically
-    from securelp.solvers.mdp.plotting import require_matplotlib
+    from securelp.solvers.mdp.plotting import require_plotting
 
-    plt = require_matplotlib()
+    plt = require_plotting("the convergence plots")
     fig, axes = plt.subplots(2, len(PARTITIONERS), figsize=(3.2 * len(PARTITIONERS), 5.6), sharex="col")
     for j, part in enumerate(PARTITIONERS):
         mine = sorted((r for r in runs if r["partitioner"] == part and r.get("history")),

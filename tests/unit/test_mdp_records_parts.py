@@ -1,18 +1,14 @@
-"""Record BD's seconds by part (master, blocks, cut generation, repair, verification), its
-convergence plot (Qiu's Figs. 17-20) and the message when matplotlib is missing."""
+"""Record BD's seconds by part (master, blocks, cut generation, repair, verification) and its
+convergence plot (Qiu's Figs. 17-20: both bounds and the relative gap per iteration)."""
 
 from __future__ import annotations
 
-import builtins
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from securelp.coordinator.cli import main as cli_main
 from securelp.solvers.benders.driver import PARTS
-from securelp.solvers.errors import InputError
 from securelp.solvers.mdp import plotting
 from securelp.solvers.mdp.bd import solve_bd
 from securelp.solvers.mdp.datasets import load_dataset
@@ -48,38 +44,8 @@ def test_relative_gaps_are_nan_until_both_bounds_are_finite() -> None:
     assert g[2:] == pytest.approx([0.5, 0.01])
 
 
-def test_a_missing_matplotlib_is_an_input_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kwargs):
-        if name == "matplotlib" or name.startswith("matplotlib."):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, mod)
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.raises(InputError, match=r"pip install 'securelp\[plot\]'"):
-        plotting.require_matplotlib()
-
-
-def test_the_cli_refuses_plot_without_matplotlib_before_solving(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def missing() -> None:
-        raise InputError("a plot needs matplotlib, which is not installed here: pip install 'securelp[plot]'",
-                         parameter="plot")
-
-    monkeypatch.setattr(plotting, "require_matplotlib", missing)
-    png = tmp_path / "p.png"
-    rc = cli_main(["mdp", "--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--eta", "1.5",
-                   "--method", "bd", "--decomposition", "records", "--subsets", "2", "--plot", str(png)])
-    err = capsys.readouterr().err
-    assert rc != 0 and "securelp[plot]" in err and "Traceback" not in err
-    assert not png.exists()
-
-
 def test_the_records_plot_shows_both_bounds_and_the_gap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    plt = plotting.require_matplotlib()
+    plt = plotting.require_plotting()
     figures = []
     close = plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig) or close(fig))
