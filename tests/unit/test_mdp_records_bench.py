@@ -38,7 +38,7 @@ def test_the_page_sets_ours_beside_the_papers_and_pairs_runs_around_a_change(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bq, "CHANGES", [("2026-01-01T12:00:00Z", "a faster block")])
     bd = {"partitioner": "bsc", "status": "optimal", "iterations": 1, "lower": 0.99, "upper": 1.0, "rel_gap": 0.01,
-          "history": [[0.99, 1.0, 1.0]], "n_boundary": 100}
+          "history": [[0.99, 1.0, 1.0]], "n_boundary": 100, "n": 500}
     rows = [
         _row("partition", "2026-01-01T10:00:00Z", partitioner="kmdv", subproblem_mean=9.5, subproblem_max=20,
              component_mean=11.0, component_max=40, n_boundary=250),
