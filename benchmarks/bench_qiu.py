@@ -477,7 +477,7 @@ def render(rows: list[dict[str, Any]], page: Path, results: Path = RESULTS) -> N
       f"`{results.relative_to(ROOT) if results.is_relative_to(ROOT) else results}` (one JSON line per run: "
       "machine, load average at start and end, command, commit, date, figures); do not edit by hand.\n")
     w("Paper: C. Qiu, *Enhancing Scalability of Metric Differential Privacy via Secret Dataset Partitioning and "
-      f"Benders Decomposition*, Sec. 4 (figures: /work/shared/data/mdp/qiu_tables.md). Settings: {500} records, "
+      f"Benders Decomposition*, Sec. 4 (figures: mdp/qiu_tables.md of the shared data folder). Settings: {500} records, "
       f"K = {N_OUTPUTS} outputs, M = {N_SUBSETS} subsets, stopping gap xi = {GAP:g}. Paper's machine: "
       f"{PAPER_MACHINE}. Mean +- 1.96 sample sd over the instances measured (n given).\n")
     w("Our datasets at the paper's settings:\n")

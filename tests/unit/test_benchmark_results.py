@@ -15,8 +15,9 @@ from securelp.solvers.errors import InputError
 KEYS = {"bench", "run_id", "date", "commit", "command", "machine", "case", "figures"}
 #: every line has its date, commit, command and machine, each in its benchmark's own layout: written
 #: before benchmarks/results.py (leakage, mpyc, secagg: their next runs write through append_run), or one
-#: line per (dataset, eps, mechanism) cell with its per-repetition loads (table7)
-OWN_LAYOUT = {"leakage", "mpyc", "secagg", "table7"}
+#: line per (dataset, eps, mechanism) cell with its per-repetition loads (table7), or one line per run
+#: with its load at start and end and its cost by part (qiu)
+OWN_LAYOUT = {"leakage", "mpyc", "secagg", "table7", "qiu"}
 
 
 def test_every_committed_result_line_has_the_shared_context() -> None:
