@@ -86,18 +86,20 @@ def test_per_party_row_support_and_column_space_go_the_joint_ones_stay():
 
 def test_the_revealed_solution_attributes_columns_found_in_the_sum():
     """x_j travels per party: columns recovered from the sum and matched to x_j are placed among the
-    party's own columns (so secure aggregation does not hide them once x_j is revealed); without
-    x_j none is attributed."""
+    party's own columns (so secure aggregation does not hide them once x_j is revealed) -- as best
+    guesses, right for all 12 here, not as confirmed claims; without x_j none is attributed."""
     lp = _lp()
     _, t_rev, blocks, _ = _session(lp, True, True, "x")
     a = audit(t_rev, blocks)
     for pa in a.parties.values():
-        assert pa.summary["recovered_exact"] == 12 and pa.truth["recovered_exact"] == 12 and pa.truth["claims_hold"]
+        assert pa.summary["best_guess"] == 12 and pa.summary["positions_guessed"] == 12
+        assert pa.truth["recovered_exact"] == 12 and pa.truth["unclaimed_right"] == 12 and pa.truth["claims_hold"]
         assert any("told apart from the others' and placed" in s for s in _can(pa, a))
     _, t_kept, blocks, _ = _session(lp, True, False, "x")
     a = audit(t_kept, blocks)
     for pa in a.parties.values():
-        assert pa.summary["recovered_exact"] == 0 and pa.truth["claims_hold"]
+        assert pa.summary["recovered_exact"] == 0 and pa.summary["best_guess"] == 0
+        assert pa.truth["recovered_exact"] == 0 and pa.truth["claims_hold"]
 
 
 def _can(pa, a):  # type: ignore[no-untyped-def]
