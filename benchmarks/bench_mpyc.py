@@ -71,8 +71,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import secrets
 import signal
 import socket
@@ -97,7 +95,7 @@ from benchmarks.mpyc_lp import (  # re-exported: the conversion is part of this 
     to_standard_form,
 )
 from benchmarks.render import begin_marker, end_marker
-from benchmarks.results import commit
+from benchmarks.results import commit, machine
 from securelp.coordinator.commands.common import positive_int
 from securelp.solvers.errors import ConfigError, InputError, SecureLPError
 from securelp.solvers.files import write_atomically
@@ -454,31 +452,9 @@ def _rel(a: float | None, b: float | None) -> float | None:
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores, RAM, Python and the versions that matter here."""
-    import importlib.metadata as md
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                ram = round(int(line.split()[1]) / 2 ** 20, 1)
-    except OSError:
-        pass
-    versions = {}
-    for pkg in ("mpyc", "gmpy2", "uvloop", "numpy", "highspy", "grpcio"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram, "python": platform.python_version(),
-            "versions": versions, "load_avg_1m": os.getloadavg()[0]}
+    m = machine(("mpyc", "gmpy2", "uvloop", "numpy", "highspy", "grpcio"))
+    return {"cpu": m["cpu"], "cores": m["cores"], "ram_gib": round(m["memory_bytes"] / 2**30, 1),
+            "python": m["python"], "versions": m["versions"], "load_avg_1m": m["load_average"][0]}
 
 
 def bench_lp(name: str, args: argparse.Namespace, context: dict[str, Any]) -> list[dict[str, Any]]:

@@ -57,7 +57,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -70,6 +69,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.results import machine
 from securelp.solvers.errors import InputError, SecureLPError
 from securelp.solvers.files import write_atomically
 from securelp.solvers.hierarchy import mechanisms as mech
@@ -256,31 +256,9 @@ def dataset_info(name: str, data: GroupSizeData) -> dict[str, Any]:
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores, RAM, load, Python and the versions that matter here."""
-    import importlib.metadata as md
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                ram = round(int(line.split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    versions = {}
-    for pkg in ("numpy", "scipy", "highspy"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": ram, "python": platform.python_version(),
-            "versions": versions, "load_avg_1m": round(os.getloadavg()[0], 2)}
+    m = machine(("numpy", "scipy", "highspy"))
+    return {"cpu": m["cpu"], "cores": m["cores"], "ram_gib": round(m["memory_bytes"] / 2**30, 1),
+            "python": m["python"], "versions": m["versions"], "load_avg_1m": round(m["load_average"][0], 2)}
 
 
 def load_average() -> list[float]:

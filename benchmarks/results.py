@@ -48,8 +48,9 @@ def shared_data(*parts: str) -> Path:
     return REPO.parent.joinpath("shared", "data", *parts)
 
 
-def machine() -> dict[str, Any]:
-    """The machine a run measures: CPU model, cores, RAM, load average, Python and platform."""
+def machine(packages: Sequence[str] = ()) -> dict[str, Any]:
+    """The machine a run measures: CPU model, cores, RAM, load average, Python and platform; with
+    ``packages``, also their installed versions (``versions``, None for one not installed)."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -64,8 +65,19 @@ def machine() -> dict[str, Any]:
     except (OSError, IndexError, ValueError):
         pass
     load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": memory, "load_average": load,
-            "python": platform.python_version(), "platform": platform.platform()}
+    found = {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": memory, "load_average": load,
+             "python": platform.python_version(), "platform": platform.platform()}
+    if packages:
+        import importlib.metadata as md
+
+        versions: dict[str, str | None] = {}
+        for package in packages:
+            try:
+                versions[package] = md.version(package)
+            except md.PackageNotFoundError:
+                versions[package] = None
+        found["versions"] = versions
+    return found
 
 
 def commit() -> str:
