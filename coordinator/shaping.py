@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from securelp.solvers.errors import ConfigError
+from securelp.solvers.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,9 @@ class LinkShape:
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None and not (value >= 0 and value < float("inf")):
-                raise ConfigError(f"link {f.name} must be a finite non-negative number, got {value!r}")
+                raise InputError(f"link {f.name} must be a finite non-negative number, got {value!r}")
         if self.bandwidth_bps is not None and self.bandwidth_bps <= 0:
-            raise ConfigError(f"link bandwidth must be positive, got {self.bandwidth_bps!r} bit/s")
+            raise InputError(f"link bandwidth must be positive, got {self.bandwidth_bps!r} bit/s")
 
     @property
     def is_plain(self) -> bool:
@@ -92,7 +92,7 @@ class LinkShape:
 def _quantity(text: str, units: Mapping[str, float], what: str, item: str) -> float:
     found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     if not found or found.group(2).lower() not in units:
-        raise ConfigError(f"--link {item!r}: {text!r} is not a {what} (units: {', '.join(units)})")
+        raise InputError(f"--link {item!r}: {text!r} is not a {what} (units: {', '.join(units)})")
     return float(found.group(1)) * units[found.group(2).lower()]
 
 
@@ -108,10 +108,14 @@ _KEYS = {
 def parse_link_shape(text: str, base: LinkShape | None = None) -> LinkShape:
     """``latency=50ms,jitter=5ms,bandwidth=10mbit,cut=2MB,down=3s`` (any subset) on top of ``base``."""
     values = {f.name: getattr(base or LinkShape(), f.name) for f in fields(LinkShape)}
+    seen: set[str] = set()
     for item in (p.strip() for p in text.split(",")):
         key, sep, value = item.partition("=")
         if not sep or key.strip().lower() not in _KEYS:
-            raise ConfigError(f"--link {text!r}: {item!r} is not KEY=VALUE with KEY one of {', '.join(_KEYS)}")
+            raise InputError(f"--link {text!r}: {item!r} is not KEY=VALUE with KEY one of {', '.join(_KEYS)}")
+        if key.strip().lower() in seen:
+            raise InputError(f"--link {text!r}: {key.strip()} is given twice")
+        seen.add(key.strip().lower())
         name, units, what = _KEYS[key.strip().lower()]
         amount = _quantity(value, units, what, item)
         values[name] = int(amount) if name == "cut_after_bytes" else amount
@@ -124,7 +128,7 @@ def parse_link_specs(specs: Sequence[str], party_ids: Sequence[str]) -> dict[str
 
     Raises
     ------
-    ConfigError
+    InputError
         A malformed shape, or an ID that is not one of ``party_ids``.
     """
     common = LinkShape()
@@ -133,8 +137,10 @@ def parse_link_specs(specs: Sequence[str], party_ids: Sequence[str]) -> dict[str
         head, sep, rest = spec.partition(":")
         if sep and "=" not in head:
             if head not in party_ids:
-                raise ConfigError(f"--link {spec!r}: {head!r} is not a party of this session "
-                                  f"({', '.join(party_ids)})")
+                raise InputError(f"--link {spec!r}: {head!r} is not a party of this session "
+                                 f"({', '.join(party_ids)})")
+            if not rest.strip():
+                raise InputError(f"--link {spec!r}: no shape after {head}: (e.g. {head}:latency=50ms)")
             own.setdefault(head, []).append(rest)
         else:
             common = parse_link_shape(spec, common)

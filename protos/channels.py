@@ -201,6 +201,20 @@ def timed_out_while_connecting(details: str) -> bool:
     return any(marker in low for marker in _TIMEOUT_MARKERS)
 
 
+#: a connection reset (TCP RST) in the middle of the handshake, without any TLS alert or verification
+#: message: a network path that failed (a shaped link cut, a route gone) or a peer that died; a peer
+#: that refuses a certificate sends a TLS alert and closes instead
+_RESET_MARKERS = ("connection reset by peer",)
+_VERIFICATION_MARKERS = ("certificate", "alert", "verif", "peer name", "unauthenticated", "ssl routines")
+
+
+def reset_while_connecting(details: str) -> bool:
+    """gRPC's error says the connection was reset while it was set up, with no sign of a refused
+    certificate."""
+    low = details.lower()
+    return any(m in low for m in _RESET_MARKERS) and not any(m in low for m in _VERIFICATION_MARKERS)
+
+
 def looks_like_tls_failure(details: str, tls: bool) -> bool:
     """The error details show a TLS handshake or verification failure (not a timeout)."""
     low = details.lower()
@@ -268,6 +282,12 @@ def classify_rpc_error(exc: grpc.RpcError, *, who: str, what: str, tls: bool, pe
         if hint:
             cls = E.AuthenticationError if tls else E.TransportError
             return cls(f"{who} could not be reached during {what}: {hint} ({short_cause(details)})")
+        if reset_while_connecting(details):
+            named = repr(expected_name) if expected_name else "the expected identity"
+            return PeerGone(f"the connection to {who} was reset during {what}, while it was set up: the network "
+                            f"path failed or the peer's process ended ({short_cause(details)}); if it persists, "
+                            f"check that its certificate is from this session's CA and names {named}",
+                            kind="disconnected")
         if looks_like_tls_failure(details, tls):
             named = repr(expected_name) if expected_name else "the expected identity"
             return E.AuthenticationError(

@@ -173,7 +173,9 @@ def _run_on_namespaces(args: argparse.Namespace, public, blocks, config: Session
             write_atomically(args.transcript, run.transcript.read_bytes())
     hosts = ", ".join(f"{h} {a}" for h, a in run.addresses.items())
     where = f"  hosts: network namespaces on a private bridge ({hosts}), {args.direction}; removed"
-    print_summary(args, "\n".join([run.summary.rstrip("\n"),
+    # the coordinator's own stdout, without the LISTENING line a listening coordinator prints for tools
+    summary = "\n".join(line for line in run.summary.rstrip("\n").splitlines() if not line.startswith("LISTENING "))
+    print_summary(args, "\n".join([summary,
                                    f"  known optimal value {known_value:.15g} (from the construction)", where]))
     if run.report is None:
         raise TransportError(f"the coordinator exited with code {run.exit_code} without a report")

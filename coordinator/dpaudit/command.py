@@ -47,7 +47,7 @@ def add_protocol_arguments(p: argparse.ArgumentParser) -> None:
                    help="run this protocol many times on two neighbouring inputs and bound its eps from below: census "
                         "(federated regional release), ldp (local-privacy collection), lp (secure LP: no DP claim)")
     g.add_argument("--runs", type=positive_int, default=None, metavar="N",
-                   help="runs per input (default 2000; half choose the distinguishing event, half evaluate it)")
+                   help="runs per input (default 2000, or every view of --views; half choose the distinguishing event, half evaluate it)")
     g.add_argument("--eps", type=positive_float, default=None, metavar="E",
                    help="the claimed eps the protocol runs with (default 1; ldp: per distance unit)")
     g.add_argument("--confidence", type=_confidence, default=None, metavar="C",
@@ -139,9 +139,14 @@ def run_protocol_audit(args: argparse.Namespace) -> int:
     check_writable(args.save_views, "--save-views")
     check_distinct([("--json", args.json), ("--save-views", args.save_views)], [("--views", args.views)])
     eps = 1.0 if args.eps is None else args.eps
-    runs = 2000 if args.runs is None else args.runs
     confidence = 0.95 if args.confidence is None else args.confidence
     source = _source(args, eps)
+    if args.runs is not None:
+        runs = args.runs
+    elif hasattr(source, "available"):  # recorded views: all of them, as many of each input
+        runs = min(source.available(0), source.available(1))
+    else:
+        runs = 2000
     recording = _Recording(source) if args.save_views else None
     result = audit_protocol(recording or source, runs, confidence, seed=args.seed)
     out = summary_stream(args)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from securelp.coordinator.shaping import LinkShape, ShapingProxy, parse_link_shape, parse_link_specs
-from securelp.solvers.errors import ConfigError
+from securelp.solvers.errors import InputError
 
 pytestmark = pytest.mark.integration
 
@@ -153,5 +153,5 @@ def test_link_specs_common_and_per_party():
     ("p9:latency=5ms", "'p9' is not a party"),
 ])
 def test_bad_link_specs_are_refused_with_the_item(spec, fragment):
-    with pytest.raises(ConfigError, match=fragment):
+    with pytest.raises(InputError, match=fragment):
         parse_link_specs([spec], ["p1", "p2"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import securelp
-from securelp.solvers.errors import ConfigError, TransportError
+from securelp.solvers.errors import ConfigError, InputError, TransportError
 
 pytestmark = pytest.mark.integration
 
@@ -27,19 +27,25 @@ def test_a_session_through_shaped_links_is_exact(direction: str) -> None:
 
 @pytest.mark.parametrize("direction", ["dial-in", "dial-out"])
 def test_a_link_cut_mid_transfer_names_its_party(direction: str) -> None:
-    with pytest.raises(TransportError, match="party2"):
+    """A cut link is a transport failure (exit 6) naming the party, never an authentication one (7)."""
+    with pytest.raises(TransportError, match="party2") as caught:
         securelp.solve(AFIRO, 3, transport="grpc", direction=direction, audit_budget_s=0, keepalive_s=2.0,
                        deadline_s=20.0, link="party2:cut=3kB")
+    assert caught.value.exit_code == 6, str(caught.value)
 
 
-def test_bad_link_specs_are_config_errors() -> None:
-    with pytest.raises(ConfigError, match="'speed=1' is not KEY=VALUE"):
+def test_bad_link_specs_are_input_errors_and_link_without_grpc_a_config_error() -> None:
+    with pytest.raises(InputError, match="'speed=1' is not KEY=VALUE"):
         securelp.solve(AFIRO, 3, transport="grpc", link="speed=1")
-    with pytest.raises(ConfigError, match="'party9' is not a party of this session"):
+    with pytest.raises(InputError, match="'party9' is not a party of this session"):
         securelp.solve(AFIRO, 3, transport="grpc", link="party9:latency=1ms")
+    with pytest.raises(InputError, match="no shape after party1:"):
+        securelp.solve(AFIRO, 3, transport="grpc", link="party1:")
+    with pytest.raises(InputError, match="latency is given twice"):
+        securelp.solve(AFIRO, 3, transport="grpc", link="latency=20ms,latency=30ms")
     with pytest.raises(ConfigError, match="need --transport grpc"):
         securelp.solve(AFIRO, 3, transport="inprocess", link="latency=1ms")
     done = subprocess.run([sys.executable, "-m", "securelp.coordinator.cli", "solve", str(AFIRO), "--transport",
                            "grpc", "--link", "latency=fast"], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 4 and len(done.stderr.strip().splitlines()) == 1
+    assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1
     assert "'fast' is not a duration" in done.stderr

@@ -269,6 +269,17 @@ def test_a_handshake_that_times_out_is_not_a_certificate_problem():
     assert looks_like_tls_failure("Ssl handshake failed: CERTIFICATE_VERIFY_FAILED", True)  # the control
 
 
+def test_a_connection_reset_during_the_handshake_is_a_transport_failure():
+    """A link cut while TLS is set up ("Connection reset by peer", no TLS alert) is the network or the
+    peer going away (exit 6), not a refused certificate (exit 7); a reset with a TLS alert still is one."""
+    from securelp.protos.channels import reset_while_connecting
+
+    cut = "ipv4:127.0.0.1:38421: Handshake read failed (recvmsg:Connection reset by peer (104))"
+    assert reset_while_connecting(cut)
+    assert not reset_while_connecting("Ssl handshake failed: CERTIFICATE_VERIFY_FAILED; Connection reset by peer")
+    assert not reset_while_connecting("ipv4:127.0.0.1:1: Handshake read failed (Endpoint closing)")
+
+
 def test_party_error_class_survives_the_wire(link):
     err = link._rpc_error(FakeRpcError(grpc.StatusCode.FAILED_PRECONDITION, "party owner3: k too small",
                                        (("securelp-error-class", "ProtocolError"),)), "mask", 7)
