@@ -330,3 +330,20 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str | Callable[
         if isinstance(exc, OSError):
             raise _write_error(exc, what, target) from exc
         raise
+
+
+def write_or_check_generated(path: str | os.PathLike[str], text: str, *, check: bool, command: str) -> int:
+    """A generated page: with ``check``, compare ``text`` with the committed ``path`` and return 1 (naming
+    ``command``, the one that regenerates it, on standard error) when they differ; else write it
+    atomically. Returns the exit code."""
+    import sys
+
+    target = Path(path)
+    if check:
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        if current != text:
+            print(f"{target} is stale: run {command}", file=sys.stderr)
+            return 1
+        return 0
+    write_atomically(target, text)
+    return 0

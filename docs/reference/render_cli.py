@@ -11,11 +11,10 @@ renders.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from securelp.coordinator.cli import build_parser
-from securelp.solvers.files import write_atomically
+from securelp.solvers.files import write_or_check_generated
 
 #: the page this script writes
 CLI_PAGE = Path(__file__).resolve().parent / "cli.md"
@@ -101,15 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed page instead of writing it")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = CLI_PAGE.read_text(encoding="utf-8") if CLI_PAGE.exists() else ""
-        if current != text:
-            print(f"{CLI_PAGE} is stale: run python docs/reference/render_cli.py", file=sys.stderr)
-            return 1
-        return 0
-    write_atomically(CLI_PAGE, text)
-    return 0
+    return write_or_check_generated(CLI_PAGE, render(), check=args.check, command="python docs/reference/render_cli.py")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,10 @@ tests/unit/test_mdp_options.py fails when the committed table differs from what 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from securelp.solvers.benders.options import BendersOptions
-from securelp.solvers.files import write_atomically
+from securelp.solvers.files import write_or_check_generated
 from securelp.solvers.ldp.options import LdpOptions
 from securelp.solvers.mdp.columns.options import ColumnGenerationOptions, IPMStartOptions, StartOptions
 from securelp.solvers.mdp.ipm.options import IPMOptions
@@ -48,15 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed page instead of writing it")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OPTIONS_PAGE.read_text(encoding="utf-8") if OPTIONS_PAGE.exists() else ""
-        if current != text:
-            print(f"{OPTIONS_PAGE} is stale: run python docs/reference/render_options.py", file=sys.stderr)
-            return 1
-        return 0
-    write_atomically(OPTIONS_PAGE, text)
-    return 0
+    return write_or_check_generated(OPTIONS_PAGE, render(), check=args.check, command="python docs/reference/render_options.py")
 
 
 if __name__ == "__main__":
