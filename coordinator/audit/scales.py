@@ -203,9 +203,9 @@ def integer_candidates(values: ColumnValues, spread: float, max_den: int = INTEG
     den = np.maximum(den, 1)
     lcm = np.ones(n, dtype=np.int64)
     lcm[live] = np.lcm.reduceat(den, starts[live])
-    bad |= lcm > max_den * max_den
+    bad |= (lcm > max_den * max_den) | (lcm <= 0)  # lcm <= 0: the int64 product wrapped around
     scaled = r * lcm[col]
-    fits = np.isfinite(scaled) & (scaled < 2.0**62)  # ratios too large for an int64 are no small integers
+    fits = np.isfinite(scaled) & (np.abs(scaled) < 2.0**62)  # ratios too large for an int64 are no small integers
     np.logical_or.at(bad, col, ~fits)
     q = np.round(np.where(fits, scaled, 1.0)).astype(np.int64)
     bad_q = np.abs(q - scaled) > INTEGER_REL_TOL * np.maximum(1.0, scaled)

@@ -124,3 +124,24 @@ def test_an_exhausted_budget_is_reported() -> None:
     norm = a.parties["party1"].outcome("monomial_normalization")
     assert norm.ran and "budget" in norm.reason
     assert norm.figures["round_guess_done"] < norm.figures["round_guess_columns"]
+
+
+def test_a_column_whose_denominators_overflow_int64_is_no_integer_column() -> None:
+    """Entries 1 and 50 + 1/p for seven primes near 500, cost 50 + 1/541: the least common multiple of
+    the ratios' denominators wraps around int64 to a negative number. Such a column has no
+    primitive-integer scale (no warning, no candidate); the column of 2, 4, 6 beside it still gets
+    d = 2."""
+    import warnings
+
+    from securelp.coordinator.audit.scales import ColumnValues, integer_candidates
+
+    primes = [491, 499, 503, 509, 521, 523, 541]
+    assert np.lcm.reduce(np.array([1, *primes, 541], dtype=np.int64)) < 0  # the wrap-around this test is about
+    entries = np.zeros((len(primes) + 1, 2))
+    entries[:, 0] = [1.0] + [50 + 1 / p for p in primes]
+    entries[:3, 1] = [2.0, 4.0, 6.0]
+    values = ColumnValues(sp.csc_matrix(entries), np.array([50 + 1 / 541, 2.0]), np.zeros(2), np.full(2, np.inf))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        columns, scales = integer_candidates(values, 1e6)
+    assert columns.tolist() == [1] and scales.tolist() == [2.0]
