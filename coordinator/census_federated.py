@@ -37,11 +37,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from securelp.coordinator.drive import close_all, each, while_alive
+from securelp.coordinator.drive import close_all, each, run_on_hosts, while_alive
 from securelp.coordinator.transport import ProtocolLink
 from securelp.party import aggregation as agg
 from securelp.party.census_federated import PROTOCOL_VERSION, decode_int64, encode_int64
@@ -315,7 +316,6 @@ def simulate_release(data: Any, *, party_level: int, mechanism: str, eps: Fracti
     transcript_path : write the coordinator's transcript here.
     """
     from securelp.coordinator.transcript import TranscriptRecorder, write_transcript
-    from securelp.coordinator.transport import InProcessConnection
     from securelp.party.aggregation import SigningIdentity
     from securelp.party.census_federated import CENSUS_FEDERATED, CensusFederatedSession, RegionalCounts
     from securelp.party.runtime import HostedProtocol, PartyHost
@@ -352,20 +352,13 @@ def simulate_release(data: Any, *, party_level: int, mechanism: str, eps: Fracti
             if transcript_path is not None:
                 write_transcript(recorder.transcript(), transcript_path)
 
-    start = time.perf_counter()
-    if transport == "inprocess":
-        outcome = run([InProcessConnection(h) for h in hosts])
-    else:
-        from pathlib import Path
-
+    def load_identities(certs: Path) -> None:  # each party signs its aggregation key with its certificate
         from securelp.coordinator.certs import load_identity
-        from securelp.coordinator.grpc_link import local_grpc_links
 
-        with local_grpc_links(hosts, Path(workdir), deadline_s=deadline_s) as grpc_links:
-            for pid in ids:
-                ident = load_identity(Path(workdir) / "certs", pid)
-                identities[pid] = SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate)
-            outcome = run([link.connection for link in grpc_links])
-    seconds = time.perf_counter() - start
+        for pid in ids:
+            ident = load_identity(certs, pid)
+            identities[pid] = SigningIdentity(ident.private_key, ident.certificate, ident.ca_certificate)
+
+    outcome, seconds = run_on_hosts(hosts, transport, workdir, deadline_s, run, on_certificates=load_identities)
     by_id = dict(zip(ids, sessions))
     return SimulatedRelease(outcome, recorder.transcript(), tuple(by_id[p] for p in outcome.parties), seconds)

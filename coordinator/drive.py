@@ -2,7 +2,7 @@
 
 A protocol's driver (the secure LP's ``securelp.coordinator.protocol.run_secure_lp``, the example
 ``securelp.coordinator.secure_sum.run_secure_sum``) is a sequence of phases; in each it calls every
-party, or works alone (the secure LP's solve). Three helpers:
+party, or works alone (the secure LP's solve). Three helpers, and one for simulations:
 
 - :func:`each` runs one call on every link concurrently and names the party (and the phase) in
   any typed error; an interrupt (Ctrl-C, SIGTERM) goes up at once instead of waiting for the
@@ -12,14 +12,18 @@ party, or works alone (the secure LP's solve). Three helpers:
   dies or stops meanwhile is reported within the runtime's keepalive, naming it and the phase,
   not when the step ends. (The step's thread is left to finish on its own: a HiGHS solve cannot
   be cancelled from outside the backend; it runs as a daemon thread and ends with the process.)
+- :func:`run_on_hosts` runs a driver against party hosts simulated in this process, over the
+  in-process transport or real gRPC (fresh mutual-TLS certificates), and times it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from securelp.solvers.errors import SecureLPError
@@ -135,3 +139,29 @@ def while_alive(links: Sequence[Any], what: str, step: Callable[[], T], *, poll_
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def run_on_hosts(hosts: Sequence[Any], transport: str, workdir: Path | str | None, deadline_s: float,
+                 run: Callable[[list[Any]], T], *, on_certificates: Callable[[Path], None] | None = None
+                 ) -> tuple[T, float]:
+    """``run`` (a driver taking one connection per host) against ``hosts`` (``PartyHost`` objects in
+    this process); returns its outcome and the seconds it took.
+
+    ``transport`` ``inprocess`` hands over every message through protobuf and the runtime's frames;
+    ``grpc`` serves each host on 127.0.0.1 (port 0) with mutual TLS, fresh session certificates in
+    ``workdir/certs``, and calls ``on_certificates(workdir/certs)`` once they exist (a party that signs
+    with its certificate loads it there). Servers and channels are gone when this returns.
+    """
+    from securelp.coordinator.transport import InProcessConnection
+
+    start = time.perf_counter()
+    if transport == "inprocess":
+        outcome = run([InProcessConnection(h) for h in hosts])
+    else:
+        from securelp.coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
+
+        with local_grpc_links(hosts, Path(str(workdir)), deadline_s=deadline_s) as grpc_links:
+            if on_certificates is not None:
+                on_certificates(Path(str(workdir)) / "certs")
+            outcome = run([link.connection for link in grpc_links])
+    return outcome, time.perf_counter() - start

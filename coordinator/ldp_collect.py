@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from securelp.coordinator.drive import close_all, each
+from securelp.coordinator.drive import close_all, each, run_on_hosts
 from securelp.coordinator.transport import ProtocolLink
 from securelp.party.ldp_collect import PROTOCOL_VERSION, MechanismSpec, fingerprint, unpack_reports
 from securelp.protos import ldp_collect_pb2 as lpb
@@ -182,7 +182,6 @@ def simulate_collection(values: Sequence[np.ndarray], spec: MechanismSpec, *, tr
     fresh certificates in ``workdir``). ``seed``: reproducible reports (NOT private). ``record``: keep
     the collector's transcript (every report it received)."""
     from securelp.coordinator.transcript import TranscriptRecorder, write_transcript
-    from securelp.coordinator.transport import InProcessConnection
     from securelp.party.ldp_collect import LDP_COLLECT, LdpCollectSession, MechanismCache
     from securelp.party.runtime import HostedProtocol, PartyHost
     from securelp.solvers.lp.partition import PublicRows
@@ -218,15 +217,5 @@ def simulate_collection(values: Sequence[np.ndarray], spec: MechanismSpec, *, tr
             if transcript_path is not None:
                 write_transcript(recorder.transcript(), transcript_path)
 
-    start = time.perf_counter()
-    if transport == "inprocess":
-        outcome = run([InProcessConnection(h) for h in hosts])
-    else:
-        from pathlib import Path
-
-        from securelp.coordinator.grpc_link import local_grpc_links
-
-        with local_grpc_links(hosts, Path(workdir), deadline_s=deadline_s) as grpc_links:
-            outcome = run([link.connection for link in grpc_links])
-    seconds = time.perf_counter() - start
+    outcome, seconds = run_on_hosts(hosts, transport, workdir, deadline_s, run)
     return SimulatedCollection(outcome, recorder.transcript() if record else None, tuple(sessions), seconds, build_s)
