@@ -47,6 +47,7 @@ from securelp.coordinator.commands.common import (
 from securelp.coordinator.reporting import (
     check_distinct,
     check_writable,
+    human_stream,
     quiet_output,
     write_json_report,
 )
@@ -209,11 +210,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--party", action="append", default=None, metavar="NAME=HOST:PORT", dest="parties",
                    help="with --hierarchy: a running party (securelp party --listen ... --census FILE), dialed with "
                         "mutual TLS; repeat once per region of --level")
+    f.add_argument("--listen", metavar="HOST:PORT", default=None,
+                   help="with --hierarchy, instead of --party: dial-out: listen on this address for the running "
+                        "parties (securelp party --connect ... --census FILE), one per region of --level; no data "
+                        "owner opens an inbound port. Prints LISTENING HOST:PORT")
     f.add_argument("--certs", metavar="DIR", default=None,
-                   help="with --party: directory with ca.pem and coordinator.pem/.key (securelp certs)")
-    f.add_argument("--insecure", action="store_true", help="with --party: plaintext gRPC (for debugging only)")
+                   help="with --party or --listen: directory with ca.pem and coordinator.pem/.key (securelp certs)")
+    f.add_argument("--insecure", action="store_true",
+                   help="with --party or --listen: plaintext gRPC (for debugging only)")
     f.add_argument("--wait", type=float, default=30.0, metavar="S",
-                   help="with --party: seconds to wait for every party to report SERVING (default 30)")
+                   help="with --party: seconds to wait for every party to report SERVING; with --listen: for every "
+                        "party to connect (default 30)")
     f.add_argument("--level", "--parties-level", dest="level", type=positive_int, default=2, metavar="L*",
                    help="the party level: one party per region of this level (2 = the root's children, e.g. "
                         "states; default 2)")
@@ -490,7 +497,8 @@ def run_federated(args: argparse.Namespace) -> int:
         raise InputError("census federated runs one session (--repeat 1); run the command again for another release")
     if args.hierarchy is not None:
         return _run_with_parties(args)
-    for flag, value in (("--party", args.parties), ("--certs", args.certs), ("--insecure", args.insecure or None)):
+    for flag, value in (("--party", args.parties), ("--listen", args.listen), ("--certs", args.certs),
+                        ("--insecure", args.insecure or None)):
         if value is not None:
             raise InputError(f"{flag} is for --hierarchy FILE (coordinating running parties); with --data or "
                              "--synthetic the command simulates every party itself")
@@ -602,15 +610,16 @@ def read_hierarchy_csv(path: str) -> Hierarchy:
 
 
 def _run_with_parties(args: argparse.Namespace) -> int:
-    """``census federated --hierarchy FILE --party NAME=HOST:PORT ...``: the coordinator of one session
-    against running party processes (dial-in, mutual TLS)."""
+    """``census federated --hierarchy FILE --party NAME=HOST:PORT ...`` (dial-in) or ``--listen
+    HOST:PORT`` (dial-out): the coordinator of one session against running party processes, mutual
+    TLS."""
     from securelp.coordinator.census_federated import run_census_federated
     from securelp.coordinator.commands.audit import check_transcript_path
-    from securelp.coordinator.commands.coordinate import _wait_all_ready, parse_parties
-    from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+    from securelp.coordinator.grpc_link import parse_address
     from securelp.coordinator.transcript import TranscriptRecorder, write_transcript
     from securelp.coordinator.transport import ProtocolLink
     from securelp.party.census_federated import CENSUS_FEDERATED
+    from securelp.solvers.hierarchy.federated import split_by_level
     from securelp.solvers.lp.partition import PublicRows
 
     check_writable(args.json, "--json")
@@ -622,42 +631,46 @@ def _run_with_parties(args: argparse.Namespace) -> int:
                              "(securelp party --out) and draws its own noise")
     if args.max_size is None:
         raise InputError("--hierarchy needs --max-size N, the public largest group size every party releases")
-    if not args.parties:
-        raise InputError("--hierarchy needs the running parties: --party NAME=HOST:PORT, once per region of --level")
+    if args.parties and args.listen:
+        raise InputError("--party NAME=HOST:PORT (the coordinator dials each party) and --listen HOST:PORT (the "
+                         "parties connect) were both given; choose one")
+    if not args.parties and not args.listen:
+        raise InputError("--hierarchy needs the running parties: --party NAME=HOST:PORT, once per region of --level, "
+                         "or --listen HOST:PORT for parties that connect (securelp party --connect)")
     if args.certs and args.insecure:
         raise InputError("--certs and --insecure were both given; choose one")
     if not args.certs and not args.insecure:
-        raise InputError("--party needs --certs DIR (or --insecure, for debugging only)")
+        raise InputError(f"{'--listen' if args.listen else '--party'} needs --certs DIR (or --insecure, for debugging "
+                         "only)")
+    if not (math.isfinite(args.wait) and args.wait > 0):
+        raise InputError(f"--wait must be a positive number of seconds, got {args.wait}")
+    if not (math.isfinite(args.deadline) and args.deadline > 0):
+        raise InputError(f"--deadline must be a positive number of seconds, got {args.deadline}")
+    if args.listen:
+        parse_address(args.listen)
     eps = parse_epsilon(args.eps)
     options = _options(args)
     hier = read_hierarchy_csv(args.hierarchy)
     if not 2 <= args.level <= hier.depth:
         raise InputError(f"--level must be between 2 and the hierarchy's depth {hier.depth}, got {args.level}")
-    parties = parse_parties(args.parties)
-    tls = ChannelTls.from_dir(args.certs) if args.certs else None
     recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0), name=f"census-federated {args.mechanism}"))
-    grpc_links: list[GrpcPartyLink] = []
     start = time.perf_counter()
-    try:
-        for name, address in parties:
-            grpc_links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
-        _wait_all_ready(grpc_links, args.wait)
-        links = [recorder.wrap(ProtocolLink(g.connection, CENSUS_FEDERATED, deadline_s=args.deadline))
-                 for g in grpc_links]
+    connect = _listen_for_parties if args.listen else _dial_parties
+    regions = len(split_by_level(hier, args.level).parties)
+    with connect(args, regions) as (connections, endpoints):
+        links = [recorder.wrap(ProtocolLink(c, CENSUS_FEDERATED, deadline_s=args.deadline)) for c in connections]
         try:
             outcome = run_census_federated(links, hier, args.max_size, mechanism=args.mechanism, eps=eps,
                                            party_level=args.level, total=args.total, options=options)
         finally:
             if args.transcript is not None:
                 write_transcript(recorder.transcript(), args.transcript)
-    finally:
-        for g in grpc_links:
-            g.shutdown()
     seconds = time.perf_counter() - start
     pp = outcome.release
     report: dict[str, Any] = {
         "command": "census federated", "mechanism": args.mechanism, "private": True, "reproducible": False,
-        **_noise_description(args, hier.depth), "transport": "grpc", "direction": "dial-in",
+        **_noise_description(args, hier.depth), "transport": "grpc",
+        "direction": "dial-out" if args.listen else "dial-in", "endpoints": endpoints,
         "session_id": outcome.session_id, "party_level": args.level, "parties": len(outcome.parties),
         "spanning_regions": len(outcome.split.spanning),
         "dataset": {"source": f"parties:{args.hierarchy}", "regions": hier.size, "levels": hier.depth,
@@ -682,3 +695,48 @@ def _run_with_parties(args: argparse.Namespace) -> int:
         (f"  constraint violations {report['constraint_violations']}, negative {report['negative_counts']}, "
          f"total = G: {report['total_matches']}")]))
     return 0
+
+
+@contextlib.contextmanager
+def _dial_parties(args: argparse.Namespace, regions: int) -> Iterator[tuple[list[Any], dict[str, str]]]:
+    """Dial-in: dial every ``--party``, wait for their health services; the connections and addresses
+    (the session checks that there is one party per region, ``regions`` in all)."""
+    from securelp.coordinator.commands.coordinate import _wait_all_ready, parse_parties
+    from securelp.coordinator.grpc_link import ChannelTls, GrpcPartyLink
+
+    parties = parse_parties(args.parties)
+    tls = ChannelTls.from_dir(args.certs) if args.certs else None
+    links: list[GrpcPartyLink] = []
+    try:
+        for name, address in parties:
+            links.append(GrpcPartyLink(name, address, tls=tls, insecure=args.insecure, deadline_s=args.deadline))
+        _wait_all_ready(links, args.wait)
+        yield [link.connection for link in links], dict(parties)
+    finally:
+        for link in links:
+            link.shutdown()
+
+
+@contextlib.contextmanager
+def _listen_for_parties(args: argparse.Namespace, regions: int) -> Iterator[tuple[list[Any], dict[str, str]]]:
+    """Dial-out: listen on ``--listen`` until ``regions`` parties (one per region of the party level)
+    have connected within ``--wait``; the connections and the addresses they came from. Each party
+    names its region in the session's hello, which checks that every region has exactly one."""
+    from securelp.coordinator.certs import COORDINATOR_ID, load_identity, require_usage
+    from securelp.coordinator.listener import PartyListener
+    from securelp.protos.channels import ServerTls
+
+    tls = None
+    if args.certs:
+        ident = load_identity(args.certs, COORDINATOR_ID)
+        require_usage(ident, "server", "--listen (the coordinator is the TLS server)")
+        tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
+    listener = PartyListener(args.listen, tls=tls, insecure=args.insecure, count=regions)
+    try:
+        port = listener.start()
+        # the LISTENING line also with --quiet: a launcher reads it to start the parties
+        print(f"LISTENING {args.listen.rsplit(':', 1)[0]}:{port}", file=human_stream(args.json), flush=True)
+        connections = listener.wait_for_parties(args.wait)
+        yield list(connections), {c.party_id: c.address for c in connections}
+    finally:
+        listener.stop()

@@ -65,6 +65,17 @@ def start_parties(files: dict[str, Path], certs: Path, tmp_path: Path) -> tuple[
     return procs, {rid: p.stdout.readline().split()[1] for rid, p in procs.items()}
 
 
+def write_geography(tmp_path: Path) -> Path:
+    """The public hierarchy of the taxi data (level,region_id,parent_id; no counts)."""
+    geography = tmp_path / "geo.csv"
+    with TAXI.open() as handle:
+        seen = {}
+        for row in csv.DictReader(handle):
+            seen.setdefault(row["region_id"], (row["level"], row["parent_id"]))
+    geography.write_text("level,region_id,parent_id\n" + "".join(f"{lv},{r},{p}\n" for r, (lv, p) in seen.items()))
+    return geography
+
+
 def stop(procs: dict) -> None:  # type: ignore[type-arg]
     for p in procs.values():
         if p.poll() is None:
@@ -82,12 +93,7 @@ def test_the_coordinator_command_runs_a_session_against_party_processes(tmp_path
     files = write_subtrees(tmp_path)
     certs = tmp_path / "certs"
     write_session_certs(certs, list(files))
-    geography = tmp_path / "geo.csv"
-    with TAXI.open() as handle:
-        seen = {}
-        for row in csv.DictReader(handle):
-            seen.setdefault(row["region_id"], (row["level"], row["parent_id"]))
-    geography.write_text("level,region_id,parent_id\n" + "".join(f"{lv},{r},{p}\n" for r, (lv, p) in seen.items()))
+    geography = write_geography(tmp_path)
     procs, addresses = start_parties(files, certs, tmp_path)
     try:
         rc = main(["census", "federated", "--hierarchy", str(geography), "--max-size", "12", "--eps", "1",
@@ -107,6 +113,71 @@ def test_the_coordinator_command_runs_a_session_against_party_processes(tmp_path
               "--mechanism", "hdp"])
     assert main(["census", "federated", "--hierarchy", str(TAXI), "--max-size", "12", "--eps", "1", "--mechanism",
                  "hdp", "--insecure", "--party", "a=127.0.0.1:1"]) == 3  # a counts file: refused
+
+
+def test_the_coordinator_command_listens_for_parties_that_connect(tmp_path):
+    """``securelp census federated --hierarchy FILE --listen HOST:PORT``: dial-out, the parties
+    (``securelp party --connect ... --census FILE``) open no port; the coordinator waits for one per
+    region of the level, and each party keeps its own released rows."""
+    import json
+
+    files = write_subtrees(tmp_path)
+    certs = tmp_path / "certs"
+    write_session_certs(certs, list(files))
+    geography = write_geography(tmp_path)
+    report = tmp_path / "r.json"
+    coordinator = subprocess.Popen(
+        PY + ["census", "federated", "--hierarchy", str(geography), "--max-size", "12", "--eps", "1", "--mechanism",
+              "topdown", "--listen", "127.0.0.1:0", "--certs", str(certs), "--json", str(report), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = {"coordinator": coordinator}
+    try:
+        line = coordinator.stdout.readline()
+        assert line.startswith("LISTENING 127.0.0.1:"), coordinator.stderr.read() if not line else line
+        address = line.split()[1]
+        for rid, path in files.items():
+            procs[rid] = subprocess.Popen(
+                PY + ["party", "--connect", address, "--census", str(path), "--max-size", "12", "--id", rid,
+                      "--certs", str(certs), "--out", str(tmp_path / f"{rid}.released.csv")],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        codes = {name: p.wait(timeout=60) for name, p in procs.items()}
+    finally:
+        stop(procs)
+    assert codes == {name: 0 for name in procs}, coordinator.stderr.read()
+    rep = json.loads(report.read_text())
+    data = read_counts_csv(TAXI, max_size=12, top_code=True)
+    assert rep["direction"] == "dial-out" and sorted(rep["endpoints"]) == sorted(files)
+    assert rep["parties"] == 2 and rep["dataset"]["total"] == data.total and rep["total_matches"]
+    assert rep["constraint_violations"] == 0 and rep["negative_counts"] == 0
+    assert all((tmp_path / f"{rid}.released.csv").stat().st_size > 0 for rid in files)
+
+
+def test_the_listening_coordinator_names_a_region_whose_party_never_connects(tmp_path):
+    """Only one of the two parties connects: the command ends after --wait with the transport exit code
+    and names the party that did connect; that party keeps waiting for a coordinator."""
+    files = write_subtrees(tmp_path)
+    certs = tmp_path / "certs"
+    write_session_certs(certs, list(files))
+    geography = write_geography(tmp_path)
+    coordinator = subprocess.Popen(
+        PY + ["census", "federated", "--hierarchy", str(geography), "--max-size", "12", "--eps", "1", "--mechanism",
+              "topdown", "--listen", "127.0.0.1:0", "--certs", str(certs), "--wait", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rid, path = next(iter(files.items()))
+    procs = {"coordinator": coordinator}
+    try:
+        address = coordinator.stdout.readline().split()[1]
+        procs[rid] = subprocess.Popen(
+            PY + ["party", "--connect", address, "--census", str(path), "--max-size", "12", "--id", rid,
+                  "--certs", str(certs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        rc = coordinator.wait(timeout=60)
+        party_running = procs[rid].poll() is None
+    finally:
+        stop(procs)
+    err = coordinator.stderr.read()
+    assert rc == 6, err  # the documented transport exit code
+    assert f"1 of the 2 expected parties connected within 3 s (--wait; connected: {rid})" in err, err
+    assert "Traceback" not in err and party_running
 
 
 def test_a_party_reads_its_subtree_file_as_the_whole_file_has_it(tmp_path):
