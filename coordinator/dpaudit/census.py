@@ -13,6 +13,10 @@ The view of one run is everything the coordinator receives and publishes:
 - ``release``: the post-processed counts, and ``report.*``: the release's report (mechanism, eps,
   noise scale, the post-processing's objective and details, the release's consistency figures).
 
+Under one seed a run's view is bit for bit what the coordinator of a real session receives (each
+measurement message's own rows, the sum of the masked vectors) and publishes: checked by
+``tests/unit/test_dpaudit_protocols.py``.
+
 Neighbouring inputs: D1 is D0 with one person more in one group of a leaf region (a group of size
 s becomes size s + 1): two counts of each region on the leaf's path move by one (L1 sensitivity 2)
 or one cumulative count does (sensitivity 1), and the public number of groups G is unchanged. (One

@@ -57,6 +57,37 @@ def test_census_batched_runs_carry_exactly_one_runs_values() -> None:
     assert np.all(np.abs(agg - to_cumulative(np.asarray(data.counts))[list(src.split.spanning)]) < 5 * sd)
 
 
+@pytest.mark.parametrize("mechanism", ["hdp", "cdp"])
+def test_census_view_is_what_the_protocol_puts_on_the_wire(mechanism: str) -> None:
+    """Under one seed, a run's view is bit for bit what a real census-federated session's coordinator
+    receives: each party's own rows as its measurement message carries them, the spanning sum the
+    masked vectors add up to (mod 2^64, with G after it), and the release it publishes."""
+    from fractions import Fraction
+
+    from securelp.coordinator.census_federated import simulate_release
+    from securelp.coordinator.transcript import Direction
+    from securelp.party.census_federated import decode_int64
+
+    src = CensusFederatedViews(1, mechanism=mechanism)
+    data = src.inputs[0]
+    view = src.views(0, 1, SecureRandom(7, label="census/federated"))[0]
+    sim = simulate_release(data, party_level=2, mechanism=mechanism, eps=Fraction(1), seed=7)
+    measured = [r for r in sim.transcript.records
+                if r.direction is Direction.FROM_PARTY and r.message_type.endswith(".CensusMeasurement")]
+    assert len(measured) == len(src.split.parties) == 2
+    masked_sum = np.zeros(view["aggregate"].size + 1, dtype=np.uint64)
+    for record in measured:
+        message = record.message()
+        j = sim.outcome.parties.index(record.party_id)
+        own = view[f"party{j}.own"]
+        np.testing.assert_array_equal(decode_int64(message.own, own.shape, "own rows"), own)
+        masked_sum += np.frombuffer(message.masked, dtype="<u8")
+    summed = masked_sum.view(np.int64)
+    np.testing.assert_array_equal(summed[:-1].reshape(view["aggregate"].shape), view["aggregate"])
+    assert summed[-1] == data.total
+    np.testing.assert_array_equal(view["release"], sim.outcome.release.counts)
+
+
 # --------------------------------------------------------------------------- ldp
 
 
