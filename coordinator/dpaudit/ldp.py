@@ -10,7 +10,10 @@ to ``x'``: ``P[x, y] <= exp(eps d(x, x')) P[x', y]`` for local d-privacy (``le``
 
 The view of one run: ``report[u]`` for every user (a value index; for ``oue`` a bit vector) and
 the collector's release ``estimate``. Neighbouring inputs: user 0's value is ``x`` in D0 and
-``x'`` in D1, the other users' values are the same.
+``x'`` in D1, the other users' values are the same. Under one seed a run's view is bit for bit what
+the collector of a real ``ldp-collect`` session receives from a client holding those users and
+publishes (checked by ``tests/unit/test_dpaudit_protocols.py`` for le, grr and em; ``oue`` is not
+a mechanism of that protocol).
 
 Planted leaks (test-only, ``plant=``; never part of the collection):
 

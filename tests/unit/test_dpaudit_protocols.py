@@ -91,6 +91,27 @@ def test_census_view_is_what_the_protocol_puts_on_the_wire(mechanism: str) -> No
 # --------------------------------------------------------------------------- ldp
 
 
+@pytest.mark.parametrize("mechanism", ["le", "grr", "em"])
+def test_ldp_view_is_what_the_collection_puts_on_the_wire(mechanism: str) -> None:
+    """Under one seed, a run's view is bit for bit what a real ldp-collect session's collector receives
+    from a client holding the run's users (its reports message) and publishes (the estimate)."""
+    from securelp.coordinator.ldp_collect import simulate_collection
+    from securelp.coordinator.transcript import Direction
+    from securelp.party.ldp_collect import MechanismSpec, report_width, unpack_reports
+
+    src = LdpCollectionViews(1.0, mechanism=mechanism, users=40)
+    values = src.inputs[0]
+    view = src.views(0, 1, SecureRandom(5, label="ldp/collect").spawn("client0"))[0]
+    sim = simulate_collection([values], MechanismSpec(mechanism, 1.0, 3, 3), seed=5, chunk=values.size)
+    sent = [r.message() for r in sim.transcript.records
+            if r.direction is Direction.FROM_PARTY and r.message_type.endswith(".LdpReports")]
+    assert len(sent) == 1
+    m = src.domain.m
+    reports = unpack_reports(sent[0].reports, report_width(m), m, "reports")
+    np.testing.assert_array_equal(reports, [view[f"report[{u}]"] for u in range(values.size)])
+    np.testing.assert_allclose(sim.outcome.estimate, view["estimate"], rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("mechanism", ["le", "grr", "oue"])
 def test_ldp_correct_collections_are_consistent(mechanism: str) -> None:
     audit = audit_protocol(LdpCollectionViews(1.0, mechanism=mechanism), 1000, seed=f"ldp-ok-{mechanism}")
