@@ -61,19 +61,19 @@ def test_save_mechanism_writes_the_format_of_its_suffix_and_refuses_others_first
 def test_bd_report_keys_plot_and_mechanism(tmp_path: Path) -> None:
     z = tmp_path / "z.npy"
     png = tmp_path / "p.png"
-    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "5", "--cell-km", "1", "--eps", "1",
+    rc, rep = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "4", "--cell-km", "1", "--eps", "1",
                    "--eta", "1.5", "--method", "bd", "--partitioner", "kmrec", "--subsets", "2", "--gap", "1e-6",
                    "--save-mechanism", str(z), "--plot", str(png))
     assert rc == 0
     assert KEYS <= set(rep)
     assert set(rep["verification"]) == {"max_row_sum_error", "min_entry", "max_mdp_violation"}
     assert set(rep["partition"]) == {"sizes", "n_boundary", "mp_component_sizes"}
-    assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-6 and rep["n_records"] == 20
-    assert all(set(h) == {"lower", "upper", "seconds"} for h in rep["history"])
+    assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-6 and rep["n_records"] == 12
+    assert len(rep["history"]) > 1 and all(set(h) == {"lower", "upper", "seconds"} for h in rep["history"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     P = np.load(z)
-    verify_mechanism(P, load_dataset("grid", rows=4, cols=5).distance, 1.0, eta=1.5)
-    rc, direct = _run(tmp_path, "--dataset", "grid", "--rows", "4", "--cols", "5", "--eps", "1", "--eta", "1.5",
+    verify_mechanism(P, load_dataset("grid", rows=3, cols=4).distance, 1.0, eta=1.5)
+    rc, direct = _run(tmp_path, "--dataset", "grid", "--rows", "3", "--cols", "4", "--eps", "1", "--eta", "1.5",
                       "--method", "direct")
     assert rc == 0 and direct["objective"] == pytest.approx(rep["objective"], rel=1e-6)
 
@@ -318,7 +318,7 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
     seen: list[float | None] = []
 
     def slow_load(args):
-        time.sleep(0.5)
+        time.sleep(0.2)
         return real_load(args)
 
     def spy(*args, **kwargs):
@@ -330,7 +330,7 @@ def test_time_limit_counts_loading_and_the_graph(tmp_path: Path, monkeypatch: py
     base = ["--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--eta", "1.5", "--method", method]
     rc, rep = _run(tmp_path, *base, "--time-limit", "100")
     assert rc == 0 and rep["status"] == "optimal"
-    assert seen[-1] is not None and 99.0 < seen[-1] <= 99.5
+    assert seen[-1] is not None and 99.0 < seen[-1] <= 99.8
     rc, _ = _run(tmp_path, *base)
     assert rc == 0 and seen[-1] is None
     rc, _ = _run(tmp_path, *base, "--time-limit", "-1")
@@ -364,7 +364,7 @@ def test_any_seed_gives_a_reproducible_partition(tmp_path: Path) -> None:
     for seed in ("-1", "abc", "1.5", "\u00b2"):
         assert 0 <= mdp_cmd.partition_seed(seed) < 2**31 and mdp_cmd.partition_seed(seed) == mdp_cmd.partition_seed(seed)
     assert len({mdp_cmd.partition_seed(s) for s in ("-1", "abc", "1.5", "0")}) == 4
-    base = ["--dataset", "grid", "--rows", "4", "--cols", "4", "--eps", "1", "--eta", "1.5", "--method", "bd",
+    base = ["--dataset", "grid", "--rows", "3", "--cols", "3", "--eps", "1", "--eta", "1.5", "--method", "bd",
             "--subsets", "2"]
     rc, rep = _run(tmp_path, *base, "--seed", "-1")
     assert rc == 0 and rep["status"] == "optimal"

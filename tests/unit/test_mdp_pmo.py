@@ -287,7 +287,8 @@ def test_direct_holds_its_time_limit_with_a_verified_mechanism_and_valid_bounds(
     """`securelp mdp --method direct` holds --time-limit: at the limit HiGHS's last iterate (repaired)
     or the best constant mechanism is returned, verified, with the trivial or weak-duality bound:
     status time_limit, exit code 8."""
-    p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
+    # the 6x6 grid's direct LP takes HiGHS about 40 times the limit, the CLI's 8x8 one below about 400 times
+    p = build_pmo(load_dataset("grid", rows=6, cols=6), 1.0, 2.0)
     opt = solve_direct(p).objective
     r = solve_direct(p, time_limit=0.01)
     assert r.status == "time_limit"
@@ -317,24 +318,27 @@ def test_expmech_refuses_an_eps_whose_far_outputs_underflow() -> None:
         solve_expmech(build_pmo(ds, 2 * 700.0 / diameter, 1.0))
 
 
-def _half_on_cheapest(tmp_path: Path) -> tuple[object, np.ndarray]:
+@pytest.fixture(scope="module")
+def half_on_cheapest(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, np.ndarray]:
     """40 random points in 2-D at eps 10 (close pairs, ratios up to e^20) and the optimal mechanism
     with every other record moved to its cheapest output: what Qiu's record BD repairs when it
-    puts a master's point together with the blocks' records on their cheapest outputs (Rome)."""
-    f = tmp_path / "pts.csv"
+    puts a master's point together with the blocks' records on their cheapest outputs (Rome).
+    Solved once for the module's tests; the mechanism is read-only, so no test changes it for another."""
+    f = tmp_path_factory.mktemp("half_on_cheapest") / "pts.csv"
     np.savetxt(f, np.random.default_rng(0).uniform(0, 5, (40, 2)), delimiter=",", header="x,y", comments="")
     p = build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 10.0, 2.0)
     Z = solve_direct(p).mechanism.copy()
     half = np.arange(p.n) % 2 == 0
     Z[half] = 0.0
     Z[half, np.argmin(p.cost[half], axis=1)] = 1.0
+    Z.setflags(write=False)
     return p, Z
 
 
-def test_repair_runs_its_closure_rounds_until_the_rows_settle(tmp_path: Path) -> None:
+def test_repair_runs_its_closure_rounds_until_the_rows_settle(half_on_cheapest: tuple[object, np.ndarray]) -> None:
     """Rows that settle only after more than 8 closure rounds: the repair ends with no mix, at a lower
     loss than 8 rounds and their mix."""
-    p, Z = _half_on_cheapest(tmp_path)
+    p, Z = half_on_cheapest
     X, info = repair_mechanism(Z, p)
     assert info["closure_rounds"] > 8 and info["mix_lambda"] == 0.0
     X8, info8 = repair_mechanism(Z, p, max_rounds=8)
@@ -344,11 +348,11 @@ def test_repair_runs_its_closure_rounds_until_the_rows_settle(tmp_path: Path) ->
     assert p.objective_of(X) < p.objective_of(X8)
 
 
-def test_repair_mixes_with_the_exponential_mechanism_where_it_costs_less(tmp_path: Path) -> None:
+def test_repair_mixes_with_the_exponential_mechanism_where_it_costs_less(half_on_cheapest: tuple[object, np.ndarray]) -> None:
     """After one closure round, the mix with the exponential mechanism absorbs every broken ratio at
     a tenth of the loss of the per-output uniform mix (both verified); a quarter of its lam leaves a
     violation."""
-    p, Z = _half_on_cheapest(tmp_path)
+    p, Z = half_on_cheapest
     rows, cols = p.graph.rows, p.graph.cols
     d = np.asarray(p.dataset.distance)[rows, cols]
     Y = Z.copy()

@@ -227,12 +227,15 @@ def test_record_bd_warns_when_its_master_is_nearly_the_whole_pmo(caplog: pytest.
     minutes), which the run says up front; a partition with internal records does not warn."""
     options = RecordOptions(master_warn_rows=1)
     p = build_pmo(load_dataset("grid", rows=8, cols=8), 1.0, 2.0)
+    # a time limit spent before the first master solve: the warning comes before any master is solved
     with caplog.at_level("WARNING", logger="securelp.solvers.mdp.records.driver"):
-        solve_bd(p, n_subsets=16, max_iterations=1, options=options)
+        r = solve_bd(p, n_subsets=16, time_limit=1e-9, options=options)
+    assert r.status == "time_limit"
     assert "of the PMO's mDP rows" in caplog.text and "the column decomposition" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING", logger="securelp.solvers.mdp.records.driver"):
-        solve_bd(p, n_subsets=2, partitioner="kmrec", max_iterations=1, options=options)
+        r = solve_bd(p, n_subsets=2, partitioner="kmrec", time_limit=1e-9, options=options)
+    assert r.status == "time_limit" and r.partition["n_boundary"] < p.n
     assert "of the PMO's mDP rows" not in caplog.text
 
 
@@ -246,8 +249,8 @@ def test_record_bd_stops_before_memory_runs_out(monkeypatch: pytest.MonkeyPatch)
     assert r.status == "memory_limit" and r.iterations == 1 and r.upper_bound < np.inf
     assert r.verification.max_row_sum_error <= 1e-9
     monkeypatch.setattr(benders_driver, "available_memory", lambda: 8 << 30)  # nothing taken: the run goes on
-    r = solve_bd(p, n_subsets=2, partitioner="kmrec", gap=1e-6)
-    assert r.status == "optimal" and r.iterations > 1
+    r = solve_bd(p, n_subsets=2, partitioner="kmrec", gap=1e-6, max_iterations=3)  # certified in about 30
+    assert r.status == "iteration_limit" and r.iterations == 3
     options = BendersOptions()
     floor = options.memory_floor
 
@@ -358,15 +361,17 @@ def test_record_bd_whose_bounds_move_in_bursts_is_not_stopped_under_a_minute() -
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
 
 
-@pytest.mark.parametrize("eps", [7.0, 10.0])
-def test_record_bd_cuts_are_scaled_until_highs_sees_them_violated(eps: float) -> None:
-    # the 8x8 grid at eps 10/km: late in the run the blocks' optimality cuts cut off the master's
-    # point by less than HiGHS's feasibility tolerance of 1e-9, so the master would stay where it is;
-    # scaled up until the violation is 1e-7 in the row's units, the run is certified at 1e-6 in well
-    # under 100 iterations
-    p = build_pmo(load_dataset("grid", rows=8, cols=8), eps, 2.0)
+@pytest.mark.parametrize("rows, cols, eps, n_subsets", [(6, 7, 10.0, 6), (6, 6, 8.0, 2)])
+def test_record_bd_cuts_are_scaled_until_highs_sees_them_violated(rows: int, cols: int, eps: float,
+                                                                   n_subsets: int) -> None:
+    # the 6x7 grid at eps 10/km in 6 subsets and the 6x6 grid at eps 8/km in 2: late in the run some
+    # of the blocks' optimality cuts cut off the master's point by less than HiGHS's feasibility
+    # tolerance of 1e-9, so the master would stay where it is (with the cuts as they come neither run
+    # is certified within 100 iterations); scaled up until the violation is 1e-7 in the row's units,
+    # each run is certified at 1e-6 in well under 100 iterations
+    p = build_pmo(load_dataset("grid", rows=rows, cols=cols), eps, 2.0)
     direct = solve_direct(p)
-    r = solve_bd(p, partitioner="kmdv", n_subsets=6, gap=1e-6, time_limit=120)
+    r = solve_bd(p, partitioner="kmdv", n_subsets=n_subsets, gap=1e-6, time_limit=120)
     assert r.status == "optimal" and r.rel_gap <= 1e-6 and r.iterations < 100
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.lower_bound <= direct.objective * (1 + 1e-9)
