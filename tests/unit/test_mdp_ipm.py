@@ -21,7 +21,7 @@ from securelp.solvers.mdp.columns.ipm_start import ipm_outputs, prune_outputs
 from securelp.solvers.mdp.columns.master import RestrictedMaster
 from securelp.solvers.mdp.ipm import Dissection, IPMOptions, dissection, memory_needed, structured_ipm
 from securelp.solvers.mdp.ipm.inverses import Inverses
-from tests.mdp_fixtures import assert_certified_optimum, component, gaussian70
+from tests.mdp_fixtures import assert_certified_optimum, component, gaussian, gaussian70
 
 
 def _options(starts: StartOptions | None = None, **ipm_start) -> ColumnGenerationOptions:
@@ -40,9 +40,25 @@ def instance():
     return p, direct, idx, opt_c, G, A
 
 
-def test_ipm_solves_the_component_lp_to_the_tolerance(instance) -> None:
+@pytest.fixture(scope="module")
+def dense(instance):
+    """The structured IPM on the giant component's LP to a relative gap of 1e-6 (dense inverses, one
+    thread), computed once."""
+    _, _, _, _, G, A = instance
+    return structured_ipm(G, A, float("inf"), tolerance=1e-6)
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Gaussian 40 records (seed 1): a giant component of 22 records, 84 mDP rows and 22 kept outputs,
+    whose cold column generation is cheap. It is below the default sizes that get a start: the tests
+    that need one lower ``pdlp_min_size``."""
+    return gaussian(40)
+
+
+def test_ipm_solves_the_component_lp_to_the_tolerance(instance, dense) -> None:
     _, _, _, opt_c, G, A = instance
-    res = structured_ipm(G, A, float("inf"), tolerance=1e-6)
+    res = dense
     assert res.status == "optimal" and 5 < res.iterations < 100
     # the bound is recomputed here from the returned multipliers: it is what the method claims,
     # and it is below the optimum HiGHS found, the primal iterate above it, both within 1e-8
@@ -108,7 +124,7 @@ def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -
     assert full.status == "optimal" and calls == [1] and full.iterations > res.iterations
 
 
-def test_idle_outputs_leave_the_restricted_lp(instance) -> None:
+def test_idle_outputs_leave_the_restricted_lp(instance, dense) -> None:
     """With ``prune_below`` the outputs the iterate leaves idle leave the LP on the way: the result
     is the LP over the others (the same optimum as that LP solved alone, its bound valid for it),
     the pruned outputs carry no mass, and the probe is told which outputs are still in."""
@@ -127,7 +143,7 @@ def test_idle_outputs_leave_the_restricted_lp(instance) -> None:
     assert np.all(res.Y >= 0)
     assert float(np.min(G + A.T @ res.Y, axis=1).sum()) <= opt_c * (1 + 1e-12)
     # without it nothing leaves, and the probe sees the LP without the pruned outputs
-    assert structured_ipm(G, A, float("inf"), tolerance=1e-6).pruned.size == 0
+    assert dense.pruned.size == 0
     lives: list[np.ndarray] = []
     early = structured_ipm(G, A, float("inf"), tolerance=1e-6, prune_below=1e-2, prune_gap=1e-1, probe_gap=1e-3,
                            probe=lambda mu, live: lives.append(live) is not None)
@@ -207,23 +223,21 @@ def test_the_dissected_inverse_is_the_inverse() -> None:
     assert dissection(_grid_rows(5), min_records=50) is None
 
 
-def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance) -> None:
+def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance, dense) -> None:
     """The component's 51 records dissected (forced: below the size where it pays) and the outputs
     split over two threads: the same certified optimum as the dense, single-threaded run."""
     _, _, _, opt_c, G, A = instance
-    dense = structured_ipm(G, A, float("inf"), tolerance=1e-6)
     forced = IPMOptions(dissect_min_records=8, dissect_max_cost=10.0)
     d = dissection(A, forced.dissect_min_records, forced.dissect_max_cost)
     assert d is not None and d.s > 0
-    for threads in (1, 2):
-        res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=threads, options=forced)
-        assert res.status == "optimal"
-        assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
-        assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
-        assert res.bound == pytest.approx(dense.bound, rel=1e-6)
-        # the records come back in their own order
-        assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9 and float((A @ res.Z).max()) < 1e-9
-        assert np.abs(res.mu - dense.mu).max() < 1e-4 * np.abs(dense.mu).max()
+    res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=2, options=forced)
+    assert res.status == "optimal"
+    assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
+    assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
+    assert res.bound == pytest.approx(dense.bound, rel=1e-6)
+    # the records come back in their own order
+    assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9 and float((A @ res.Z).max()) < 1e-9
+    assert np.abs(res.mu - dense.mu).max() < 1e-4 * np.abs(dense.mu).max()
 
 
 def test_malformed_mdp_rows_are_refused(instance) -> None:
@@ -421,45 +435,47 @@ def _memory(monkeypatch, free: int | None, *modules) -> None:
         monkeypatch.setattr(module, "available_memory", lambda: free)
 
 
-def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
-    p, direct, _, _, _, _ = instance
+def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(small, monkeypatch) -> None:
+    p, direct, _, _ = small
     _memory(monkeypatch, 1000, ipm_start_module)  # the ascent fits, the IPM does not
-    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm", options=_options())
+    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm",
+                     options=_options(StartOptions(pdlp_min_size=10)))  # the giant component gets the start
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
+    assert any(s["records"] == 22 for s in r.details["dual_ascent"])
     assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
 
 
-def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, caplog) -> None:
+def test_a_start_whose_ascent_does_not_fit_is_left_out(small, monkeypatch, caplog) -> None:
     """Every start but pdlp begins with the ascent over all kept outputs (a complete mDP graph's would
     take tens of GB). When it does not fit, the component starts cold, with a warning when the start
     was asked for, and is still certified."""
     import logging
 
-    p, direct, _, _, _, _ = instance
-    _memory(monkeypatch, 100_000)  # the ascent needs about 0.5 MB
+    p, direct, _, _ = small
+    _memory(monkeypatch, 100_000)  # the ascent needs about 65 KiB, more than 60% of it
+    # every start, auto's too, would be given to the giant component (22 records x 22 outputs)
+    starts = StartOptions(dual_ascent_min_size=10, pdlp_min_size=10)
     for method in ("ipm", "smoothed", "screened", "pdlp", "auto"):
-        # auto would give this component a start
-        starts = StartOptions(dual_ascent_min_size=10, pdlp_min_size=10) if method == "auto" else StartOptions()
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="securelp.solvers.mdp.columns.starts"):
             r = solve_colgen(p, gap=1e-7, dual_ascent=None if method == "auto" else 1.0, first_order=method,
                              options=_options(starts))
         assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
-        assert not any(s["records"] == 51 for s in r.details["dual_ascent"])  # no start on the large component
+        assert not any(s["records"] == 22 for s in r.details["dual_ascent"])  # no start on the large component
         said = [rec for rec in caplog.records if "its dual ascent's arrays over" in rec.getMessage()]
         assert said and said[0].levelno == (logging.INFO if method == "auto" else logging.WARNING)
-        assert "262 mDP rows x 60 outputs need" in said[0].getMessage()
+        assert "84 mDP rows x 22 outputs need" in said[0].getMessage()
     _memory(monkeypatch, None)  # memory unknown: the start runs
-    r = solve_colgen(p, gap=1e-7, options=_options(StartOptions(dual_ascent_min_size=10, pdlp_min_size=10)))
-    assert r.status == "optimal" and any(s["records"] == 51 for s in r.details["dual_ascent"])
-    assert ipm_outputs(51, 262, 60, _options()) > 0
+    r = solve_colgen(p, gap=1e-7, options=_options(starts))
+    assert r.status == "optimal" and any(s["records"] == 22 for s in r.details["dual_ascent"])
+    assert ipm_outputs(22, 84, 22, _options()) > 0
     _memory(monkeypatch, 100_000)
-    assert ipm_outputs(51, 262, 60, _options()) == 0  # nor is the switch to the IPM taken
+    assert ipm_outputs(22, 84, 22, _options()) == 0  # nor is the switch to the IPM taken
 
 
 def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
-    code = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "1", "--eta", "0.9", "--method", "bd",
+    code = main(["mdp", "--dataset", "gaussian", "--records", "40", "--seed", "1", "--eta", "0.9", "--method", "bd",
                  "--decomposition", "columns", "--first-order", "ipm", "--dual-ascent", "1", "--json", str(out)])
     assert code == 0
     import json
@@ -468,10 +484,10 @@ def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-4
 
 
-def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeypatch) -> None:
+def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(small, monkeypatch) -> None:
     """When the start's budget is gone before the IPM's first step, its starting point (far from
     optimal) is not used as centre, columns or certificate; the column generation still certifies."""
-    p, direct, _, _, _, _ = instance
+    p, direct, _, _ = small
     ascent = ipm_start_module.smoothed_dual_ascent
 
     def ascent_to_the_end(G, A, deadline, **kw):  # ... and uses all of it, however fast the machine
@@ -481,9 +497,10 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
 
     monkeypatch.setattr(ipm_start_module, "smoothed_dual_ascent", ascent_to_the_end)  # fault injection
     r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0,
-                     options=_options(ascent_share=1.0))  # the ascent takes the whole budget ...
+                     options=_options(StartOptions(pdlp_min_size=10),  # the giant component gets the start
+                                      ascent_share=1.0))  # the ascent takes the whole budget ...
     assert_certified_optimum(p, direct, r)
-    assert r.details["dual_ascent"]
+    assert any(s["records"] == 22 for s in r.details["dual_ascent"])
     for s in r.details["dual_ascent"]:
         assert s["ipm"]["iterations"] == 0 and "columns" not in s
 
@@ -505,8 +522,10 @@ def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance
     assert any("has not closed the gap after 2 iterations" in t for t in notes)
 
     # the switch is auto's: not with an explicit start or without starts (dual_ascent=0), and not
-    # when the iteration cap would leave nothing after it
-    for kwargs in ({"first_order": "pdlp"}, {"dual_ascent": 0.0}, {"max_iterations": 2}):
+    # when the iteration cap would leave nothing after it. The first two stop at 5 iterations, room
+    # enough for a switch after 2 (auto takes it there), so they need not run to the gap.
+    for kwargs in ({"first_order": "pdlp", "max_iterations": 5}, {"dual_ascent": 0.0, "max_iterations": 5},
+                   {"max_iterations": 2}):
         r = solve_colgen(p, gap=1e-6, options=options, **kwargs)
         assert not any(s.get("after_iterations") for s in r.details["dual_ascent"]), kwargs
 
