@@ -15,11 +15,15 @@ from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
 
 
-@functools.cache
 def gaussian(n_records: int, seed: int = 1):
     """Gaussian ``n_records`` records (``seed``, eps 1, eta 0.9): the problem, HiGHS's direct solution,
     the giant component's records and that component's share of the optimum. Computed once per process
     and shared by the tests, which only read it (its arrays are read-only)."""
+    return _gaussian(int(n_records), int(seed))
+
+
+@functools.cache
+def _gaussian(n_records: int, seed: int):
     p = build_pmo(load_dataset("gaussian", n_records=n_records, seed=seed), 1.0, 0.9)
     direct = solve_direct(p)
     idx = max(p.graph.component_members(), key=lambda g: g.size)
