@@ -3,6 +3,8 @@ dataset, a component's column generation."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from securelp.solvers.mdp.columns.bounds import undominated_outputs
@@ -13,14 +15,27 @@ from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
 
 
-def gaussian70():
-    """Gaussian 70 records (seed 1, eps 1, eta 0.9): the problem, HiGHS's direct solution, the giant
-    component's records and that component's share of the optimum."""
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
+def gaussian(n_records: int, seed: int = 1):
+    """Gaussian ``n_records`` records (``seed``, eps 1, eta 0.9): the problem, HiGHS's direct solution,
+    the giant component's records and that component's share of the optimum. Computed once per process
+    and shared by the tests, which only read it (its arrays are read-only)."""
+    return _gaussian(int(n_records), int(seed))
+
+
+@functools.cache
+def _gaussian(n_records: int, seed: int):
+    p = build_pmo(load_dataset("gaussian", n_records=n_records, seed=seed), 1.0, 0.9)
     direct = solve_direct(p)
     idx = max(p.graph.component_members(), key=lambda g: g.size)
     opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))
+    for a in (p.loss, p.outputs, p.dataset.prior, p.dataset.distance, direct.mechanism, idx):
+        a.setflags(write=False)
     return p, direct, idx, opt_c
+
+
+def gaussian70():
+    """:func:`gaussian` on 70 records, seed 1."""
+    return gaussian(70)
 
 
 def assert_certified_optimum(p, direct, r) -> None:

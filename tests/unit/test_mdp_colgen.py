@@ -233,17 +233,18 @@ def test_the_master_tolerance_follows_the_gap_target() -> None:
             cg.close()
 
 
-def _points90(tmp_path: Path):
+def _points(tmp_path: Path, n: int, seed: int):
+    """``n`` standard normal points in 2-D (generator ``seed``), eps 1, eta 0.6."""
     f = tmp_path / "pts.csv"
-    np.savetxt(f, np.random.default_rng(11).normal(size=(90, 2)), delimiter=",", header="x,y", comments="")
+    np.savetxt(f, np.random.default_rng(seed).normal(size=(n, 2)), delimiter=",", header="x,y", comments="")
     return build_pmo(load_dataset("points", path=str(f), metric="euclidean"), 1.0, 0.6)
 
 
 def test_a_stall_short_of_the_gap_tightens_the_master(tmp_path: Path) -> None:
-    """90 points in 2-D: at the default gap's master tolerance (1e-7) nothing enters at the RMP's
+    """60 points in 2-D: at the default gap's master tolerance (1e-7) nothing enters at the RMP's
     duals while the bound there is short of the gap; the run tightens the master and is certified.
-    Without room to tighten it stalls."""
-    p = _points90(tmp_path)
+    Without room to tighten it stalls (here at a gap of about 2e-4)."""
+    p = _points(tmp_path, 60, 1)
     r = solve_colgen(p, gap=1e-4, options=ColumnGenerationOptions(dominance=False))
     assert r.status == "optimal" and r.rel_gap <= 1e-4
     assert r.details["master_tightenings"] >= 1
@@ -254,9 +255,9 @@ def test_a_stall_short_of_the_gap_tightens_the_master(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_tight_gap_is_certified_with_the_master_at_highs_floor(tmp_path: Path) -> None:
-    """The same 90 points at a 1e-6 target are certified: the master's tolerance can go down to
-    HiGHS's floor (``stall_tolerance``)."""
-    r = solve_colgen(_points90(tmp_path), gap=1e-6)
+    """90 points in 2-D at a 1e-6 target are certified: the master's tolerance can go down to HiGHS's
+    floor (``stall_tolerance``)."""
+    r = solve_colgen(_points(tmp_path, 90, 11), gap=1e-6)
     assert r.status == "optimal" and r.rel_gap <= 1e-6
 
 

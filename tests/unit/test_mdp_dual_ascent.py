@@ -17,10 +17,9 @@ from securelp.solvers.mdp.columns import ColumnGenerationOptions, solve_colgen
 from securelp.solvers.mdp.columns.ascent import smoothed_dual_ascent
 from securelp.solvers.mdp.columns.component import ComponentCG
 from securelp.solvers.mdp.datasets import load_dataset
-from securelp.solvers.mdp.direct import solve_direct
 from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
-from tests.mdp_fixtures import component
+from tests.mdp_fixtures import component, gaussian
 
 NO_DOMINANCE = ColumnGenerationOptions(dominance=False)
 
@@ -32,25 +31,23 @@ def _giant(p) -> ComponentCG:
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_bound_is_below_the_optimum_and_closes_most_of_the_gap(seed: int) -> None:
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=seed), 1.0, 0.9)
-    direct = solve_direct(p)
+    p, _, idx, opt_c = gaussian(70, seed)  # opt_c: the giant component's share of the optimum
     cg = _giant(p)
     cg.close()
-    idx, A, G = cg.idx, cg.A, cg.G
-    assert idx.size >= 20
-    opt_c = float(np.sum(p.cost[idx] * direct.mechanism[idx]))  # the component's share of the optimum
+    A, G = cg.A, cg.G
+    assert np.array_equal(cg.idx, idx) and idx.size >= 20
     trivial = float(G.min(axis=1).sum())
-    Q, its = smoothed_dual_ascent(G, A, time.perf_counter() + 600.0, max_iterations=3000)
+    Q, its = smoothed_dual_ascent(G, A, time.perf_counter() + 600.0, max_iterations=1000)
     assert its > 0 and Q.shape == G.shape
     bound = float(Q.min(axis=1).sum())
     assert bound <= opt_c * (1 + 1e-9)  # weak duality: never above the optimum
-    # and not vacuous: most of the distance from the trivial bound to the optimum is closed
+    # and not vacuous: most of the distance from the trivial bound to the optimum is closed (after
+    # these 1000 iterations 99.3% for seed 1, 98.4% for seed 2)
     assert bound >= trivial + 0.9 * (opt_c - trivial)
 
 
 def test_colgen_with_a_dual_ascent_start_equals_direct() -> None:
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
-    direct = solve_direct(p)
+    p, direct, _, _ = gaussian(70)
     r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, options=NO_DOMINANCE)
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
@@ -58,8 +55,8 @@ def test_colgen_with_a_dual_ascent_start_equals_direct() -> None:
     ascent = r.details["dual_ascent"]
     assert ascent and all(a["iterations"] > 0 for a in ascent)
     assert sum(a["bound"] for a in ascent) <= direct.objective * (1 + 1e-9)
-    # the default leaves small components alone
-    assert solve_colgen(p, gap=1e-4).details["dual_ascent"] == []
+    # the default leaves small components alone (the starts come before the first iteration)
+    assert solve_colgen(p, gap=1e-4, max_iterations=1).details["dual_ascent"] == []
 
 
 def test_bad_dual_ascent_budget_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,7 +92,7 @@ def test_bad_time_limit_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_cli_reports_the_dual_ascent(tmp_path) -> None:
     out = tmp_path / "r.json"
-    rc = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "2", "--eta", "0.9", "--method", "bd",
+    rc = main(["mdp", "--dataset", "gaussian", "--records", "40", "--seed", "2", "--eta", "0.9", "--method", "bd",
                "--decomposition", "columns", "--dual-ascent", "0.5", "--first-order", "smoothed", "--gap", "1e-6",
                "--json", str(out)])
     rep = json.loads(out.read_text())
@@ -105,7 +102,7 @@ def test_cli_reports_the_dual_ascent(tmp_path) -> None:
 
 
 def test_pricing_round_stops_at_the_deadline_and_keeps_the_certificates() -> None:
-    p = build_pmo(load_dataset("gaussian", n_records=70, seed=1), 1.0, 0.9)
+    p = gaussian(70)[0]
     cg = _giant(p)
     try:
         js = np.arange(cg.Kc)

@@ -21,7 +21,7 @@ from securelp.solvers.mdp.columns.ipm_start import ipm_outputs, prune_outputs
 from securelp.solvers.mdp.columns.master import RestrictedMaster
 from securelp.solvers.mdp.ipm import Dissection, IPMOptions, dissection, memory_needed, structured_ipm
 from securelp.solvers.mdp.ipm.inverses import Inverses
-from tests.mdp_fixtures import assert_certified_optimum, component, gaussian70
+from tests.mdp_fixtures import assert_certified_optimum, component, gaussian, gaussian70
 
 
 def _options(starts: StartOptions | None = None, **ipm_start) -> ColumnGenerationOptions:
@@ -29,6 +29,11 @@ def _options(starts: StartOptions | None = None, **ipm_start) -> ColumnGeneratio
     with the ipm start's options ``ipm_start``."""
     return ColumnGenerationOptions(dominance=False, ipm_start=IPMStartOptions(**ipm_start),
                                    starts=starts or StartOptions())
+
+
+#: the starts' size floor lowered so that ``small``'s giant component (22 records x 22 kept outputs) gets
+#: the ipm start and its 2-record components (at most 4) none
+SMALL_STARTS = StartOptions(pdlp_min_size=10)
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +45,25 @@ def instance():
     return p, direct, idx, opt_c, G, A
 
 
-def test_ipm_solves_the_component_lp_to_the_tolerance(instance) -> None:
+@pytest.fixture(scope="module")
+def dense(instance):
+    """The structured IPM on the giant component's LP to a relative gap of 1e-6 (dense inverses, one
+    thread), computed once."""
+    _, _, _, _, G, A = instance
+    return structured_ipm(G, A, float("inf"), tolerance=1e-6)
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Gaussian 40 records (seed 1): a giant component of 22 records, 84 mDP rows and 22 kept outputs,
+    whose cold column generation is cheap. It is below the default sizes that get a start: the tests
+    that need one lower ``pdlp_min_size`` (:data:`SMALL_STARTS`)."""
+    return gaussian(40)
+
+
+def test_ipm_solves_the_component_lp_to_the_tolerance(instance, dense) -> None:
     _, _, _, opt_c, G, A = instance
-    res = structured_ipm(G, A, float("inf"), tolerance=1e-6)
+    res = dense
     assert res.status == "optimal" and 5 < res.iterations < 100
     # the bound is recomputed here from the returned multipliers: it is what the method claims,
     # and it is below the optimum HiGHS found, the primal iterate above it, both within 1e-8
@@ -108,7 +129,7 @@ def test_the_probe_is_called_once_at_its_gap_and_can_stop_the_method(instance) -
     assert full.status == "optimal" and calls == [1] and full.iterations > res.iterations
 
 
-def test_idle_outputs_leave_the_restricted_lp(instance) -> None:
+def test_idle_outputs_leave_the_restricted_lp(instance, dense) -> None:
     """With ``prune_below`` the outputs the iterate leaves idle leave the LP on the way: the result
     is the LP over the others (the same optimum as that LP solved alone, its bound valid for it),
     the pruned outputs carry no mass, and the probe is told which outputs are still in."""
@@ -127,7 +148,7 @@ def test_idle_outputs_leave_the_restricted_lp(instance) -> None:
     assert np.all(res.Y >= 0)
     assert float(np.min(G + A.T @ res.Y, axis=1).sum()) <= opt_c * (1 + 1e-12)
     # without it nothing leaves, and the probe sees the LP without the pruned outputs
-    assert structured_ipm(G, A, float("inf"), tolerance=1e-6).pruned.size == 0
+    assert dense.pruned.size == 0
     lives: list[np.ndarray] = []
     early = structured_ipm(G, A, float("inf"), tolerance=1e-6, prune_below=1e-2, prune_gap=1e-1, probe_gap=1e-3,
                            probe=lambda mu, live: lives.append(live) is not None)
@@ -207,23 +228,21 @@ def test_the_dissected_inverse_is_the_inverse() -> None:
     assert dissection(_grid_rows(5), min_records=50) is None
 
 
-def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance) -> None:
+def test_the_ipm_with_a_dissection_and_threads_finds_the_same_optimum(instance, dense) -> None:
     """The component's 51 records dissected (forced: below the size where it pays) and the outputs
     split over two threads: the same certified optimum as the dense, single-threaded run."""
     _, _, _, opt_c, G, A = instance
-    dense = structured_ipm(G, A, float("inf"), tolerance=1e-6)
     forced = IPMOptions(dissect_min_records=8, dissect_max_cost=10.0)
     d = dissection(A, forced.dissect_min_records, forced.dissect_max_cost)
     assert d is not None and d.s > 0
-    for threads in (1, 2):
-        res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=threads, options=forced)
-        assert res.status == "optimal"
-        assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
-        assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
-        assert res.bound == pytest.approx(dense.bound, rel=1e-6)
-        # the records come back in their own order
-        assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9 and float((A @ res.Z).max()) < 1e-9
-        assert np.abs(res.mu - dense.mu).max() < 1e-4 * np.abs(dense.mu).max()
+    res = structured_ipm(G, A, float("inf"), tolerance=1e-6, threads=2, options=forced)
+    assert res.status == "optimal"
+    assert float(np.min(G + A.T @ res.Y, axis=1).sum()) == pytest.approx(res.bound, rel=1e-12)
+    assert res.bound <= opt_c * (1 + 1e-12) <= res.primal * (1 + 1e-8)
+    assert res.bound == pytest.approx(dense.bound, rel=1e-6)
+    # the records come back in their own order
+    assert np.abs(res.Z.sum(axis=1) - 1).max() < 1e-9 and float((A @ res.Z).max()) < 1e-9
+    assert np.abs(res.mu - dense.mu).max() < 1e-4 * np.abs(dense.mu).max()
 
 
 def test_malformed_mdp_rows_are_refused(instance) -> None:
@@ -241,35 +260,36 @@ def test_memory_needed_grows_with_outputs_and_records_squared() -> None:
     assert memory_needed(10, 4) < memory_needed(20, 4) < memory_needed(20, 8)
 
 
-def test_colgen_with_an_ipm_start_equals_direct(instance) -> None:
-    """The ascent screens 10 of the kept outputs, the IPM solves the LP over them, the pricing at
+def test_colgen_with_an_ipm_start_equals_direct(small) -> None:
+    """The ascent screens 5 of the kept outputs, the IPM solves the LP over them, the pricing at
     its duals adds the violated outputs for a second round, and the column generation prices every
     output: the optimum, certified (a gap of 1e-6: the rounds' columns are the IPM's, accurate to
     its tolerance, and the master enters no column below its entering tolerance)."""
-    p, direct, _, _, _, _ = instance
+    p, direct, _, _ = small
     notes: list[str] = []
-    options = dataclasses.replace(_options(max_outputs=10), status_min_records=1)  # every component reports
+    options = dataclasses.replace(_options(SMALL_STARTS, max_outputs=5), status_min_records=1)  # every component reports
     r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", status=notes.append, options=options)
     assert_certified_optimum(p, direct, r)
     starts = r.details["dual_ascent"]
     assert starts and all(s["method"] == "ipm" for s in starts)
     for s in starts:
         info = s["ipm"]
-        assert info["rounds"][0]["outputs"] == 10 and info["iterations"] > 0 and s["columns"] > 0
+        assert info["rounds"][0]["outputs"] == 5 and info["iterations"] > 0 and s["columns"] > 0
+        assert len(info["rounds"]) >= 2 and info["rounds"][0]["violated"] > 0
         assert info["restricted_bound"] <= info["restricted_primal"]
         # the terminal's status line: the start, then every IPM iteration of every round, and the pricing
         mine = [t for t in notes if t.startswith(f"component of {s['records']} records")]
         assert any(t.endswith("ipm start") for t in mine)
         steps = [t for t in mine if ", iteration " in t]
-        assert len(steps) >= info["iterations"] and any("IPM round 1 on 10 outputs, iteration 0," in t for t in steps)
+        assert len(steps) >= info["iterations"] and any("IPM round 1 on 5 outputs, iteration 0," in t for t in steps)
         assert sum("pricing" in t for t in mine) >= len(info["rounds"])
 
 
-def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(instance, monkeypatch) -> None:
+def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(small, monkeypatch) -> None:
     """The IPM rounds stop once their bound is within the gap of the restricted primal; that primal,
     repaired and verified, is within the gap too, so the component ends there: no master solve, and
     its ``start_gap`` in the report. With a gap the start does not reach, the master runs."""
-    p, direct, idx, _, _, _ = instance
+    p, direct, idx, _ = small
     solved: list[int] = []
     real = RestrictedMaster.solve
 
@@ -278,7 +298,7 @@ def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(i
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(RestrictedMaster, "solve", counted)  # a spy: which components solve a master
-    r = solve_colgen(p, gap=1e-4, dual_ascent=2.0, first_order="ipm", options=_options())
+    r = solve_colgen(p, gap=1e-4, dual_ascent=2.0, first_order="ipm", options=_options(SMALL_STARTS))
     assert r.status == "optimal" and r.objective <= direct.objective * (1 + 1e-4)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     assert -1e-12 <= entry["start_gap"] <= 1e-4
@@ -286,44 +306,45 @@ def test_an_ipm_start_within_the_gap_ends_its_component_without_a_master_solve(i
     # a gap below the IPM's own finish: the start's rows stay an upper bound, the master goes on
     solved.clear()
     r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm",
-                     options=_options(gap_share=1e3))  # the rounds stop at a restricted gap of 1e-3
+                     options=_options(SMALL_STARTS, gap_share=1e3))  # the rounds stop at a restricted gap of 1e-3
     assert_certified_optimum(p, direct, r)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     assert entry["start_gap"] > 1e-6 and idx.size in solved
 
 
-def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(instance) -> None:
-    """Output generation: the first round's 10 outputs leave outputs violated at its duals and a
+def test_ipm_rounds_add_the_violated_outputs_and_close_the_bound(small) -> None:
+    """Output generation: the first round's 5 outputs leave outputs violated at its duals and a
     Lagrangian bound far below the optimum; the next round holds them too, and its bound reaches the
     optimum. Every round's bound is a valid one (at most the component's optimum)."""
-    p, direct, idx, opt_c, _, _ = instance
-    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(max_outputs=10))
+    p, direct, idx, opt_c = small
+    r = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(SMALL_STARTS, max_outputs=5))
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
     (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
     rounds = entry["ipm"]["rounds"]
     assert len(rounds) >= 2
     first, last = rounds[0], rounds[-1]
     assert first["violated"] > 0 and first["lower_bound"] < opt_c * (1 - 1e-3)
-    assert rounds[1]["outputs"] == 10 - first["pruned"] + first["violated"]
+    assert rounds[1]["outputs"] == 5 - first["pruned"] + first["violated"]
     assert last["violated"] == 0 and last["lower_bound"] >= opt_c * (1 - 1e-5)
     assert all(rd["lower_bound"] <= opt_c * (1 + 1e-9) for rd in rounds)
     assert entry["ipm"]["lower_bound"] == max(rd["lower_bound"] for rd in rounds)
 
     # one round only: the bound stays where the first round left it
-    r1 = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm", options=_options(max_outputs=10, max_rounds=1))
+    r1 = solve_colgen(p, gap=1e-6, dual_ascent=2.0, first_order="ipm",
+                      options=_options(SMALL_STARTS, max_outputs=5, max_rounds=1))
     (entry1,) = [s for s in r1.details["dual_ascent"] if s["records"] == idx.size]
     assert len(entry1["ipm"]["rounds"]) == 1 and entry1["ipm"]["lower_bound"] < opt_c * (1 - 1e-3)
 
 
-def test_the_ipm_start_is_the_same_from_run_to_run(instance) -> None:
+def test_the_ipm_start_is_the_same_from_run_to_run(small) -> None:
     """The screening ascent stops at its iterations (``ascent_iterations``), not at a time: two runs
     screen the same outputs and go through the same rounds (with a time cap alone, the rounds differ
     from run to run)."""
-    p, direct, idx, _, _, _ = instance
+    p, direct, idx, _ = small
     runs = []
     for _ in range(2):
         r = solve_colgen(p, gap=1e-6, dual_ascent=30.0, first_order="ipm",
-                         options=_options(max_outputs=10, ascent_iterations=40))
+                         options=_options(SMALL_STARTS, max_outputs=5, ascent_iterations=40))
         assert_certified_optimum(p, direct, r)
         (entry,) = [s for s in r.details["dual_ascent"] if s["records"] == idx.size]
         info = entry["ipm"]
@@ -343,12 +364,12 @@ def _ipm_info(p, direct, idx, options: ColumnGenerationOptions, **kwargs) -> dic
     return entry["ipm"]
 
 
-def test_without_a_time_limit_the_screen_runs_all_its_iterations(instance) -> None:
+def test_without_a_time_limit_the_screen_runs_all_its_iterations(small) -> None:
     """With no time limit the screening ascent stops at its iterations only, whatever
     ``ascent_seconds`` says (a slower machine's ascent would stop short and its screen take another
     path); under a time limit the cap still binds."""
-    p, direct, idx, _, _, _ = instance
-    options = _options(max_outputs=10, ascent_iterations=40, ascent_seconds=1e-9)
+    p, direct, idx, _ = small
+    options = _options(SMALL_STARTS, max_outputs=5, ascent_iterations=40, ascent_seconds=1e-9)
     infos = [_ipm_info(p, direct, idx, options, time_limit=limit) for limit in (float("inf"), 600.0)]
     assert infos[0]["ascent_iterations"] == 40
     assert infos[1]["ascent_iterations"] < 40
@@ -396,16 +417,16 @@ def test_pruned_outputs_are_the_unused_ones_and_come_back_when_needed(instance) 
     assert sum(rd["pruned"] + rd["pruned_in_round"] for rd in rounds) > 0 and len(rounds) >= 2
 
 
-def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(instance) -> None:
+def test_a_round_at_the_cap_prunes_on_the_way_and_one_below_it_does_not(small) -> None:
     """A round that holds as many outputs as the rounds may grow to prunes its idle outputs once its
     gap is ``prune_gap``, which makes room for its probe; one below the cap keeps them to its end
     (there the probe fires anyway). Either way the result is the certified optimum."""
-    p, direct, idx, _, _, _ = instance
+    p, direct, idx, _ = small
 
     def rounds_of(**kw) -> list[dict]:
-        return _ipm_info(p, direct, idx, _options(max_outputs=20, **kw))["rounds"]
+        return _ipm_info(p, direct, idx, _options(SMALL_STARTS, max_outputs=20, **kw))["rounds"]
 
-    below = rounds_of()  # the cap: max_grown_outputs (400), at most the 60 kept outputs
+    below = rounds_of()  # the cap: max_grown_outputs (400), at most the 22 kept outputs
     assert below[0]["outputs"] == 20 and all(rd["pruned_in_round"] == 0 for rd in below)
     at_cap = rounds_of(max_grown_outputs=20)
     assert at_cap[0]["outputs"] == 20 and at_cap[0]["pruned_in_round"] > 0
@@ -421,45 +442,47 @@ def _memory(monkeypatch, free: int | None, *modules) -> None:
         monkeypatch.setattr(module, "available_memory", lambda: free)
 
 
-def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(instance, monkeypatch) -> None:
-    p, direct, _, _, _, _ = instance
+def test_an_ipm_start_that_does_not_fit_in_memory_is_skipped(small, monkeypatch) -> None:
+    p, direct, _, _ = small
     _memory(monkeypatch, 1000, ipm_start_module)  # the ascent fits, the IPM does not
-    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm", options=_options())
+    r = solve_colgen(p, gap=1e-7, dual_ascent=1.0, first_order="ipm",
+                     options=_options(SMALL_STARTS))
     assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
+    assert any(s["records"] == 22 for s in r.details["dual_ascent"])
     assert all(s["ipm"]["status"] == "skipped" and s["ipm"]["outputs"] == 0 for s in r.details["dual_ascent"])
 
 
-def test_a_start_whose_ascent_does_not_fit_is_left_out(instance, monkeypatch, caplog) -> None:
+def test_a_start_whose_ascent_does_not_fit_is_left_out(small, monkeypatch, caplog) -> None:
     """Every start but pdlp begins with the ascent over all kept outputs (a complete mDP graph's would
     take tens of GB). When it does not fit, the component starts cold, with a warning when the start
     was asked for, and is still certified."""
     import logging
 
-    p, direct, _, _, _, _ = instance
-    _memory(monkeypatch, 100_000)  # the ascent needs about 0.5 MB
+    p, direct, _, _ = small
+    _memory(monkeypatch, 100_000)  # the ascent needs about 65 KiB, more than 60% of it
+    # every start, auto's too, would be given to the giant component (22 records x 22 outputs)
+    starts = StartOptions(dual_ascent_min_size=10, pdlp_min_size=10)
     for method in ("ipm", "smoothed", "screened", "pdlp", "auto"):
-        # auto would give this component a start
-        starts = StartOptions(dual_ascent_min_size=10, pdlp_min_size=10) if method == "auto" else StartOptions()
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="securelp.solvers.mdp.columns.starts"):
             r = solve_colgen(p, gap=1e-7, dual_ascent=None if method == "auto" else 1.0, first_order=method,
                              options=_options(starts))
         assert r.objective == pytest.approx(direct.objective, rel=1e-6) and r.status == "optimal"
-        assert not any(s["records"] == 51 for s in r.details["dual_ascent"])  # no start on the large component
+        assert not any(s["records"] == 22 for s in r.details["dual_ascent"])  # no start on the large component
         said = [rec for rec in caplog.records if "its dual ascent's arrays over" in rec.getMessage()]
         assert said and said[0].levelno == (logging.INFO if method == "auto" else logging.WARNING)
-        assert "262 mDP rows x 60 outputs need" in said[0].getMessage()
+        assert "84 mDP rows x 22 outputs need" in said[0].getMessage()
     _memory(monkeypatch, None)  # memory unknown: the start runs
-    r = solve_colgen(p, gap=1e-7, options=_options(StartOptions(dual_ascent_min_size=10, pdlp_min_size=10)))
-    assert r.status == "optimal" and any(s["records"] == 51 for s in r.details["dual_ascent"])
-    assert ipm_outputs(51, 262, 60, _options()) > 0
+    r = solve_colgen(p, gap=1e-7, options=_options(starts))
+    assert r.status == "optimal" and any(s["records"] == 22 for s in r.details["dual_ascent"])
+    assert ipm_outputs(22, 84, 22, _options()) > 0
     _memory(monkeypatch, 100_000)
-    assert ipm_outputs(51, 262, 60, _options()) == 0  # nor is the switch to the IPM taken
+    assert ipm_outputs(22, 84, 22, _options()) == 0  # nor is the switch to the IPM taken
 
 
 def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
-    code = main(["mdp", "--dataset", "gaussian", "--records", "60", "--seed", "1", "--eta", "0.9", "--method", "bd",
+    code = main(["mdp", "--dataset", "gaussian", "--records", "40", "--seed", "1", "--eta", "0.9", "--method", "bd",
                  "--decomposition", "columns", "--first-order", "ipm", "--dual-ascent", "1", "--json", str(out)])
     assert code == 0
     import json
@@ -468,10 +491,10 @@ def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-4
 
 
-def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeypatch) -> None:
+def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(small, monkeypatch) -> None:
     """When the start's budget is gone before the IPM's first step, its starting point (far from
     optimal) is not used as centre, columns or certificate; the column generation still certifies."""
-    p, direct, _, _, _, _ = instance
+    p, direct, _, _ = small
     ascent = ipm_start_module.smoothed_dual_ascent
 
     def ascent_to_the_end(G, A, deadline, **kw):  # ... and uses all of it, however fast the machine
@@ -481,19 +504,19 @@ def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(instance, monkeyp
 
     monkeypatch.setattr(ipm_start_module, "smoothed_dual_ascent", ascent_to_the_end)  # fault injection
     r = solve_colgen(p, gap=1e-7, dual_ascent=0.5, first_order="ipm", time_limit=60.0,
-                     options=_options(ascent_share=1.0))  # the ascent takes the whole budget ...
+                     options=_options(SMALL_STARTS, ascent_share=1.0))  # the ascent takes the whole budget ...
     assert_certified_optimum(p, direct, r)
-    assert r.details["dual_ascent"]
+    assert any(s["records"] == 22 for s in r.details["dual_ascent"])
     for s in r.details["dual_ascent"]:
         assert s["ipm"]["iterations"] == 0 and "columns" not in s
 
 
-def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance) -> None:
+def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(small) -> None:
     """``auto`` gives a component of at most ``dual_ascent_min_size`` records x outputs no start; when
     its column generation has not closed the gap after ``ipm_switch_iterations`` iterations, the IPM
     start runs after all and the column generation finishes from it (its columns so far kept): the
     optimum, certified, and the iterations of both runs counted."""
-    p, direct, idx, _, _, _ = instance
+    p, direct, idx, _ = small
     notes: list[str] = []
     starts = StartOptions(ipm_switch_iterations=2, ipm_switch_min_records=idx.size)
     options = dataclasses.replace(_options(starts), status_min_records=1)
@@ -505,8 +528,10 @@ def test_auto_turns_to_the_ipm_start_when_the_column_generation_lingers(instance
     assert any("has not closed the gap after 2 iterations" in t for t in notes)
 
     # the switch is auto's: not with an explicit start or without starts (dual_ascent=0), and not
-    # when the iteration cap would leave nothing after it
-    for kwargs in ({"first_order": "pdlp"}, {"dual_ascent": 0.0}, {"max_iterations": 2}):
+    # when the iteration cap would leave nothing after it. The first two stop at 5 iterations, room
+    # enough for a switch after 2 (auto takes it there), so they need not run to the gap.
+    for kwargs in ({"first_order": "pdlp", "max_iterations": 5}, {"dual_ascent": 0.0, "max_iterations": 5},
+                   {"max_iterations": 2}):
         r = solve_colgen(p, gap=1e-6, options=options, **kwargs)
         assert not any(s.get("after_iterations") for s in r.details["dual_ascent"]), kwargs
 

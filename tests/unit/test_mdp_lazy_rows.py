@@ -78,11 +78,18 @@ def test_without_separation_the_points_break_rows(tmp_path: Path, monkeypatch) -
     assert worst > 1e-6
 
 
+@pytest.fixture(scope="module")
+def complete30(tmp_path_factory: pytest.TempPathFactory):
+    """30 points with every pair a neighbour (seed 2) and HiGHS's direct solution, computed once for
+    both pricing modes."""
+    p = _complete(tmp_path_factory.mktemp("complete30"), n=30, seed=2)
+    return p, solve_direct(p)
+
+
 @pytest.mark.parametrize("lazy", [True, False])
-def test_dense_columns_decomposition_equals_direct(tmp_path: Path, lazy: bool) -> None:
+def test_dense_columns_decomposition_equals_direct(complete30, lazy: bool) -> None:
     """The whole column decomposition on a complete graph gives direct's optimum either way."""
-    p = _complete(tmp_path, n=30, seed=2)
-    direct = solve_direct(p)
+    p, direct = complete30
     r = solve_bd(p, decomposition="columns", gap=1e-7, columns=_options(lazy, lazy_start_neighbours=3))
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
@@ -90,21 +97,22 @@ def test_dense_columns_decomposition_equals_direct(tmp_path: Path, lazy: bool) -
 
 
 def test_cli_reports_the_lazy_rows_of_a_dense_component(tmp_path: Path) -> None:
-    """`securelp mdp` on 80 points with every pair a neighbour (79 rows per record): the report's
-    `lazy_rows` names the component and what its LPs carried; a sparse grid's is empty."""
+    """`securelp mdp` on 66 points with every pair a neighbour (65 rows per record, above the default
+    64 from which the pricing LPs take their rows lazily): the report's `lazy_rows` names the component
+    and what its LPs carried; a sparse grid's is empty."""
     import json
 
     from securelp.coordinator.cli import main
 
     f = tmp_path / "pts.csv"
-    np.savetxt(f, np.random.default_rng(3).uniform(0, 10, size=(80, 2)), fmt="%.6f", delimiter=",")
+    np.savetxt(f, np.random.default_rng(3).uniform(0, 10, size=(66, 2)), fmt="%.6f", delimiter=",")
     out = tmp_path / "r.json"
     assert main(["mdp", "--dataset", "points", "--points", str(f), "--eta", "1000", "--method", "bd",
                  "--decomposition", "columns", "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert rep["status"] == "optimal"
     (lz,) = rep["lazy_rows"]
-    assert lz["records"] == 80 and lz["mdp_rows"] == 80 * 79
+    assert lz["records"] == 66 and lz["mdp_rows"] == 66 * 65
     assert lz["start_rows"] <= lz["mean_rows_carried"] < lz["mdp_rows"] and lz["separation_rounds"] > 0
     assert main(["mdp", "--dataset", "grid", "--rows", "4", "--cols", "4", "--method", "bd", "--decomposition",
                  "columns", "--json", str(out)]) == 0

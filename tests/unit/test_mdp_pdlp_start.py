@@ -26,7 +26,7 @@ from securelp.solvers.mdp.columns.starts import choose_start, screened_primal
 from securelp.solvers.mdp.datasets import load_dataset
 from securelp.solvers.mdp.pmo import build_pmo
 from securelp.solvers.mdp.verify import verify_mechanism
-from tests.mdp_fixtures import assert_certified_optimum, component, gaussian70
+from tests.mdp_fixtures import assert_certified_optimum, component, gaussian, gaussian70
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,16 @@ def instance():
 
 
 @pytest.fixture(scope="module")
-def converged(instance):
-    """PDLP's start on the giant component, run to convergence (deterministic), computed once."""
-    p, _, idx, _ = instance
+def small():
+    """Gaussian 40 records: a giant component of 22 records and 22 kept outputs, on which PDLP converges
+    in a few thousand iterations."""
+    return gaussian(40)
+
+
+@pytest.fixture(scope="module")
+def converged(small):
+    """PDLP's start on ``small``'s giant component, run to convergence (deterministic), computed once."""
+    p, _, idx, _ = small
     cg = _cg(p, idx)
     try:
         start = pdlp_start(cg.G, cg.A, time.perf_counter() + 120.0)
@@ -52,13 +59,15 @@ def _cg(p, idx) -> ComponentCG:
 
 
 def _options(**starts) -> ColumnGenerationOptions:
-    """Column generation without the dominance search, with the starts' options ``starts``."""
-    return ColumnGenerationOptions(dominance=False, starts=StartOptions(**starts))
+    """Column generation without the dominance search, with the starts' options ``starts``; the PDLP-based
+    starts run from 100 records x kept outputs on (``small``'s giant component has 484, its others at
+    most 4)."""
+    return ColumnGenerationOptions(dominance=False, starts=StartOptions(**{"pdlp_min_size": 100, **starts}))
 
 
 
-def test_start_bound_and_columns(instance, converged) -> None:
-    p, _, idx, opt_c = instance
+def test_start_bound_and_columns(small, converged) -> None:
+    p, _, idx, opt_c = small
     cg = _cg(p, idx)
     try:
         start = converged
@@ -95,8 +104,8 @@ def test_columns_outside_the_cone_are_closed_before_they_enter(instance) -> None
         cg.close()
 
 
-def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
-    p, direct, _, _ = instance
+def test_colgen_with_a_pdlp_start_equals_direct(small) -> None:
+    p, direct, _, _ = small
     r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="pdlp", options=_options())
     verify_mechanism(r.mechanism, p.dataset.distance, p.eps, eta=p.eta)
     assert r.objective == pytest.approx(direct.objective, rel=1e-6)
@@ -108,11 +117,11 @@ def test_colgen_with_a_pdlp_start_equals_direct(instance) -> None:
     assert all(s["bound"] == s["polish"]["bound"] for s in starts)
 
 
-def test_pdlp_start_ends_with_pdlp_on_screened_outputs(instance, monkeypatch) -> None:
+def test_pdlp_start_ends_with_pdlp_on_screened_outputs(small, monkeypatch) -> None:
     """After PDLP on the whole LP (stopped early here) and the ascent from its duals, PDLP runs on
     the outputs that ascent's certificate screens (``pdlp_screen_share`` of the start), for columns
     only; the column generation still ends at the optimum."""
-    p, direct, _, _ = instance
+    p, direct, _, _ = small
     real = starts_module.pdlp_start
     limits: list[int | None] = []
 
@@ -220,10 +229,10 @@ def test_the_ascent_on_threads_is_the_ascent_on_one(instance) -> None:
         cg.close()
 
 
-def test_too_large_for_pdlp_falls_back_to_the_screened_start(instance) -> None:
+def test_too_large_for_pdlp_falls_back_to_the_screened_start(small) -> None:
     """A PDLP start whose whole LP is too large becomes the screened start; when not even one
     output's LP fits, its PDLP is skipped and only the ascent runs."""
-    p, direct, _, _ = instance
+    p, direct, _, _ = small
     r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp", options=_options(pdlp_max_nonzeros=1))
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
     starts = r.details["dual_ascent"]
@@ -231,10 +240,10 @@ def test_too_large_for_pdlp_falls_back_to_the_screened_start(instance) -> None:
     assert all(s["screened"]["columns"] == 0 and s["iterations"] > 0 for s in starts)
 
 
-def test_a_start_that_would_not_fit_in_memory_is_not_run(instance, monkeypatch) -> None:
+def test_a_start_that_would_not_fit_in_memory_is_not_run(small, monkeypatch) -> None:
     """The PDLP start is skipped when its measured footprint exceeds the available memory, and runs
     when memory is unknown."""
-    p, direct, _, _ = instance
+    p, direct, _, _ = small
     monkeypatch.setattr(pdlp_module, "available_memory", lambda: 1_000)  # PDLP's probe only: the ascent fits
     r = solve_colgen(p, gap=1e-6, dual_ascent=0.5, first_order="pdlp", options=_options())
     assert r.objective == pytest.approx(direct.objective, rel=1e-5)
@@ -295,11 +304,11 @@ def _assert_verified_rows(cg, rows, lo, up, opt_c) -> None:
     assert lo <= opt_c * (1 + 1e-9) <= up * (1 + 1e-9)
 
 
-def test_a_master_solve_that_reaches_the_deadline_ends_the_run_with_a_verified_mechanism(instance, converged) -> None:
+def test_a_master_solve_that_reaches_the_deadline_ends_the_run_with_a_verified_mechanism(small, converged) -> None:
     """HiGHS's time limit on the master is the time left; a master run that reaches it ends the run
     ('time_limit') with the best verified rows so far (here the first, unboxed, master's), or, when
     no master was ever solved, the repaired first-order start's; the bounds stay valid."""
-    p, _, idx, opt_c = instance
+    p, _, idx, opt_c = small
     cg = _cg(p, idx)
     real = cg.master.h
     try:
@@ -396,11 +405,11 @@ def test_a_box_that_leaves_the_master_unbounded_is_widened_then_dropped(instance
         cg.close()
 
 
-def test_the_fallback_gets_the_screened_shares_of_the_time_limit(instance, monkeypatch) -> None:
+def test_the_fallback_gets_the_screened_shares_of_the_time_limit(small, monkeypatch) -> None:
     """A PDLP start refused for size runs the screened start with its budget (``screen_budget_share``
     of the cap), whose first ascent gets ``screen_ascent_share`` of it; its PDLP does not fit either,
     so the ascent goes on from its last iterate for the rest of the budget."""
-    p, direct, _, _ = instance
+    p, direct, _, _ = small
     budgets: list[float] = []
     starts: list[bool] = []
     real = starts_module.smoothed_dual_ascent
@@ -486,12 +495,12 @@ def test_screen_outputs_ranks_outputs_by_the_records_they_serve() -> None:
     assert list(screen_outputs(far, 2)) == [0, 2]
 
 
-def test_colgen_with_a_screened_start_equals_direct(instance) -> None:
-    """The ascent, then PDLP on the outputs its certificate marks (10 of the 60 kept here): start
+def test_colgen_with_a_screened_start_equals_direct(small) -> None:
+    """The ascent, then PDLP on the outputs its certificate marks (10 of the 22 kept here): start
     columns from a restricted LP, a bound from the ascent only; the column generation, which prices
     every output, still ends at the optimum. (With these columns, columns whose reduced cost is below
     the master's dual tolerance would enter without a pivot again and again: ``enter_factor``.)"""
-    p, direct, _, _ = instance
+    p, direct, _, _ = small
     r = solve_colgen(p, gap=1e-7, dual_ascent=2.0, first_order="screened",
                      options=_options(screen_max_outputs=10, screen_pdlp_iterations=300))
     assert_certified_optimum(p, direct, r)
@@ -522,11 +531,11 @@ def test_screened_start_shrinks_to_the_memory_available(instance, monkeypatch) -
         cg.close()
 
 
-def _start_run(instance, converged, damp: float):
+def _start_run(small, converged, damp: float):
     """A run from PDLP's start whose primal iterate is mixed with the uniform mechanism (weight
     ``damp``) and whose every master solve would time out; returns what the run gives, the masters'
     runs and the component's start gap."""
-    p, _, idx, opt_c = instance
+    p, _, idx, opt_c = small
     cg = _cg(p, idx)
     real = cg.master.h
     try:
@@ -544,17 +553,17 @@ def _start_run(instance, converged, damp: float):
         cg.close()
 
 
-def test_a_start_within_the_gap_ends_the_component_without_a_master_solve(instance, converged) -> None:
+def test_a_start_within_the_gap_ends_the_component_without_a_master_solve(small, converged) -> None:
     """A converged PDLP start's repaired iterate is within 1e-4 of its certificate's bound: the
     component ends 'optimal' at once, the masters (which would all time out here) never run."""
-    status, its, runs, start_gap, gap = _start_run(instance, converged, 0.0)
+    status, its, runs, start_gap, gap = _start_run(small, converged, 0.0)
     assert (status, its, runs) == ("optimal", 0, 0)
     assert start_gap == pytest.approx(gap, abs=1e-15) and 0.0 <= gap <= 1e-4
 
 
-def test_a_start_short_of_the_gap_goes_on_to_the_master(instance, converged) -> None:
+def test_a_start_short_of_the_gap_goes_on_to_the_master(small, converged) -> None:
     """The same start spread a tenth uniformly is short of the gap: the check lets the run go on
     to the master (whose time-out then ends it, with the start's rows as the upper bound)."""
-    status, _, runs, start_gap, gap = _start_run(instance, converged, 0.1)
+    status, _, runs, start_gap, gap = _start_run(small, converged, 0.1)
     assert status == "time_limit" and runs == 1
     assert start_gap > 1e-4 and gap == pytest.approx(start_gap, rel=1e-12)
