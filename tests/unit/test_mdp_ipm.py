@@ -481,14 +481,20 @@ def test_a_start_whose_ascent_does_not_fit_is_left_out(small, monkeypatch, caplo
 
 
 def test_cli_takes_the_ipm_start(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--first-order ipm --dual-ascent S`` runs the IPM start on a component large enough for a start
+    (gaussian 100: after the dominance search its largest component, 81 records, still has one) and
+    the report says so."""
     out = tmp_path / "r.json"
-    code = main(["mdp", "--dataset", "gaussian", "--records", "40", "--seed", "1", "--eta", "0.9", "--method", "bd",
+    code = main(["mdp", "--dataset", "gaussian", "--records", "100", "--seed", "1", "--eta", "0.9", "--method", "bd",
                  "--decomposition", "columns", "--first-order", "ipm", "--dual-ascent", "1", "--json", str(out)])
     assert code == 0
     import json
 
     rep = json.loads(out.read_text())
     assert rep["status"] == "optimal" and rep["rel_gap"] <= 1e-4
+    starts = rep["dual_ascent"]
+    assert [s["method"] for s in starts] == ["ipm"] and starts[0]["records"] == 81
+    assert starts[0]["ipm"]["iterations"] > 0 and starts[0]["bound"] <= rep["upper_bound"] * (1 + 1e-9)
 
 
 def test_an_ipm_start_without_time_for_a_step_keeps_the_ascent(small, monkeypatch) -> None:
