@@ -94,7 +94,9 @@ def run_session(lp: LinearProgram, *, parties: int = 3, split: Sequence[int] | N
                 path: str | None = None, seed: str | None = None) -> tuple[SessionOutcome, Transcript, list[ColumnBlock]]:
     """One in-process session with every message recorded; ``planted`` maps party ids to a planted
     mask (see :class:`PlantedMaskSession`); ``seed``: masks drawn in the flagged reproducible mode
-    (None: fresh OS entropy)."""
+    (None: fresh OS entropy). The audit of a seeded session runs the seed attack, which tries about
+    2,000 seed guesses on every party (a second or more per session); tests whose outcome holds for
+    any mask draw fresh masks instead."""
     sizes = list(split) if split is not None else parse_split(None, lp.n_cols, parties)
     public, blocks = split_columns(lp, sizes)
     planted = planted or {}

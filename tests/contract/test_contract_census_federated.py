@@ -39,7 +39,7 @@ EPS = Fraction(1, 2)
 
 @pytest.fixture(scope="module")
 def taxi() -> GroupSizeData:
-    return read_counts_csv(TAXI, max_size=12, top_code=True)
+    return read_counts_csv(TAXI, max_size=8, top_code=True)
 
 
 class Parties:

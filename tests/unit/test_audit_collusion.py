@@ -16,7 +16,7 @@ from tests.audit_fixtures import audit, netlib, run_session, sparse_lp
 
 def test_independent_masks_collusion_adds_nothing() -> None:
     lp = sparse_lp(np.random.default_rng(61), 60, 24, 3)
-    _, transcript, blocks = run_session(lp, parties=3, seed="collude")
+    _, transcript, blocks = run_session(lp, parties=3)
     a = audit(transcript, blocks)
     assert [c.size for c in a.collusion] == [1, 2]
     for c in a.collusion:
@@ -67,5 +67,5 @@ def test_a_shared_product_is_reduced_by_the_colluders_contributions() -> None:
 
 
 def test_one_party_has_no_coalitions() -> None:
-    _, transcript, blocks = run_session(netlib("afiro"), parties=1, seed="solo")
+    _, transcript, blocks = run_session(netlib("afiro"), parties=1)
     assert audit(transcript, blocks).collusion == []

@@ -34,7 +34,7 @@ def test_planted_masks_that_do_not_mix_are_flagged_fully_recovered(mask: str) ->
     dense integer blocks: every column recovered exactly, at its position; the honest party beside
     it on the same dense data loses nothing."""
     for lp in (sparse_lp(np.random.default_rng(7001), 50, 30, 4), _dense_integer_lp(np.random.default_rng(7002), 40, 24)):
-        _, transcript, blocks = run_session(lp, split=[12, lp.n_cols - 12], planted={"party1": mask}, seed=f"p-{mask}")
+        _, transcript, blocks = run_session(lp, split=[12, lp.n_cols - 12], planted={"party1": mask})
         a = audit(transcript, blocks)
         weak = a.parties["party1"]
         structure = weak.outcome("dense_mask_structure")
@@ -56,7 +56,7 @@ def test_sparse_blocks_are_recovered_through_their_column_space() -> None:
     sparsest vectors of range(M) are the columns; the masked costs and the revealed x then give
     values and positions."""
     lp = sparse_lp(np.random.default_rng(8001), 150, 60, 4)
-    _, transcript, blocks = run_session(lp, split=[30, 20, 10], seed="sparse")
+    _, transcript, blocks = run_session(lp, split=[30, 20, 10])
     a = audit(transcript, blocks)
     for pa in a.parties.values():
         n = pa.view.n_cols
@@ -71,7 +71,7 @@ def test_generic_dense_blocks_under_gaussian_masks_resist() -> None:
     """Gaussian data, dense Gaussian masks, k >= n: no sparse vector in the column space, so neither
     the pivot search nor the l1 programs find a column, nothing is claimed, and the truth agrees."""
     lp, _ = random_solvable_lp(80, 30, np.random.default_rng(9001))
-    _, transcript, blocks = run_session(lp, split=[15, 15], seed="dense")
+    _, transcript, blocks = run_session(lp, split=[15, 15])
     a = audit(transcript, blocks)
     for pa in a.parties.values():
         assert pa.outcome("dense_mask_structure").up_to_scale == 0
@@ -89,7 +89,7 @@ def test_subspace_and_support_checks_can_fail() -> None:
     """Scored against another party's block, the revealed subspace and row support are wrong: the
     checks are not true by construction."""
     lp = sparse_lp(np.random.default_rng(9101), 60, 20, 3)
-    _, transcript, blocks = run_session(lp, split=[10, 10], seed="swap")
+    _, transcript, blocks = run_session(lp, split=[10, 10])
     a = audit(transcript, blocks)
     swapped = [ColumnBlock("party1", blocks[1].A, blocks[1].c, blocks[1].col_lower, blocks[1].col_upper),
                ColumnBlock("party2", blocks[0].A, blocks[0].c, blocks[0].col_lower, blocks[0].col_upper)]
@@ -104,7 +104,7 @@ def test_gram_estimate_improves_with_k_and_fails_against_another_block() -> None
     lp, _ = random_solvable_lp(40, 20, np.random.default_rng(9201))
     errors = {}
     for k in (30, 400):
-        _, transcript, blocks = run_session(lp, parties=1, k=k, seed=f"gram{k}")
+        _, transcript, blocks = run_session(lp, parties=1, k=k)
         a = audit(transcript, blocks)
         errors[k] = a.parties["party1"].outcome("dense_row_gram").truth["rel_error"]
     assert errors[400] < errors[30] and errors[400] < 0.5
@@ -147,7 +147,7 @@ def test_sparse_vectors_that_are_not_columns_are_not_claimed() -> None:
     lp = netlib("sc50b")
     free = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
                          col_lower=np.full(lp.n_cols, -np.inf), col_upper=np.full(lp.n_cols, np.inf))
-    _, transcript, blocks = run_session(free, parties=3, seed="sc50b-free")
+    _, transcript, blocks = run_session(free, parties=3)
     a = audit(transcript, blocks)
     found = sum(pa.outcome("dense_sparse_recovery").figures["found"] for pa in a.parties.values())
     right = sum(pa.truth["recovered_up_to_scale"] for pa in a.parties.values())
@@ -165,7 +165,7 @@ def test_a_single_free_column_is_its_column_space() -> None:
     lo = np.concatenate([np.full(5, -100.0), [-np.inf]])
     lp = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper, col_lower=lo,
                        col_upper=lp.col_upper)
-    _, transcript, blocks = run_session(lp, parties=1, seed="one")
+    _, transcript, blocks = run_session(lp, parties=1)
     a = audit(transcript, blocks)
     pa = a.parties["party1"]
     assert pa.view.n_dense == 1 and pa.outcome("dense_sparse_recovery").up_to_scale == 1

@@ -37,7 +37,7 @@ def test_afiro_every_column_and_every_nonzero_position() -> None:
     never certain (A D reads like A), so nothing rests on a claim, and the truth finds every guess
     of the values and every position from d_t y_t right."""
     lp = netlib("afiro")
-    outcome, transcript, blocks = run_session(lp, parties=3, seed="afiro")
+    outcome, transcript, blocks = run_session(lp, parties=3)
     a = audit(transcript, blocks)
     assert _totals(a, "recovered_exact") == 32 and _totals(a, "claimed_wrong") == 0
     nonzero = int(np.count_nonzero(np.abs(outcome.x) > 1e-9))
@@ -70,7 +70,7 @@ def test_planted_unit_entries_are_flagged_fully_recovered() -> None:
     any solution is revealed the attacks guess every column (the one round reading), and the truth
     finds every guess right; nothing is claimed, since 2A with costs 2c gives the same transcript."""
     lp = bounded(sparse_lp(np.random.default_rng(20250117), 40, 60, 3, values="unit"))
-    _, transcript, blocks = run_session(lp, parties=2, reveal=False, seed="unit")
+    _, transcript, blocks = run_session(lp, parties=2, reveal=False)
     a = audit(transcript, blocks)
     for pa in a.parties.values():
         assert pa.summary["best_guess"] == pa.view.n_cols == pa.truth["recovered_exact"]
@@ -84,7 +84,7 @@ def test_no_round_numbers_no_recovery() -> None:
     lp = bounded(sparse_lp(np.random.default_rng(20250118), 40, 60, 4, values="gaussian"))
     lp = type(lp)(c=np.random.default_rng(3).standard_normal(lp.n_cols), A=lp.A, row_lower=lp.row_lower,
                   row_upper=lp.row_upper, col_lower=lp.col_lower, col_upper=lp.col_upper)
-    _, transcript, blocks = run_session(lp, parties=2, reveal=False, seed="gauss")
+    _, transcript, blocks = run_session(lp, parties=2, reveal=False)
     a = audit(transcript, blocks)
     for pa in a.parties.values():
         norm = pa.outcome("monomial_normalization")

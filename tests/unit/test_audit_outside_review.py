@@ -51,16 +51,22 @@ def test_f1_rows_mode_with_free_columns_gives_the_bounded_columns() -> None:
 
 def test_f2_a_single_free_column_is_lost_once_x_is_revealed() -> None:
     """One free column per party and x revealed: a = M u / x_f, b = M'a/|a|^2, c = b'(Bc)/|b|^2,
-    exactly and claimed (the check: the revealed x_f); without the revealed x only up to a factor."""
+    exactly and claimed (the check: the revealed x_f); without the revealed x only up to a factor.
+    Ten parties hold one free column each, an eleventh the other 30."""
     lp = heldout_lp("free_real", SEED)
-    _, transcript, blocks = run_session(lp, split=[1] * lp.n_cols)
+    split = [1] * 10 + [lp.n_cols - 10]
+    singles = [f"party{j}" for j in range(1, 11)]
+    _, transcript, blocks = run_session(lp, split=split)
     a = audit(transcript, blocks)
-    for pa in a.parties.values():
+    for pid in singles:
+        pa = a.parties[pid]
+        assert pa.view.n_cols == 1
         assert pa.summary["exact_by"] == {"single_dense_column": 1}
         assert pa.truth["claimed_right"] == 1 and pa.truth["claims_hold"]
-    _, transcript, blocks = run_session(lp, split=[1] * lp.n_cols, reveal=False)
+    _, transcript, blocks = run_session(lp, split=split, reveal=False)
     a = audit(transcript, blocks)  # the control: nothing fixes the factor
-    for pid, pa in a.parties.items():
+    for pid in singles:
+        pa = a.parties[pid]
         assert pa.summary["recovered_exact"] == 0 and pa.summary["recovered_up_to_scale"] == 1
         assert "up to a factor" in _text(a, pid)[0]
 

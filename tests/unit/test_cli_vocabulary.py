@@ -110,7 +110,7 @@ def test_ldp_dataset_and_its_deprecated_alias(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_summary_on_stdout_unless_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["census", "release", "--synthetic", "census", "--max-size", "20", "--eps", "1", "--mechanism", "hdp"]
+    argv = ["census", "release", "--synthetic", "census", "--max-size", "10", "--eps", "1", "--mechanism", "hdp"]
     assert main(argv) == 0  # no --json: the release is the summary line (and --out, when given)
     out = capsys.readouterr().out
     assert len(out.strip().splitlines()) == 1 and out.startswith("census release hdp eps=1: 1 release of 3194")

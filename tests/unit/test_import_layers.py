@@ -5,6 +5,7 @@ import cycle exists anywhere in the package. Read with ``ast``, so nothing is im
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,11 +26,17 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed module (parsed once for both tests; they only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def imported(path: Path, known: dict[str, Path], *, module_level: bool) -> set[str]:
     """The package's modules ``path`` imports (``from pkg import sub`` counts as ``pkg.sub`` when
     ``sub`` is a module); ``module_level``: only statements run at import (not in functions or under
     ``if TYPE_CHECKING``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     nodes = tree.body if module_level else list(ast.walk(tree))
     out: set[str] = set()
     for node in nodes:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from securelp.coordinator.examples import mangasarian_example
 from securelp.coordinator.protocol import K_MARGIN, SessionConfig, run_secure_lp, transformed_lp
-from securelp.coordinator.simulation import owners_consent, simulate
+from securelp.coordinator.simulation import owners_consent, party_seed, simulate
 from securelp.coordinator.transport import InProcessLink
 from securelp.party.session import PartySession
 from securelp.protos import securelp_pb2 as pb
@@ -27,6 +27,13 @@ def _run(lp, parties=3, **cfg):
     sessions = [PartySession(b, policy=owners_consent(config)) for b in blocks]
     outcome = run_secure_lp(public, [InProcessLink(s) for s in sessions], config, central=lp)
     return outcome, sessions
+
+
+def _seeded_session(public, blocks, config, seed=None, central=None):
+    """The session ``simulate`` runs with these parties and seed, without the audit of its transcript
+    (for tests that assert on the session alone)."""
+    sessions = [PartySession(b, seed=party_seed(seed, b.party_id)) for b in blocks]
+    return run_secure_lp(public, [InProcessLink(s) for s in sessions], config, central=central)
 
 
 @pytest.mark.parametrize("example", [1, 2])
@@ -116,10 +123,10 @@ def test_the_default_k_keeps_the_transformed_lp_solvable():
     and k = n is still accepted when asked for."""
     lp, split, _known = mangasarian_example(2, seed=0)
     public, blocks = split_columns(lp, split, ids=["owner1", "owner2", "owner3"])  # as securelp demo
-    outcome, _ = simulate(public, blocks, SessionConfig(), seed=56, central=lp)
+    outcome = _seeded_session(public, blocks, SessionConfig(), seed=56, central=lp)
     assert outcome.status is SolveStatus.OPTIMAL and outcome.k == lp.n_cols + K_MARGIN
     assert outcome.objective_rel_diff <= 1e-9
-    outcome, _ = simulate(public, blocks, SessionConfig(k=lp.n_cols), seed=3, central=lp)
+    outcome = _seeded_session(public, blocks, SessionConfig(k=lp.n_cols), seed=3, central=lp)
     assert outcome.status is SolveStatus.OPTIMAL and outcome.k == lp.n_cols
 
 
@@ -191,8 +198,8 @@ def test_coordinator_rejects_malformed_blocks():
 
 
 def test_reproducible_mode_is_flagged_and_repeatable():
-    lp, split, _ = mangasarian_example(2)
-    public, blocks = split_columns(lp, split)
+    lp = random_feasible_lp(np.random.default_rng(7), 30, 40, free_fraction=0.5)
+    public, blocks = split_columns(lp, [15, 15, 10])
     a, _ = simulate(public, blocks, SessionConfig(), seed=7)
     b, _ = simulate(public, blocks, SessionConfig(), seed=7)
     c, _ = simulate(public, blocks, SessionConfig())
@@ -217,7 +224,7 @@ def test_no_reveal_keeps_x_with_the_parties():
 def test_transformed_lp_dimensions():
     lp, split, _ = mangasarian_example(2)
     public, blocks = split_columns(lp, split)
-    outcome, _ = simulate(public, blocks, SessionConfig(k=120))
+    outcome = _seeded_session(public, blocks, SessionConfig(k=120))
     t, slices = transformed_lp(public, outcome.transcript, 120)
     assert (t.n_rows, t.n_cols) == (1000, 120)
     assert all(s.stop - s.start == 0 for s in slices)
