@@ -22,6 +22,7 @@ from securelp.party.policy import DEFAULT_POLICY, PartyPolicy
 from securelp.party.session import PartySession
 from securelp.solvers.lp import LinearProgram, read_mps
 from securelp.solvers.lp.partition import ColumnBlock, parse_split, split_columns
+from securelp.solvers.randomness import SecureRandom
 
 NETLIB = Path(__file__).resolve().parent / "data" / "netlib"
 NETLIB_NAMES = ("afiro", "sc50b", "kb2", "adlittle", "blend")
@@ -89,22 +90,41 @@ class PlantedMaskSession(PartySession):
         self._rng = _FixedMaskRandom(self._rng, mask)
 
 
+class UnflaggedMaskSession(PartySession):
+    """A party whose masks come from a fixed key that it does not flag as a seed: the transcript says
+    fresh entropy, so the audit treats the masks as such (no seed attack, which tries about 2,000
+    guesses per party), and the test is repeatable. For tests whose outcome holds for any mask."""
+
+    def __init__(self, block: ColumnBlock, key: str, policy: PartyPolicy = DEFAULT_POLICY) -> None:
+        super().__init__(block, policy=policy)
+        rng = SecureRandom(key, label=f"party/{block.party_id}")
+        rng.reproducible = False
+        self._rng = rng
+
+
 def run_session(lp: LinearProgram, *, parties: int = 3, split: Sequence[int] | None = None, mode: str = "monomial",
                 reveal: bool = True, k: int | None = None, planted: dict[str, str] | None = None,
-                path: str | None = None, seed: str | None = None) -> tuple[SessionOutcome, Transcript, list[ColumnBlock]]:
+                path: str | None = None, seed: str | None = None,
+                masks: str | None = "audit-tests") -> tuple[SessionOutcome, Transcript, list[ColumnBlock]]:
     """One in-process session with every message recorded; ``planted`` maps party ids to a planted
-    mask (see :class:`PlantedMaskSession`); ``seed``: masks drawn in the flagged reproducible mode
-    (None: fresh OS entropy). The audit of a seeded session runs the seed attack, which tries about
-    2,000 seed guesses on every party (a second or more per session); tests whose outcome holds for
-    any mask draw fresh masks instead."""
+    mask (see :class:`PlantedMaskSession`). ``seed``: masks drawn in the flagged reproducible mode
+    (the audit then runs the seed attack). Without it, ``masks`` keys masks the parties do not flag
+    (:class:`UnflaggedMaskSession`: repeatable, audited as fresh), and ``masks=None`` draws them
+    from fresh OS entropy."""
     sizes = list(split) if split is not None else parse_split(None, lp.n_cols, parties)
     public, blocks = split_columns(lp, sizes)
     planted = planted or {}
     config = SessionConfig(bounds_mode=mode, reveal=reveal, k=k)
     policy = owners_consent(config)  # the owners agree to what the session asks
-    sessions = [PlantedMaskSession(b, planted[b.party_id], policy) if b.party_id in planted
-                else PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}", policy=policy)
-                for b in blocks]
+
+    def session(b: ColumnBlock) -> PartySession:
+        if b.party_id in planted:
+            return PlantedMaskSession(b, planted[b.party_id], policy)
+        if seed is None and masks is not None:
+            return UnflaggedMaskSession(b, f"{masks}/{b.party_id}", policy)
+        return PartySession(b, seed=None if seed is None else f"{seed}/{b.party_id}", policy=policy)
+
+    sessions = [session(b) for b in blocks]
     links = [InProcessLink(s) for s in sessions]
     outcome, transcript = run_recorded(public, links, config, central=lp, path=path)
     return outcome, transcript, blocks

@@ -101,13 +101,13 @@ def test_fresh_randomness() -> None:
     generic dense one resists, whatever the draw."""
     rng = np.random.default_rng()
     lp = bounded(sparse_lp(rng, 30, 24, 3, values="unit"))
-    _, transcript, blocks = run_session(lp, parties=2, reveal=False)
+    _, transcript, blocks = run_session(lp, parties=2, reveal=False, masks=None)
     a = audit(transcript, blocks, seed=None)
     for pa in a.parties.values():
         assert pa.summary["best_guess"] == pa.view.n_cols == pa.truth["recovered_exact"]
         assert pa.truth["claimed_wrong"] == 0
     dense, _ = random_solvable_lp(50, 16, rng)
-    _, transcript, blocks = run_session(dense, split=[8, 8], planted={"party1": "identity"})
+    _, transcript, blocks = run_session(dense, split=[8, 8], planted={"party1": "identity"}, masks=None)
     a = audit(transcript, blocks, seed=None)
     assert a.parties["party1"].outcome("dense_mask_structure").up_to_scale == 8
     assert a.parties["party1"].truth["recovered_up_to_scale"] == 8
