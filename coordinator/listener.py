@@ -50,9 +50,12 @@ SERVICE_NAME = "securelp.v1.CoordinatorRuntime"
 
 
 def _address_of(peer: str) -> str:
-    """gRPC's ``ipv4:10.0.0.5:41234`` / ``ipv6:[::1]:41234`` -> ``10.0.0.5:41234``."""
+    """gRPC's ``ipv4:10.0.0.5:41234`` / ``ipv6:%5B::1%5D:41234`` -> ``10.0.0.5:41234`` / ``[::1]:41234``
+    (gRPC percent-encodes the brackets of an IPv6 peer)."""
+    from urllib.parse import unquote
+
     kind, _, rest = peer.partition(":")
-    return rest if kind in ("ipv4", "ipv6", "unix") and rest else peer
+    return unquote(rest) if kind in ("ipv4", "ipv6", "unix") and rest else peer
 
 
 class DialOutConnection(StreamConnection):

@@ -120,6 +120,10 @@ def server_options(max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> list[t
     ]
 
 
+#: the addresses this process has already warned about dialing in plaintext
+_WARNED_PLAINTEXT: set[str] = set()
+
+
 def create_channel(address: str, *, tls: ChannelTls | None, target_name: str | None = None, insecure: bool = False,
                    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> grpc.Channel:
     """The one place channels are made.
@@ -135,8 +139,10 @@ def create_channel(address: str, *, tls: ChannelTls | None, target_name: str | N
         raise E.ConfigError("TLS material and insecure=True were both given; choose one")
     options = channel_options(max_message_bytes)
     if insecure:
-        log.warning("connecting to %s WITHOUT TLS (--insecure): masked data travels in the clear and the peer "
-                    "is not authenticated", address)
+        if address not in _WARNED_PLAINTEXT:  # once per address: a party that redials would repeat it
+            _WARNED_PLAINTEXT.add(address)
+            log.warning("connecting to %s WITHOUT TLS (--insecure): masked data travels in the clear and the peer "
+                        "is not authenticated", address)
         return grpc.insecure_channel(address, options=options)
     if tls is None:
         raise E.ConfigError(f"no TLS material for {address}; pass --certs DIR (or --insecure for debugging only)")

@@ -51,7 +51,7 @@ from securelp.coordinator.reporting import (
     quiet_output,
     write_json_report,
 )
-from securelp.solvers.errors import InputError, ResourceError
+from securelp.solvers.errors import ConfigError, InputError, ResourceError
 from securelp.solvers.files import write_atomically, written_together
 from securelp.solvers.hierarchy import mechanisms as mech
 from securelp.solvers.hierarchy.chain import ChainOptions
@@ -138,9 +138,9 @@ def _add_noise_options(p: argparse.ArgumentParser, max_size_help: str, *, partie
     src.add_argument("--synthetic", choices=["census"], help="the bundled census-scale synthetic instance")
     if parties:
         src.add_argument("--hierarchy", metavar="FILE",
-                         help="coordinate running party processes (--party NAME=HOST:PORT) instead of simulating "
-                              "them: the public hierarchy, a CSV with columns region_id,parent_id (and level; no "
-                              "counts: the coordinator reads none)")
+                         help="coordinate running party processes (--party NAME=HOST:PORT, or --listen HOST:PORT "
+                              "for parties that connect) instead of simulating them: the public hierarchy, a CSV "
+                              "with columns region_id,parent_id (and level; no counts: the coordinator reads none)")
     p.add_argument("--eps", required=True, help="privacy budget eps > 0 (decimal, read exactly)")
     p.add_argument("--mechanism", required=True, choices=mech.MECHANISMS)
     p.add_argument("--seed", default=None, help=SEED_HELP)
@@ -224,9 +224,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--level", "--parties-level", dest="level", type=positive_int, default=2, metavar="L*",
                    help="the party level: one party per region of this level (2 = the root's children, e.g. "
                         "states; default 2)")
-    f.add_argument("--transport", choices=["inprocess", "grpc"], default="inprocess",
-                   help="inprocess: simulated parties, every message through protobuf (default); grpc: one gRPC "
-                        "server per party on 127.0.0.1 with mutual TLS and fresh certificates")
+    f.add_argument("--transport", choices=["inprocess", "grpc"], default=None,
+                   help="--data or --synthetic: inprocess: simulated parties, every message through protobuf "
+                        "(default); grpc: one gRPC server per party on 127.0.0.1 with mutual TLS and fresh "
+                        "certificates (running parties, --hierarchy, always talk gRPC)")
     f.add_argument("--deadline", type=float, default=600.0, metavar="S", help="deadline of each call (default 600)")
     f.add_argument("--out", metavar="DIR", default=None,
                    help="write each party's released rows to DIR/<party>.csv (level,region_id,parent_id,size,count)")
@@ -500,8 +501,10 @@ def run_federated(args: argparse.Namespace) -> int:
     for flag, value in (("--party", args.parties), ("--listen", args.listen), ("--certs", args.certs),
                         ("--insecure", args.insecure or None)):
         if value is not None:
-            raise InputError(f"{flag} is for --hierarchy FILE (coordinating running parties); with --data or "
+            raise ConfigError(f"{flag} is for --hierarchy FILE (coordinating running parties); with --data or "
                              "--synthetic the command simulates every party itself")
+    if args.transport is None:
+        args.transport = "inprocess"
     check_writable(args.json, "--json")
     check_transcript_path(args.transcript)
     check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--data", args.data)])
@@ -627,27 +630,33 @@ def _run_with_parties(args: argparse.Namespace) -> int:
     check_distinct([("--json", args.json), ("--transcript", args.transcript)], [("--hierarchy", args.hierarchy)])
     for flag, value in (("--out", args.out), ("--seed", args.seed), ("--data-seed", args.data_seed)):
         if value is not None:
-            raise InputError(f"{flag} does not apply to --hierarchy: each party keeps its own released rows "
+            raise ConfigError(f"{flag} does not apply to --hierarchy: each party keeps its own released rows "
                              "(securelp party --out) and draws its own noise")
     if args.max_size is None:
         raise InputError("--hierarchy needs --max-size N, the public largest group size every party releases")
-    if args.parties and args.listen:
-        raise InputError("--party NAME=HOST:PORT (the coordinator dials each party) and --listen HOST:PORT (the "
+    if args.transport is not None:
+        raise ConfigError("--transport is for simulated parties (--data or --synthetic); running parties "
+                          "(--hierarchy) talk gRPC with mutual TLS")
+    if args.parties and args.listen is not None:
+        raise ConfigError("--party NAME=HOST:PORT (the coordinator dials each party) and --listen HOST:PORT (the "
                          "parties connect) were both given; choose one")
-    if not args.parties and not args.listen:
+    if not args.parties and args.listen is None:
         raise InputError("--hierarchy needs the running parties: --party NAME=HOST:PORT, once per region of --level, "
                          "or --listen HOST:PORT for parties that connect (securelp party --connect)")
     if args.certs and args.insecure:
-        raise InputError("--certs and --insecure were both given; choose one")
+        raise ConfigError("--certs and --insecure were both given; choose one")
     if not args.certs and not args.insecure:
-        raise InputError(f"{'--listen' if args.listen else '--party'} needs --certs DIR (or --insecure, for debugging "
+        raise ConfigError(f"{'--listen' if args.listen is not None else '--party'} needs --certs DIR (or --insecure, for debugging "
                          "only)")
     if not (math.isfinite(args.wait) and args.wait > 0):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait}")
     if not (math.isfinite(args.deadline) and args.deadline > 0):
         raise InputError(f"--deadline must be a positive number of seconds, got {args.deadline}")
-    if args.listen:
-        parse_address(args.listen)
+    if args.listen is not None:
+        try:
+            parse_address(args.listen)
+        except InputError as exc:
+            raise InputError(f"--listen: {exc}") from None
     eps = parse_epsilon(args.eps)
     options = _options(args)
     hier = read_hierarchy_csv(args.hierarchy)
@@ -655,7 +664,7 @@ def _run_with_parties(args: argparse.Namespace) -> int:
         raise InputError(f"--level must be between 2 and the hierarchy's depth {hier.depth}, got {args.level}")
     recorder = TranscriptRecorder(PublicRows(np.zeros(0), np.zeros(0), name=f"census-federated {args.mechanism}"))
     start = time.perf_counter()
-    connect = _listen_for_parties if args.listen else _dial_parties
+    connect = _listen_for_parties if args.listen is not None else _dial_parties
     regions = len(split_by_level(hier, args.level).parties)
     with connect(args, regions) as (connections, endpoints):
         links = [recorder.wrap(ProtocolLink(c, CENSUS_FEDERATED, deadline_s=args.deadline)) for c in connections]
@@ -670,7 +679,7 @@ def _run_with_parties(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "command": "census federated", "mechanism": args.mechanism, "private": True, "reproducible": False,
         **_noise_description(args, hier.depth), "transport": "grpc",
-        "direction": "dial-out" if args.listen else "dial-in", "endpoints": endpoints,
+        "direction": "dial-out" if args.listen is not None else "dial-in", "endpoints": endpoints,
         "session_id": outcome.session_id, "party_level": args.level, "parties": len(outcome.parties),
         "spanning_regions": len(outcome.split.spanning),
         "dataset": {"source": f"parties:{args.hierarchy}", "regions": hier.size, "levels": hier.depth,

@@ -75,8 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--listen", metavar="HOST:PORT", help="dial-in: address to bind (port 0: any free port)")
     where.add_argument("--connect", metavar="HOST:PORT",
-                       help="dial-out: the listening coordinator's address (securelp coordinator --listen); this "
-                            "party opens no inbound port")
+                       help="dial-out: the listening coordinator's address (securelp coordinator --listen, or "
+                            "securelp census federated --hierarchy FILE --listen); this party opens no inbound port")
     p.add_argument("--data", metavar="BLOCK.npz", default=None,
                    help="this party's private block (securelp split): it serves the secure LP (pplp)")
     p.add_argument("--census", metavar="SUBTREE.csv", default=None,
@@ -94,9 +94,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="long-running: serve session after session (fresh masks each) until stopped, instead of "
                         "exiting after one")
     p.add_argument("--out", metavar="FILE", default=None,
-                   help="write this party's own decoded solution x_j, with its column names, to FILE when a session "
-                        "ends (without an optimum: the status and no values; CSV, or .npz or .json by the suffix; "
-                        "{session} in the name becomes the session id); the path is never sent to the coordinator")
+                   help="write this party's own result to FILE when a session ends: with --data its decoded "
+                        "solution x_j with its column names (without an optimum: the status and no values; CSV, or "
+                        ".npz or .json by the suffix), with --census its regions' released counts (CSV "
+                        "level,region_id,parent_id,size,count); {session} in the name becomes the session id; the "
+                        "path is never sent to the coordinator")
     p.add_argument("--keepalive", type=positive_float, default=DEFAULT_KEEPALIVE_S, metavar="S",
                    help="drop a session whose coordinator sent nothing for S seconds (heartbeats flow every S/4; "
                         f"default {DEFAULT_KEEPALIVE_S:g})")

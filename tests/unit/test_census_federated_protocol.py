@@ -78,24 +78,30 @@ def test_command_errors_are_one_line_with_the_input_exit_code(args, message, tmp
     assert rc == 3 and message in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--listen", "127.0.0.1:0"], "--listen is for --hierarchy FILE"),
-    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--party", "a=127.0.0.1:1", "--insecure"],
+@pytest.mark.parametrize(("args", "code", "message"), [
+    (["--listen", "127.0.0.1:0"], 4, "--listen is for --hierarchy FILE"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--party", "a=127.0.0.1:1", "--insecure"], 4,
      "were both given; choose one"),
-    (["--hierarchy", "{geo}"], "--hierarchy needs the running parties: --party NAME=HOST:PORT"),
-    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0"], "--listen needs --certs DIR"),
-    (["--hierarchy", "{geo}", "--listen", "nohost", "--insecure"], "nohost"),
-    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--insecure", "--wait", "0"],
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--certs", "c", "--insecure"], 4,
+     "--certs and --insecure were both given"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--insecure", "--transport", "grpc"], 4,
+     "--transport is for simulated parties"),
+    (["--hierarchy", "{geo}"], 3, "--hierarchy needs the running parties: --party NAME=HOST:PORT"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0"], 4, "--listen needs --certs DIR"),
+    (["--hierarchy", "{geo}", "--listen", "nohost", "--insecure"], 3, "--listen: address 'nohost'"),
+    (["--hierarchy", "{geo}", "--listen", "", "--insecure"], 3, "--listen: address ''"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--insecure", "--wait", "0"], 3,
      "--wait must be a positive number of seconds"),
 ])
-def test_coordinating_running_parties_refuses_bad_flags_before_it_listens(args, message, tmp_path, capsys):
+def test_coordinating_running_parties_refuses_bad_flags_before_it_listens(args, code, message, tmp_path, capsys):
+    """Flags that do not go together are configuration errors (4), malformed values input errors (3)."""
     geo = tmp_path / "geo.csv"
     geo.write_text("level,region_id,parent_id\n1,top,\n2,a,top\n2,b,top\n")
     args = [a.replace("{geo}", str(geo)) for a in args]
     source = [] if "--hierarchy" in args else ["--data", str(TAXI)]
     rc = main(["census", "federated", *source, "--max-size", "12", "--eps", "1", "--mechanism", "hdp", *args])
     err = capsys.readouterr().err
-    assert rc == 3 and message in err and "Traceback" not in err, err
+    assert rc == code and message in err and "Traceback" not in err, err
 
 
 def test_data_needs_a_public_max_size(capsys):

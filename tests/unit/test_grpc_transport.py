@@ -198,10 +198,15 @@ def test_factories_refuse_tls_with_insecure_and_nothing_at_all():
         create_server("127.0.0.1:0", FakeSession(), tls=None)
 
 
-def test_insecure_is_warned(caplog):
+def test_insecure_is_warned_once_per_address(caplog):
+    """A plaintext channel is warned about, once per address: a dial-out party that redials every few
+    seconds does not repeat it."""
     with caplog.at_level("WARNING"):
-        create_channel("127.0.0.1:1", tls=None, insecure=True).close()
-    assert "WITHOUT TLS" in caplog.text
+        for _ in range(3):
+            create_channel("127.0.0.1:7", tls=None, insecure=True).close()
+        create_channel("127.0.0.1:8", tls=None, insecure=True).close()
+    warned = [r.getMessage() for r in caplog.records if "WITHOUT TLS" in r.getMessage()]
+    assert len(warned) == 2 and "127.0.0.1:7" in warned[0] and "127.0.0.1:8" in warned[1]
 
 
 @pytest.mark.parametrize("text, ok", [("127.0.0.1:0", True), ("h:50051", True), ("[::1]:5", True),
@@ -295,3 +300,13 @@ def test_socket_closed_while_connecting_is_a_tls_refusal_only_under_tls(link):
                           E.AuthenticationError)
     link._tls = True
     assert type(link._rpc_error(FakeRpcError(grpc.StatusCode.UNAVAILABLE, details), "hello", 1)) is E.AuthenticationError
+
+
+@pytest.mark.parametrize("peer, address", [("ipv4:10.0.0.5:41234", "10.0.0.5:41234"),
+                                           ("ipv6:%5B::1%5D:51634", "[::1]:51634"),
+                                           ("unix:/run/x.sock", "/run/x.sock"), ("odd", "odd")])
+def test_a_dial_out_party_s_address_reads_as_host_port(peer, address):
+    """gRPC's peer strings (it percent-encodes an IPv6 peer's brackets) become the address reports show."""
+    from securelp.coordinator.listener import _address_of
+
+    assert _address_of(peer) == address
