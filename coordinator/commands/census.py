@@ -209,7 +209,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "than N are counted at size N); synthetic: default 1000", parties=True)
     f.add_argument("--party", action="append", default=None, metavar="NAME=HOST:PORT", dest="parties",
                    help="with --hierarchy: a running party (securelp party --listen ... --census FILE), dialed with "
-                        "mutual TLS; repeat once per region of --level")
+                        "mutual TLS; repeat once per region of --level. With --listen: NAME only, the parties "
+                        "admitted (by their certificates' names; default: the first that connect, one per region)")
     f.add_argument("--listen", metavar="HOST:PORT", default=None,
                    help="with --hierarchy, instead of --party: dial-out: listen on this address for the running "
                         "parties (securelp party --connect ... --census FILE), one per region of --level; no data "
@@ -637,9 +638,6 @@ def _run_with_parties(args: argparse.Namespace) -> int:
     if args.transport is not None:
         raise ConfigError("--transport is for simulated parties (--data or --synthetic); running parties "
                           "(--hierarchy) talk gRPC with mutual TLS")
-    if args.parties and args.listen is not None:
-        raise ConfigError("--party NAME=HOST:PORT (the coordinator dials each party) and --listen HOST:PORT (the "
-                         "parties connect) were both given; choose one")
     if not args.parties and args.listen is None:
         raise InputError("--hierarchy needs the running parties: --party NAME=HOST:PORT, once per region of --level, "
                          "or --listen HOST:PORT for parties that connect (securelp party --connect)")
@@ -666,6 +664,13 @@ def _run_with_parties(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     connect = _listen_for_parties if args.listen is not None else _dial_parties
     regions = len(split_by_level(hier, args.level).parties)
+    if args.listen is not None and args.parties:
+        from securelp.coordinator.commands.coordinate import parse_listen_parties
+
+        named = parse_listen_parties(args.parties, None, None)
+        if named is not None and len(named) != regions:
+            raise InputError(f"--party names {len(named)} parties, but level {args.level} has {regions} regions "
+                             "(one party per region)")
     with connect(args, regions) as (connections, endpoints):
         links = [recorder.wrap(ProtocolLink(c, CENSUS_FEDERATED, deadline_s=args.deadline)) for c in connections]
         try:
@@ -728,9 +733,10 @@ def _dial_parties(args: argparse.Namespace, regions: int) -> Iterator[tuple[list
 
 @contextlib.contextmanager
 def _listen_for_parties(args: argparse.Namespace, regions: int) -> Iterator[tuple[list[Any], dict[str, str]]]:
-    """Dial-out: listen on ``--listen`` until ``regions`` parties (one per region of the party level)
-    have connected within ``--wait``; the connections and the addresses they came from. Each party
-    names its region in the session's hello, which checks that every region has exactly one."""
+    """Dial-out: listen on ``--listen`` until the ``--party`` names, or else ``regions`` parties (one per
+    region of the party level), have connected within ``--wait``; the connections and the addresses
+    they came from. Each party names its region in the session's hello, which checks that every region
+    has exactly one."""
     from securelp.coordinator.certs import COORDINATOR_ID, load_identity, require_usage
     from securelp.coordinator.listener import PartyListener
     from securelp.protos.channels import ServerTls
@@ -740,7 +746,9 @@ def _listen_for_parties(args: argparse.Namespace, regions: int) -> Iterator[tupl
         ident = load_identity(args.certs, COORDINATOR_ID)
         require_usage(ident, "server", "--listen (the coordinator is the TLS server)")
         tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-    listener = PartyListener(args.listen, tls=tls, insecure=args.insecure, count=regions)
+    names = [spec.strip() for spec in args.parties] if args.parties else None  # checked by the caller
+    listener = PartyListener(args.listen, tls=tls, insecure=args.insecure, expected=names,
+                             count=None if names else regions)
     try:
         port = listener.start()
         # the LISTENING line also with --quiet: a launcher reads it to start the parties

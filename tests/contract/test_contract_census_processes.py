@@ -116,9 +116,9 @@ def test_the_coordinator_command_runs_a_session_against_party_processes(tmp_path
 
 
 def test_the_coordinator_command_listens_for_parties_that_connect(tmp_path):
-    """``securelp census federated --hierarchy FILE --listen HOST:PORT``: dial-out, the parties
-    (``securelp party --connect ... --census FILE``) open no port; the coordinator waits for one per
-    region of the level, and each party keeps its own released rows."""
+    """``securelp census federated --hierarchy FILE --listen HOST:PORT --party NAME ...``: dial-out, the
+    parties (``securelp party --connect ... --census FILE``) open no port; the coordinator admits the
+    named parties, and each party keeps its own released rows."""
     import json
 
     files = write_subtrees(tmp_path)
@@ -128,7 +128,8 @@ def test_the_coordinator_command_listens_for_parties_that_connect(tmp_path):
     report = tmp_path / "r.json"
     coordinator = subprocess.Popen(
         PY + ["census", "federated", "--hierarchy", str(geography), "--max-size", "12", "--eps", "1", "--mechanism",
-              "topdown", "--listen", "127.0.0.1:0", "--certs", str(certs), "--json", str(report), "--quiet"],
+              "topdown", "--listen", "127.0.0.1:0", "--certs", str(certs), "--json", str(report), "--quiet",
+              *[a for rid in files for a in ("--party", rid)]],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs = {"coordinator": coordinator}
     try:

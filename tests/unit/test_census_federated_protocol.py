@@ -80,8 +80,10 @@ def test_command_errors_are_one_line_with_the_input_exit_code(args, message, tmp
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["--listen", "127.0.0.1:0"], 4, "--listen is for --hierarchy FILE"),
-    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--party", "a=127.0.0.1:1", "--insecure"], 4,
-     "were both given; choose one"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--party", "a=127.0.0.1:1", "--insecure"], 3,
+     "with --listen the parties connect: give their names only"),
+    (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--party", "a", "--insecure"], 3,
+     "--party names 1 parties, but level 2 has 2 regions"),
     (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--certs", "c", "--insecure"], 4,
      "--certs and --insecure were both given"),
     (["--hierarchy", "{geo}", "--listen", "127.0.0.1:0", "--insecure", "--transport", "grpc"], 4,
