@@ -306,12 +306,16 @@ def _finish(args: argparse.Namespace, result: ServeResult, owner: _Owner) -> int
         return int(ExitCode.OK)
     if detail.startswith("refused"):
         policy = getattr(record.session, "policy", None)
+        if policy is None:  # a protocol without a policy (census-federated): its own checks refused
+            raise ProtocolError(f"party {args.id}: session {sid}: refused: {detail.removeprefix('refused: ')}; "
+                                "the session is over")
         raise ProtocolError(f"party {args.id}: session {sid}: {detail.removeprefix('refused: ')} refused, as its "
-                            f"policy ({policy.describe() if policy else 'unknown'}) or its checks require; the "
-                            "session is over")
+                            f"policy ({policy.describe()}) or its checks require; the session is over")
     if detail.startswith("aborted"):
+        after = ("any decoded values are not a session result" if record.protocol == "pplp"
+                 else "nothing of it is a result")
         raise ProtocolError(f"party {args.id}: session {sid}: the coordinator aborted the session ({detail}); "
-                            "any decoded values are not a session result")
+                            f"{after}")
     if detail.startswith("dropped"):
         raise TransportError(f"party {args.id}: session {sid} was dropped: {detail.removeprefix('dropped: ')}")
     outcome = getattr(record.session, "outcome", None)
