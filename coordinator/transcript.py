@@ -338,6 +338,13 @@ class RecordingLink(PartyLink):
         return self._recorded("close", self._inner.close, request)
 
     # -- not messages: forwarded only ----------------------------------------------------------
+    def check_alive(self, what: str) -> None:
+        # explicit: PartyLink's own (a no-op) would otherwise shadow __getattr__, and a party lost
+        # during a long local step (the solve, a census post-processing) would go unnoticed until it ends
+        check = getattr(self._inner, "check_alive", None)
+        if check is not None:
+            check(what)
+
     def shutdown(self) -> None:
         self._inner.shutdown()
 
