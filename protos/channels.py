@@ -182,11 +182,31 @@ def create_grpc_server(address: str, *, tls: ServerTls | None, insecure: bool = 
             creds = grpc.ssl_server_credentials(((tls.private_key, tls.certificate_chain),),
                                                 root_certificates=tls.root_certificates, require_client_auth=True)
             port = server.add_secure_port(address, creds)
-    except RuntimeError as exc:
-        raise E.TransportError(f"{who}: cannot listen on {address} ({exc})") from None
+    except RuntimeError:
+        port = 0
     if not port:
-        raise E.TransportError(f"{who}: cannot listen on {address} (address in use or invalid)")
+        raise E.TransportError(f"{who}: cannot listen on {address}: {bind_failure(address)}")
     return server, port
+
+
+def bind_failure(address: str) -> str:
+    """Why ``host:port`` cannot be bound, as the operating system says it (gRPC reports only that it
+    failed, with the cause in its own log): a plain socket tries the same bind."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, ValueError, UnicodeError) as exc:
+        return f"the host {host!r} does not resolve ({exc})"
+    for family, kind, proto, _, sockaddr in infos:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind(sockaddr)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return "gRPC could not bind it (set GRPC_VERBOSITY=debug for its reason)"
 
 
 def peer_names(context: grpc.ServicerContext) -> set[str]:

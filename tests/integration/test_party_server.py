@@ -130,7 +130,7 @@ def test_serve_and_create_server_validate_arguments():
     try:
         assert port > 0
         assert _health(port) == health_pb2.HealthCheckResponse.SERVING
-        with pytest.raises(E.TransportError, match=f"cannot listen on 127.0.0.1:{port}"):
+        with pytest.raises(E.TransportError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use"):
             create_server(f"127.0.0.1:{port}", _session(), tls=None, insecure=True)  # no silent port sharing
     finally:
         server.stop(0)

@@ -310,3 +310,12 @@ def test_a_dial_out_party_s_address_reads_as_host_port(peer, address):
     from securelp.coordinator.listener import _address_of
 
     assert _address_of(peer) == address
+
+
+@pytest.mark.parametrize("address, reason", [("256.1.1.1:0", "the host '256.1.1.1' does not resolve"),
+                                             ("example.invalid:0", "the host 'example.invalid' does not resolve")])
+def test_an_address_that_cannot_be_bound_says_why(address, reason):
+    """gRPC only says that a bind failed; the error carries the operating system's reason."""
+    from securelp.protos.channels import bind_failure
+
+    assert reason in bind_failure(address)
