@@ -426,6 +426,7 @@ def connect_and_serve(address: str, party: object, *, tls: ServerTls | ChannelTl
                     result = ServeResult("idle", f"no coordinator for {idle_timeout_s:g} s", None,
                                          len(host.history) - first)
                     break
+                sessions_before = len(host.history)
                 outcome = _one_connection(host, address, who, channel_tls, insecure, keepalive_s, max_message_bytes,
                                           signalled, stop, on_connected)
                 if outcome == "connected":
@@ -435,6 +436,11 @@ def connect_and_serve(address: str, party: object, *, tls: ServerTls | ChannelTl
                     ended = host.history[first:]
                     if ended and not serve_forever:
                         result = ServeResult("closed", ended[0].end_reason, ended[0], len(ended))
+                    elif len(host.history) == sessions_before and not (signalled or (stop is not None and stop.is_set())):
+                        # the coordinator let it go before any session (it gave up waiting, or stopped)
+                        until = f", for up to {idle_timeout_s:g} s (--idle-timeout)" if idle_timeout_s is not None else ""
+                        log.warning("party %s: %s closed the connection before a session; waiting for a coordinator "
+                                    "there%s", host.party_id, who, until)
                     continue
                 if isinstance(outcome, E.SecureLPError):  # refused by the coordinator
                     transient = type(outcome) is E.TransportError  # busy with another session, already connected

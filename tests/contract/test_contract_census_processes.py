@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -155,7 +156,7 @@ def test_the_coordinator_command_listens_for_parties_that_connect(tmp_path):
 
 def test_the_listening_coordinator_names_a_region_whose_party_never_connects(tmp_path):
     """Only one of the two parties connects: the command ends after --wait with the transport exit code
-    and names the party that did connect; that party keeps waiting for a coordinator."""
+    and names the party that did connect; that party says it keeps waiting for a coordinator."""
     files = write_subtrees(tmp_path)
     certs = tmp_path / "certs"
     write_session_certs(certs, list(files))
@@ -172,6 +173,7 @@ def test_the_listening_coordinator_names_a_region_whose_party_never_connects(tmp
             PY + ["party", "--connect", address, "--census", str(path), "--max-size", "12", "--id", rid,
                   "--certs", str(certs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         rc = coordinator.wait(timeout=60)
+        time.sleep(2.0)  # the party notices the closed connection and says it waits on
         party_running = procs[rid].poll() is None
     finally:
         stop(procs)
@@ -179,6 +181,8 @@ def test_the_listening_coordinator_names_a_region_whose_party_never_connects(tmp
     assert rc == 6, err  # the documented transport exit code
     assert f"1 of the 2 expected parties connected within 3 s (--wait; connected: {rid})" in err, err
     assert "Traceback" not in err and party_running
+    party_err = procs[rid].stderr.read()
+    assert "closed the connection before a session; waiting for a coordinator there, for up to 600 s" in party_err
 
 
 def test_a_party_reads_its_subtree_file_as_the_whole_file_has_it(tmp_path):
