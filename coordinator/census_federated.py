@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from securelp.coordinator.drive import close_all, each, run_on_hosts, while_alive
-from securelp.coordinator.transport import ProtocolLink
+from securelp.coordinator.transport import ProtocolLink, close_session
 from securelp.party import aggregation as agg
 from securelp.party.census_federated import PROTOCOL_VERSION, decode_int64, encode_int64
 from securelp.protos import census_federated_pb2 as cpb
@@ -60,8 +60,6 @@ from securelp.solvers.hierarchy.model import Hierarchy
 
 log = logging.getLogger(__name__)
 
-#: the deadline of the best-effort close of a session
-CLOSE_DEADLINE_S = 10.0
 #: the largest noise scale b for which the accounting computes the loss against the coordinator with one
 #: colluding party (about 1 s at b = 100; quadratic in b)
 COLLUSION_MAX_SCALE = 100
@@ -95,14 +93,6 @@ class CensusOutcome:
     bytes_sent: tuple[int, ...]
     bytes_received: tuple[int, ...]
     phase_s: dict[str, float] = field(default_factory=dict)
-
-
-def _close(link: ProtocolLink, request: cpb.CensusClose) -> None:
-    """Close the session on one party (best effort, a short deadline) and end its connection's session."""
-    try:
-        link.call("close", request, deadline_s=min(link.deadline_s, CLOSE_DEADLINE_S))
-    finally:
-        link.connection.finish("session over")
 
 
 def _match_parties(hier: Hierarchy, split: RegionalSplit, links: Sequence[ProtocolLink],
@@ -246,11 +236,11 @@ def run_census_federated(links: Sequence[ProtocolLink], hierarchy: Hierarchy, ma
         phases["release"] = time.perf_counter() - t0
     except BaseException as exc:
         aborted = cpb.CensusClose(session_id=sid, reason=f"aborted: {exc.__class__.__name__}")
-        close_all(links, lambda link: _close(link, aborted), pool)
+        close_all(links, lambda link: close_session(link, aborted), pool)
         raise
     else:
         t0 = time.perf_counter()
-        close_all(links, lambda link: _close(link, cpb.CensusClose(session_id=sid, reason="done")), pool)
+        close_all(links, lambda link: close_session(link, cpb.CensusClose(session_id=sid, reason="done")), pool)
         phases["close"] = time.perf_counter() - t0
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from securelp.coordinator.drive import close_all, each, run_on_hosts
-from securelp.coordinator.transport import ProtocolLink
+from securelp.coordinator.transport import ProtocolLink, close_session
 from securelp.party.ldp_collect import PROTOCOL_VERSION, MechanismSpec, fingerprint, unpack_reports
 from securelp.protos import ldp_collect_pb2 as lpb
 from securelp.solvers.errors import ConfigError, ProtocolError
@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 #: reports per collect call unless told otherwise (256 KiB of one-byte reports)
 DEFAULT_CHUNK = 1 << 18
-CLOSE_DEADLINE_S = 10.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,13 +70,6 @@ class CollectOutcome:
     @property
     def total_users(self) -> int:
         return int(sum(self.users))
-
-
-def _close(link: ProtocolLink, request: lpb.LdpClose) -> None:
-    try:
-        link.call("close", request, deadline_s=min(link.deadline_s, CLOSE_DEADLINE_S))
-    finally:
-        link.connection.finish("session over")
 
 
 def run_ldp_collect(links: Sequence[ProtocolLink], spec: MechanismSpec, mechanism: Any, *,
@@ -150,11 +142,11 @@ def run_ldp_collect(links: Sequence[ProtocolLink], spec: MechanismSpec, mechanis
         phases["estimate"] = time.perf_counter() - t0
     except BaseException as exc:
         aborted = lpb.LdpClose(session_id=sid, reason=f"aborted: {exc.__class__.__name__}")
-        close_all(links, lambda link: _close(link, aborted), pool)
+        close_all(links, lambda link: close_session(link, aborted), pool)
         raise
     else:
         t0 = time.perf_counter()
-        close_all(links, lambda link: _close(link, lpb.LdpClose(session_id=sid, reason="done")), pool)
+        close_all(links, lambda link: close_session(link, lpb.LdpClose(session_id=sid, reason="done")), pool)
         phases["close"] = time.perf_counter() - t0
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

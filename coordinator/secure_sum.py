@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from securelp.coordinator.drive import close_all, each
-from securelp.coordinator.transport import ProtocolLink
+from securelp.coordinator.transport import ProtocolLink, close_session
 from securelp.party import aggregation as agg
 from securelp.party.secure_sum import PROTOCOL_VERSION, decode_vector, encode_vector
 from securelp.protos import secure_sum_pb2 as spb
@@ -38,14 +38,6 @@ class SumOutcome:
     keys_bound: bool
     shares: tuple[np.ndarray, ...]  # what the coordinator received (uint64), for audits
     bytes_sent: tuple[int, ...]  # per party, by the party
-
-
-def _close(link: ProtocolLink, request: spb.SumClose) -> None:
-    """Close the session on one party (best effort, a short deadline) and end its connection's session."""
-    try:
-        link.call("close", request, deadline_s=min(link.deadline_s, 10.0))
-    finally:
-        link.connection.finish("session over")
 
 
 def run_secure_sum(links: Sequence[ProtocolLink], length: int, *, session_id: str = "") -> SumOutcome:
@@ -71,11 +63,11 @@ def run_secure_sum(links: Sequence[ProtocolLink], length: int, *, session_id: st
         total = agg.sum_shares(list(shares)).view(np.int64)
     except BaseException as exc:
         aborted = spb.SumClose(session_id=sid, reason=f"aborted: {exc.__class__.__name__}")
-        close_all(links, lambda link: _close(link, aborted), pool)
+        close_all(links, lambda link: close_session(link, aborted), pool)
         raise
     else:
-        close_all(links, lambda link: _close(link, spb.SumClose(session_id=sid, reason="done",
-                                                                total=encode_vector(total))), pool)
+        done = spb.SumClose(session_id=sid, reason="done", total=encode_vector(total))
+        close_all(links, lambda link: close_session(link, done), pool)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return SumOutcome(sid, total, tuple(link.party_id for link in links),

@@ -244,6 +244,16 @@ CLOSE_DEADLINE_S = 10.0
 CLOSE_AFTER_TIMEOUT_S = 1.0
 
 
+def close_session(link: Any, request: Message) -> None:
+    """Send a protocol's ``close`` over ``link`` (a ``ProtocolLink``, or one that records it: the call
+    goes through ``link.call`` so a transcript holds it), best effort with a short deadline, then end
+    the connection's session."""
+    try:
+        link.call("close", request, deadline_s=min(link.deadline_s, CLOSE_DEADLINE_S))
+    finally:
+        link.connection.finish("session over")
+
+
 class PPLPLink(PartyLink):
     """The secure LP over any :class:`Connection` (in-process, gRPC dial-in or dial-out).
 
