@@ -699,10 +699,7 @@ def render_occupancy(records: Sequence[dict[str, Any]],
     scale b. The table gives ours as the ratio L1 / (non-zero cells x E|Z|), and for the paper the
     number of occupied cells its L1 implies under the same relation, L1 x unit / E|Z|.
     """
-    info: dict[str, dict[str, Any]] = {}
-    for r in records:
-        if r.get("kind") == "cell" and "dataset_info" in r:
-            info[r["dataset"]] = r["dataset_info"]
+    info = _dataset_info(records)
     lines = [("| dataset | mechanism | eps | b | E\\|Z\\| | level | non-zero true cells (ours) | ours: L1 / (cells x E\\|Z\\|) "
               "| paper: L1 x unit / E\\|Z\\| (implied occupied cells) | implied / ours |"),
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -726,12 +723,18 @@ def render_occupancy(records: Sequence[dict[str, Any]],
     return "\n".join(lines) + "\n"
 
 
-def render_inputs(records: Sequence[dict[str, Any]]) -> str:
-    """Our two inputs as the runs recorded them."""
-    seen: dict[str, dict[str, Any]] = {}
+def _dataset_info(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each dataset's description as its newest cell record gives it."""
+    info: dict[str, dict[str, Any]] = {}
     for r in records:
         if r.get("kind") == "cell" and "dataset_info" in r:
-            seen[r["dataset"]] = r["dataset_info"]
+            info[r["dataset"]] = r["dataset_info"]
+    return info
+
+
+def render_inputs(records: Sequence[dict[str, Any]]) -> str:
+    """Our two inputs as the runs recorded them."""
+    seen = _dataset_info(records)
     lines = [("| input | regions per level | internal regions | N | G | non-zero cells per level | "
               "median largest size per region, per level | (internal region, size) pairs = most #CV possible |"),
              "|---|---|---:|---:|---:|---|---|---:|"]
