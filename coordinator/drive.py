@@ -160,8 +160,9 @@ def run_on_hosts(hosts: Sequence[Any], transport: str, workdir: Path | str | Non
     else:
         from securelp.coordinator.grpc_link import local_grpc_links  # lazy: gRPC only when asked for
 
-        with local_grpc_links(hosts, Path(str(workdir)), deadline_s=deadline_s) as grpc_links:
+        workdir = Path(str(workdir))
+        with local_grpc_links(hosts, workdir, deadline_s=deadline_s) as grpc_links:
             if on_certificates is not None:
-                on_certificates(Path(str(workdir)) / "certs")
+                on_certificates(workdir / "certs")
             outcome = run([link.connection for link in grpc_links])
     return outcome, time.perf_counter() - start

@@ -664,13 +664,6 @@ def _run_with_parties(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     connect = _listen_for_parties if args.listen is not None else _dial_parties
     regions = len(split_by_level(hier, args.level).parties)
-    if args.listen is not None and args.parties:
-        from securelp.coordinator.commands.coordinate import parse_listen_parties
-
-        named = parse_listen_parties(args.parties, None, None)
-        if named is not None and len(named) != regions:
-            raise InputError(f"--party names {len(named)} parties, but level {args.level} has {regions} regions "
-                             "(one party per region)")
     with connect(args, regions) as (connections, endpoints):
         links = [recorder.wrap(ProtocolLink(c, CENSUS_FEDERATED, deadline_s=args.deadline)) for c in connections]
         try:
@@ -738,15 +731,19 @@ def _listen_for_parties(args: argparse.Namespace, regions: int) -> Iterator[tupl
     they came from. Each party names its region in the session's hello, which checks that every region
     has exactly one."""
     from securelp.coordinator.certs import COORDINATOR_ID, load_identity, require_usage
+    from securelp.coordinator.commands.coordinate import parse_listen_parties
     from securelp.coordinator.listener import PartyListener
     from securelp.protos.channels import ServerTls
 
+    names = parse_listen_parties(args.parties, None, None) if args.parties else None
+    if names is not None and len(names) != regions:
+        raise InputError(f"--party names {len(names)} parties, but level {args.level} has {regions} regions (one "
+                         "party per region)")
     tls = None
     if args.certs:
         ident = load_identity(args.certs, COORDINATOR_ID)
         require_usage(ident, "server", "--listen (the coordinator is the TLS server)")
         tls = ServerTls(ident.private_key, ident.certificate, ident.ca_certificate)
-    names = [spec.strip() for spec in args.parties] if args.parties else None  # checked by the caller
     listener = PartyListener(args.listen, tls=tls, insecure=args.insecure, expected=names,
                              count=None if names else regions)
     try:
